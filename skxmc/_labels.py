@@ -1,0 +1,380 @@
+"""Label handling: every label format skxmc accepts becomes CSR float32 plus ``classes_``.
+
+This module is the single place where label input is validated and converted. Estimators,
+metrics and scorers call :func:`encode_labels` (fit time: learn the label space) or
+:class:`LabelSpace` (transform / inverse transform against a learned label space).
+
+Accepted label inputs
+---------------------
+* a scipy sparse matrix or a 2-D numeric numpy array of 0/1 values, shape ``(n, L)``:
+  the label space is ``arange(L)``;
+* a sequence (list, tuple, numpy object / str array, pandas Series) of label collections,
+  one per sample, each a list / tuple / set / frozenset / 1-D array of hashable labels
+  (``str`` or ``int``, not mixed). Empty collections (samples without labels) are allowed,
+  duplicates inside a collection are counted once.
+
+A Python list of lists is always read as label collections, never as an indicator matrix:
+``[[0, 1], [2]]`` means "labels 0 and 1" and "label 2". Pass a numpy array or a scipy
+sparse matrix for an indicator matrix.
+"""
+
+from __future__ import annotations
+
+import itertools
+import numbers
+from collections.abc import Hashable, Iterable, Sequence, Set
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["LabelSpace", "check_label_matrix", "encode_labels", "indices_to_labels"]
+
+_COLLECTION_TYPES = (list, tuple, Set, np.ndarray)
+
+
+def _is_sparse(Y: Any) -> bool:
+    return sp.issparse(Y)
+
+
+def _is_numeric_array(Y: Any) -> bool:
+    return isinstance(Y, np.ndarray) and Y.dtype.kind in "biuf"
+
+
+def _check_n_rows(n_rows: int, n_samples: int | None, name: str) -> None:
+    if n_samples is not None and n_rows != n_samples:
+        raise ValueError(
+            f"{name} has {n_rows} rows but X has {n_samples} samples; "
+            f"{name} must have one row (label collection) per sample."
+        )
+
+
+def check_label_matrix(
+    Y: Any, *, name: str = "Y", n_samples: int | None = None, n_labels: int | None = None
+) -> sp.csr_matrix:
+    """Validate a 0/1 indicator matrix (sparse or dense) and return it as CSR float32.
+
+    Parameters
+    ----------
+    Y : sparse matrix or ndarray of shape (n_samples, n_labels)
+        Binary label indicator matrix.
+    name : str, default="Y"
+        Argument name used in error messages.
+    n_samples : int, optional
+        Expected number of rows.
+    n_labels : int, optional
+        Expected number of columns (the fitted label space).
+
+    Returns
+    -------
+    csr_matrix of float32
+        Canonical CSR: sorted indices, no duplicates, no explicit zeros.
+    """
+    if _is_sparse(Y):
+        if Y.ndim != 2:
+            raise ValueError(f"{name} must be 2-D, got a sparse array with {Y.ndim} dimensions.")
+        Y_csr = sp.csr_matrix(Y, dtype=np.float64, copy=True)
+        Y_csr.sum_duplicates()
+        data = Y_csr.data
+    else:
+        arr = np.asarray(Y)
+        if arr.ndim != 2:
+            raise ValueError(
+                f"{name} must be a 2-D indicator matrix or a sequence of label collections; "
+                f"got an array with {arr.ndim} dimension(s). For single-label targets pass "
+                f"[[label] for label in y]."
+            )
+        if arr.dtype.kind not in "biuf":
+            raise ValueError(f"{name} indicator matrix must be numeric, got dtype {arr.dtype}.")
+        data = arr
+        Y_csr = None
+    if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
+        raise ValueError(f"{name} contains NaN or infinite values; labels must be 0 or 1.")
+    if data.size and data.min() < 0:
+        raise ValueError(f"{name} contains negative values; labels must be 0 or 1.")
+    if data.size and not np.all((data == 0) | (data == 1)):
+        bad = np.unique(data[(data != 0) & (data != 1)])[:5]
+        raise ValueError(
+            f"{name} must be binary (0/1); found non-binary values such as {bad.tolist()}."
+        )
+    if Y_csr is None:
+        # float64 first so that any integer dtype (even uint8 with > 255 columns) is exact.
+        Y_csr = sp.csr_matrix(np.asarray(data, dtype=np.float32))
+    Y_csr.eliminate_zeros()
+    Y_csr = Y_csr.astype(np.float32)
+    Y_csr.sort_indices()
+    _check_n_rows(Y_csr.shape[0], n_samples, name)
+    if n_labels is not None and Y_csr.shape[1] != n_labels:
+        raise ValueError(
+            f"{name} has {Y_csr.shape[1]} columns but the estimator was fitted with "
+            f"{n_labels} labels."
+        )
+    return Y_csr
+
+
+def _label_rows(Y: Any, name: str) -> list:
+    """Return ``Y`` as a list of label collections, validating each row's container."""
+    if isinstance(Y, (str, bytes)):
+        raise ValueError(
+            f"{name} must be a sequence of label collections (e.g. [['a', 'b'], ['c']]) or a "
+            f"0/1 indicator matrix, got a single string {Y[:50]!r}."
+        )
+    if isinstance(Y, np.ndarray) and Y.ndim == 2:
+        rows = list(Y)  # 2-D str / object array: one row of labels per sample
+    else:
+        try:
+            rows = list(Y)
+        except TypeError:
+            raise ValueError(
+                f"{name} must be a sequence of label collections or a 0/1 indicator matrix, "
+                f"got {type(Y).__name__}."
+            ) from None
+    for i, row in enumerate(rows):
+        if isinstance(row, (str, bytes)):
+            raise ValueError(
+                f"{name}[{i}] is a bare string {row[:50]!r}; each sample's labels must be a "
+                f"collection such as [{row[:50]!r}]."
+            )
+        if not isinstance(row, _COLLECTION_TYPES):
+            raise ValueError(
+                f"{name}[{i}] is a {type(row).__name__}, not a collection of labels; {name} "
+                f"must be a sequence of label collections (lists, tuples or sets). "
+                f"For single-label targets pass [[label] for label in y]."
+            )
+    return rows
+
+
+def _normalise_label(label: Any, name: str) -> Hashable:
+    if isinstance(label, np.generic):
+        label = label.item()
+    if isinstance(label, float) and np.isnan(label):
+        raise ValueError(f"{name} contains a NaN label.")
+    try:
+        hash(label)
+    except TypeError:
+        raise ValueError(
+            f"{name} contains an unhashable label {label!r} ({type(label).__name__}); labels "
+            f"must be hashable values such as str or int."
+        ) from None
+    return label
+
+
+def _flatten(rows: list, name: str) -> tuple[list, np.ndarray]:
+    """Flatten label collections (de-duplicated per row) into one list plus row pointers."""
+    lengths = np.empty(len(rows), dtype=np.int64)
+    flat_rows = []
+    for i, row in enumerate(rows):
+        items = row.tolist() if isinstance(row, np.ndarray) else row
+        if not isinstance(items, Set):
+            try:
+                items = dict.fromkeys(items)  # ordered de-duplication
+            except TypeError:
+                items = [_normalise_label(x, name) for x in items]  # raises a clear error
+        lengths[i] = len(items)
+        flat_rows.append(items)
+    flat = list(itertools.chain.from_iterable(flat_rows))
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    return flat, indptr
+
+
+def _as_label_array(flat: list, name: str) -> np.ndarray:
+    """Convert flat labels to a homogeneous numpy array (int64 or str) or an object array."""
+    if not flat:
+        return np.empty(0, dtype=np.int64)
+    kinds = {
+        "int" if isinstance(x, numbers.Integral) and not isinstance(x, bool) else
+        "str" if isinstance(x, str) else "other"
+        for x in flat
+    }
+    if kinds == {"int"}:
+        return np.asarray(flat, dtype=np.int64)
+    if kinds == {"str"}:
+        return np.asarray(flat, dtype=str)
+    if "int" in kinds and "str" in kinds:
+        raise ValueError(
+            f"{name} mixes str and int labels; use one type for all labels "
+            f"(e.g. convert every label with str())."
+        )
+    labels = np.empty(len(flat), dtype=object)
+    labels[:] = [_normalise_label(x, name) for x in flat]
+    return labels
+
+
+def _sorted_unique(labels: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    if labels.dtype != object:
+        return np.unique(labels, return_inverse=True)
+    try:
+        classes = np.array(sorted(set(labels.tolist())), dtype=object)
+    except TypeError:
+        raise ValueError(
+            f"{name} labels cannot be ordered (mixed types such as "
+            f"{sorted({type(x).__name__ for x in labels.tolist()})}); use str or int labels."
+        ) from None
+    index = {label: i for i, label in enumerate(classes.tolist())}
+    return classes, np.fromiter((index[x] for x in labels.tolist()), np.int64, len(labels))
+
+
+def _build_csr(indptr: np.ndarray, indices: np.ndarray, n_labels: int) -> sp.csr_matrix:
+    Y = sp.csr_matrix(
+        (np.ones(len(indices), dtype=np.float32), indices.astype(np.int32, copy=False), indptr),
+        shape=(len(indptr) - 1, n_labels),
+    )
+    Y.sort_indices()
+    return Y
+
+
+@dataclass
+class EncodedLabels:
+    """Result of converting label input against a label space."""
+
+    Y: sp.csr_matrix
+    """CSR float32 indicator over the known classes."""
+    n_unknown: np.ndarray
+    """Per-row count of labels not in the label space (they count as misses in metrics)."""
+
+
+def encode_labels(
+    Y: Any, *, name: str = "Y", n_samples: int | None = None
+) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Learn a label space from ``Y`` and return ``(Y_csr, classes)``.
+
+    Parameters
+    ----------
+    Y : sparse matrix, ndarray or sequence of label collections
+        Labels in any accepted format (see the module docstring).
+    name : str, default="Y"
+        Argument name used in error messages.
+    n_samples : int, optional
+        Expected number of rows.
+
+    Returns
+    -------
+    Y_csr : csr_matrix of float32, shape (n_samples, n_labels)
+    classes : ndarray of shape (n_labels,)
+        Sorted label identifiers; ``arange(n_labels)`` for matrix input.
+    """
+    if _is_sparse(Y) or _is_numeric_array(Y):
+        Y_csr = check_label_matrix(Y, name=name, n_samples=n_samples)
+        return Y_csr, np.arange(Y_csr.shape[1])
+    rows = _label_rows(Y, name)
+    _check_n_rows(len(rows), n_samples, name)
+    flat, indptr = _flatten(rows, name)
+    classes, indices = _sorted_unique(_as_label_array(flat, name), name)
+    return _build_csr(indptr, indices, len(classes)), classes
+
+
+class LabelSpace:
+    """A fitted label space: converts labels to CSR columns and back.
+
+    Parameters
+    ----------
+    classes : array-like of shape (n_labels,)
+        The label identifiers, in column order (sorted, as produced by
+        :func:`encode_labels`).
+    """
+
+    def __init__(self, classes: Sequence | np.ndarray) -> None:
+        self.classes = np.asarray(classes)
+        if self.classes.ndim != 1:
+            raise ValueError("classes must be 1-D.")
+        self._sorted = self.classes.dtype != object and bool(
+            np.all(self.classes[:-1] < self.classes[1:])
+        )
+        self._index: dict | None = None
+
+    @property
+    def n_labels(self) -> int:
+        return len(self.classes)
+
+    def _lookup(self, labels: np.ndarray) -> np.ndarray:
+        """Column index of each label, -1 where the label is not in the space."""
+        if len(labels) == 0:
+            return np.empty(0, dtype=np.int64)
+        if self._sorted and labels.dtype != object and (
+            (labels.dtype.kind in "iu") == (self.classes.dtype.kind in "iu")
+        ):
+            pos = np.searchsorted(self.classes, labels)
+            pos_clipped = np.minimum(pos, self.n_labels - 1)
+            found = (pos < self.n_labels) & (self.classes[pos_clipped] == labels)
+            return np.where(found, pos_clipped, -1).astype(np.int64)
+        if self._index is None:
+            self._index = {label: i for i, label in enumerate(self.classes.tolist())}
+        get = self._index.get
+        return np.fromiter((get(x, -1) for x in labels.tolist()), np.int64, len(labels))
+
+    def transform(
+        self, Y: Any, *, name: str = "Y", n_samples: int | None = None
+    ) -> EncodedLabels:
+        """Convert ``Y`` to CSR over this label space; unknown labels are dropped and counted."""
+        if _is_sparse(Y) or _is_numeric_array(Y):
+            Y_csr = check_label_matrix(Y, name=name, n_samples=n_samples, n_labels=self.n_labels)
+            return EncodedLabels(Y_csr, np.zeros(Y_csr.shape[0], dtype=np.int64))
+        rows = _label_rows(Y, name)
+        _check_n_rows(len(rows), n_samples, name)
+        flat, indptr = _flatten(rows, name)
+        labels = _as_label_array(flat, name)
+        if self.n_labels == 0:
+            columns = np.full(len(labels), -1, dtype=np.int64)
+        else:
+            columns = self._lookup(labels)
+        known = columns >= 0
+        row_of = np.repeat(np.arange(len(rows)), np.diff(indptr))
+        n_unknown = np.bincount(row_of[~known], minlength=len(rows)).astype(np.int64)
+        known_per_row = np.bincount(row_of[known], minlength=len(rows))
+        new_indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(known_per_row, out=new_indptr[1:])
+        return EncodedLabels(_build_csr(new_indptr, columns[known], self.n_labels), n_unknown)
+
+    def inverse_transform(self, Y: sp.spmatrix | np.ndarray) -> list[np.ndarray]:
+        """Indicator rows -> list of label arrays (columns with non-zero entries)."""
+        Y_csr = sp.csr_matrix(Y)
+        if Y_csr.shape[1] != self.n_labels:
+            raise ValueError(
+                f"Y has {Y_csr.shape[1]} columns but the label space has {self.n_labels} labels."
+            )
+        Y_csr.eliminate_zeros()
+        Y_csr.sort_indices()
+        return [self.classes[Y_csr.indices[a:b]] for a, b in itertools.pairwise(Y_csr.indptr)]
+
+    def labels_of(self, indices: np.ndarray, fill_value: Any = None) -> np.ndarray:
+        """Top-k column indices -> label identifiers (see :func:`indices_to_labels`)."""
+        return indices_to_labels(indices, self.classes, fill_value=fill_value)
+
+
+def indices_to_labels(
+    indices: np.ndarray, classes: np.ndarray, *, fill_value: Any = None
+) -> np.ndarray:
+    """Map an array of column indices to label identifiers.
+
+    Negative indices mark empty slots (fewer candidates than ``k``) and become
+    ``fill_value``: by default ``-1`` for integer labels, ``nan`` for float labels and
+    ``None`` (object array) otherwise.
+    """
+    indices = np.asarray(indices)
+    classes = np.asarray(classes)
+    missing = indices < 0
+    if fill_value is None:
+        if classes.dtype.kind in "iu":
+            fill_value = -1
+        elif classes.dtype.kind == "f":
+            fill_value = np.nan
+    if len(classes) == 0:
+        out = np.empty(indices.shape, dtype=object if fill_value is None else classes.dtype)
+        out[...] = fill_value
+        return out
+    labels = classes[np.where(missing, 0, indices)]
+    if not missing.any():
+        return labels
+    if fill_value is None or (classes.dtype.kind in "US"):
+        labels = labels.astype(object)
+    labels[missing] = fill_value
+    return labels
+
+
+def is_label_input(Y: Any) -> bool:
+    """Whether ``Y`` looks like label input (matrix or sequence of collections)."""
+    if _is_sparse(Y) or _is_numeric_array(Y):
+        return True
+    return isinstance(Y, Iterable) and not isinstance(Y, (str, bytes))
