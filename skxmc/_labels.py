@@ -22,14 +22,20 @@ from __future__ import annotations
 
 import itertools
 import numbers
-from collections.abc import Hashable, Iterable, Sequence, Set
+from collections.abc import Hashable, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["LabelSpace", "check_label_matrix", "encode_labels", "indices_to_labels"]
+__all__ = [
+    "EncodedLabels",
+    "LabelSpace",
+    "check_label_matrix",
+    "encode_labels",
+    "indices_to_labels",
+]
 
 _COLLECTION_TYPES = (list, tuple, Set, np.ndarray)
 
@@ -288,13 +294,16 @@ class LabelSpace:
     def n_labels(self) -> int:
         return len(self.classes)
 
-    def _lookup(self, labels: np.ndarray) -> np.ndarray:
+    def columns_of(self, labels: np.ndarray) -> np.ndarray:
         """Column index of each label, -1 where the label is not in the space."""
-        if len(labels) == 0:
-            return np.empty(0, dtype=np.int64)
-        if self._sorted and labels.dtype != object and (
-            (labels.dtype.kind in "iu") == (self.classes.dtype.kind in "iu")
-        ):
+        labels = np.asarray(labels)
+        if len(labels) == 0 or self.n_labels == 0:
+            return np.full(len(labels), -1, dtype=np.int64)
+        same_family = any(
+            labels.dtype.kind in family and self.classes.dtype.kind in family
+            for family in ("iu", "US")
+        )
+        if self._sorted and same_family:
             pos = np.searchsorted(self.classes, labels)
             pos_clipped = np.minimum(pos, self.n_labels - 1)
             found = (pos < self.n_labels) & (self.classes[pos_clipped] == labels)
@@ -315,10 +324,7 @@ class LabelSpace:
         _check_n_rows(len(rows), n_samples, name)
         flat, indptr = _flatten(rows, name)
         labels = _as_label_array(flat, name)
-        if self.n_labels == 0:
-            columns = np.full(len(labels), -1, dtype=np.int64)
-        else:
-            columns = self._lookup(labels)
+        columns = self.columns_of(labels)
         known = columns >= 0
         row_of = np.repeat(np.arange(len(rows)), np.diff(indptr))
         n_unknown = np.bincount(row_of[~known], minlength=len(rows)).astype(np.int64)
@@ -371,10 +377,3 @@ def indices_to_labels(
         labels = labels.astype(object)
     labels[missing] = fill_value
     return labels
-
-
-def is_label_input(Y: Any) -> bool:
-    """Whether ``Y`` looks like label input (matrix or sequence of collections)."""
-    if _is_sparse(Y) or _is_numeric_array(Y):
-        return True
-    return isinstance(Y, Iterable) and not isinstance(Y, (str, bytes))

@@ -1,0 +1,190 @@
+"""Top-k ranking of score matrices and hit detection, compiled with numba.
+
+Shared by the metrics (ranking predictions) and the estimators (turning beam scores into
+top-k label arrays). Ties are broken deterministically: equal scores rank the lower
+column index first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+__all__ = ["top_truth_weights", "topk_from_dense", "topk_from_pairs", "topk_from_sparse", "truth_hits"]
+
+
+@njit(cache=True, nogil=True)
+def _csr_topk_kernel(indptr, indices, data, k, out_idx, out_score):  # pragma: no cover - numba
+    n_rows = len(indptr) - 1
+    for i in range(n_rows):
+        filled = 0
+        for p in range(indptr[i], indptr[i + 1]):
+            col = indices[p]
+            s = data[p]
+            # Position of (s, col) among the kept entries: higher score first, then lower col.
+            pos = filled
+            while pos > 0:
+                prev_s = out_score[i, pos - 1]
+                prev_c = out_idx[i, pos - 1]
+                if s > prev_s or (s == prev_s and col < prev_c):
+                    pos -= 1
+                else:
+                    break
+            if pos >= k:
+                continue
+            last = filled if filled < k else k - 1
+            for q in range(last, pos, -1):
+                out_score[i, q] = out_score[i, q - 1]
+                out_idx[i, q] = out_idx[i, q - 1]
+            out_score[i, pos] = s
+            out_idx[i, pos] = col
+            if filled < k:
+                filled += 1
+
+
+def topk_from_sparse(Y_score: sp.spmatrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rank the stored entries of each row of a sparse score matrix.
+
+    Returns ``(indices, scores)`` of shape ``(n, k)``; rows with fewer than ``k`` stored
+    entries are padded with index ``-1`` and score ``-inf``.
+    """
+    S = sp.csr_matrix(Y_score)
+    S.sum_duplicates()
+    data = np.asarray(S.data, dtype=np.float64)
+    if not np.all(np.isfinite(data) | np.isneginf(data)):
+        raise ValueError("Y_score contains NaN or +inf scores.")
+    out_idx = np.full((S.shape[0], k), -1, dtype=np.int64)
+    out_score = np.full((S.shape[0], k), -np.inf, dtype=np.float64)
+    _csr_topk_kernel(
+        S.indptr.astype(np.int64), S.indices.astype(np.int64), data, k, out_idx, out_score
+    )
+    return out_idx, out_score
+
+
+def topk_from_dense(Y_score: np.ndarray, k: int, *, chunk_entries: int = 1 << 23) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k columns of each row of a dense score matrix (chunked over rows).
+
+    Returns ``(indices, scores)`` of shape ``(n, k)``, padded with ``-1`` / ``-inf`` when
+    the matrix has fewer than ``k`` columns.
+    """
+    S = np.asarray(Y_score, dtype=np.float64)
+    if np.isnan(S).any() or np.isposinf(S).any():
+        raise ValueError("Y_score contains NaN or +inf scores.")
+    n, n_cols = S.shape
+    kk = min(k, n_cols)
+    out_idx = np.full((n, k), -1, dtype=np.int64)
+    out_score = np.full((n, k), -np.inf, dtype=np.float64)
+    if kk == 0 or n == 0:
+        return out_idx, out_score
+    step = max(1, chunk_entries // max(n_cols, 1))
+    cols = np.arange(n_cols)
+    for start in range(0, n, step):
+        block = S[start : start + step]
+        if kk < n_cols:
+            kth = -np.partition(-block, kk - 1, axis=1)[:, kk - 1 : kk]
+            greater = block > kth
+            equal = block == kth
+            room = kk - greater.sum(axis=1, keepdims=True)
+            # Among scores tied with the k-th value keep the lowest column indices.
+            selected = greater | (equal & (np.cumsum(equal, axis=1) <= room))
+            cand = np.nonzero(selected)[1].reshape(len(block), kk)
+        else:
+            cand = np.broadcast_to(cols, block.shape)
+        cand_scores = np.take_along_axis(block, cand, axis=1)
+        order = np.lexsort((cand, -cand_scores), axis=1)
+        out_idx[start : start + len(block), :kk] = np.take_along_axis(cand, order, axis=1)
+        out_score[start : start + len(block), :kk] = np.take_along_axis(cand_scores, order, axis=1)
+    return out_idx, out_score
+
+
+def topk_from_pairs(indices: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Re-rank given ``(indices, scores)`` candidate arrays and keep ``k`` per row.
+
+    Negative indices mark empty slots. Duplicate indices within a row raise an error
+    (they would count a hit twice).
+    """
+    idx = np.asarray(indices)
+    sc = np.asarray(scores, dtype=np.float64)
+    if idx.ndim == 1:
+        idx, sc = idx[:, None], sc[:, None] if sc.ndim == 1 else sc
+    if idx.ndim != 2 or idx.shape != sc.shape:
+        raise ValueError(
+            "Y_score given as (indices, scores) needs two arrays of the same 2-D shape "
+            f"(n_samples, k); got shapes {np.shape(indices)} and {np.shape(scores)}."
+        )
+    if np.isnan(sc).any() or np.isposinf(sc).any():
+        raise ValueError("Y_score contains NaN or +inf scores.")
+    idx = idx.astype(np.int64, copy=False)
+    empty = idx < 0
+    sorted_idx = np.sort(np.where(empty, -1 - np.arange(idx.shape[1]), idx), axis=1)
+    if idx.shape[1] > 1 and np.any((np.diff(sorted_idx, axis=1) == 0) & (sorted_idx[:, 1:] >= 0)):
+        raise ValueError("Y_score (indices, scores) lists the same label twice in a row.")
+    sc = np.where(empty, -np.inf, sc)
+    key_idx = np.where(empty, np.iinfo(np.int64).max, idx)
+    order = np.lexsort((key_idx, -sc), axis=1)[:, :k]
+    out_idx = np.take_along_axis(np.where(empty, -1, idx), order, axis=1)
+    out_score = np.take_along_axis(sc, order, axis=1)
+    if out_idx.shape[1] < k:
+        pad = k - out_idx.shape[1]
+        out_idx = np.pad(out_idx, ((0, 0), (0, pad)), constant_values=-1)
+        out_score = np.pad(out_score, ((0, 0), (0, pad)), constant_values=-np.inf)
+    return out_idx, out_score
+
+
+@njit(cache=True, nogil=True)
+def _hits_kernel(top_idx, indptr, indices, out):  # pragma: no cover - numba
+    n, k = top_idx.shape
+    for i in range(n):
+        lo0 = indptr[i]
+        hi0 = indptr[i + 1]
+        for j in range(k):
+            c = top_idx[i, j]
+            if c < 0:
+                continue
+            lo = lo0
+            hi = hi0
+            while lo < hi:  # binary search in the sorted truth row
+                mid = (lo + hi) >> 1
+                if indices[mid] < c:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < hi0 and indices[lo] == c:
+                out[i, j] = 1
+
+
+def truth_hits(top_idx: np.ndarray, Y_true: sp.csr_matrix) -> np.ndarray:
+    """``hits[i, j] = 1`` when the j-th ranked label of row i is relevant (sorted CSR truth)."""
+    out = np.zeros(top_idx.shape, dtype=np.uint8)
+    _hits_kernel(
+        np.ascontiguousarray(top_idx, dtype=np.int64),
+        Y_true.indptr.astype(np.int64, copy=False),
+        Y_true.indices.astype(np.int64, copy=False),
+        out,
+    )
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _top_weights_kernel(indptr, indices, weights, out):  # pragma: no cover - numba
+    n, k = out.shape
+    for i in range(n):
+        row = weights[indices[indptr[i] : indptr[i + 1]]]
+        row = -np.sort(-row)
+        m = min(k, len(row))
+        for j in range(m):
+            out[i, j] = row[j]
+
+
+def top_truth_weights(Y_true: sp.csr_matrix, weights: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` largest weights among each row's relevant labels, zero padded: the best
+    achievable propensity-scored ranking."""
+    out = np.zeros((Y_true.shape[0], k), dtype=np.float64)
+    _top_weights_kernel(
+        Y_true.indptr.astype(np.int64, copy=False),
+        Y_true.indices.astype(np.int64, copy=False),
+        np.asarray(weights, dtype=np.float64),
+        out,
+    )
+    return out

@@ -1,0 +1,263 @@
+"""Data loaders: JSON-lines text sets, Extreme Classification Repository BoW files, demo data."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import Bunch
+
+__all__ = ["get_data_dir", "load_demo", "load_text_jsonl", "load_xc_bow"]
+
+PathLike = str | os.PathLike
+
+
+def _open_text(path: PathLike) -> io.TextIOBase:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"path {str(path)!r} does not exist or is not a file.")
+    with open(path, "rb") as probe:
+        gzipped = probe.read(2) == b"\x1f\x8b"
+    if gzipped:
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def _records(path: PathLike) -> Iterator[tuple[int, dict]]:
+    with _open_text(path) as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {line_no} is not valid JSON ({exc.msg}).") from None
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}: line {line_no} is not a JSON object.")
+            yield line_no, record
+
+
+def load_text_jsonl(
+    path: PathLike,
+    *,
+    text_field: str = "text",
+    text_pair_field: str = "text_pair",
+) -> tuple[list, list[list] | np.ndarray]:
+    """Load a text classification set stored as JSON lines (``.jsonl`` or ``.jsonl.gz``).
+
+    Each line is one object: multi-label ``{"text": str, "labels": [...]}`` or single-label
+    ``{"text": str, "label": ...}``. Sentence-pair sets add ``"text_pair"``; the texts are
+    then ``(text, text_pair)`` tuples. Other fields are ignored. Gzip is detected from the
+    file content, not its name.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    text_field : str, default="text"
+        Field holding the text.
+    text_pair_field : str, default="text_pair"
+        Field holding the second text of sentence-pair sets.
+
+    Returns
+    -------
+    texts : list of str, or list of (str, str) tuples for sentence-pair sets
+    labels : list of label lists (multi-label files) or ndarray of labels (single-label)
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> from skxmc.datasets import load_text_jsonl
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.jsonl"
+    >>> _ = path.write_text('{"text": "a cat", "labels": ["pet"]}\\n'
+    ...                     '{"text": "a car", "labels": []}\\n')
+    >>> load_text_jsonl(path)
+    (['a cat', 'a car'], [['pet'], []])
+    """
+    texts: list = []
+    labels: list = []
+    kind: str | None = None
+    pairs: bool | None = None
+    for line_no, record in _records(path):
+        where = f"{path}: line {line_no}"
+        text = record.get(text_field)
+        if not isinstance(text, str):
+            raise ValueError(f"{where}: field {text_field!r} must be a string, got {text!r:.60}.")
+        has_pair = text_pair_field in record
+        if pairs is None:
+            pairs = has_pair
+        elif has_pair != pairs:
+            raise ValueError(f"{where}: {text_pair_field!r} present on some lines only.")
+        if has_pair:
+            pair = record[text_pair_field]
+            if not isinstance(pair, str):
+                raise ValueError(f"{where}: field {text_pair_field!r} must be a string.")
+            text = (text, pair)
+        this_kind = "labels" if "labels" in record else "label" if "label" in record else None
+        if this_kind is None:
+            raise ValueError(f"{where}: the record has neither 'labels' nor 'label'.")
+        if kind is None:
+            kind = this_kind
+        elif kind != this_kind:
+            raise ValueError(f"{where}: mixes 'label' and 'labels' records in one file.")
+        value = record[this_kind]
+        if this_kind == "labels" and not isinstance(value, list):
+            raise ValueError(f"{where}: 'labels' must be a list, got {type(value).__name__}.")
+        if this_kind == "label" and isinstance(value, (list, dict)):
+            raise ValueError(f"{where}: 'label' must be a single label; use 'labels' for lists.")
+        texts.append(text)
+        labels.append(value)
+    if kind == "label":
+        return texts, np.asarray(labels)
+    return texts, labels
+
+
+def load_xc_bow(path: PathLike) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """Load a file in the Extreme Classification Repository bag-of-words text format.
+
+    The first line is the header ``num_points num_features num_labels``; each following
+    line is one point: ``l1,l2,... f1:v1 f2:v2 ...`` with 0-based label and feature ids
+    (a point without labels starts with a space). The header is checked against the body.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file (plain or gzip).
+
+    Returns
+    -------
+    X : csr_matrix of float32, shape (num_points, num_features)
+    Y : csr_matrix of float32, shape (num_points, num_labels)
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from skxmc.datasets import load_xc_bow
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.txt"
+    >>> _ = path.write_text("2 3 2\\n0,1 0:1 2:0.5\\n1 1:2\\n")
+    >>> X, Y = load_xc_bow(path)
+    >>> X.toarray()
+    array([[1. , 0. , 0.5],
+           [0. , 2. , 0. ]], dtype=float32)
+    >>> Y.toarray()
+    array([[1., 1.],
+           [0., 1.]], dtype=float32)
+    """
+    with _open_text(path) as fh:
+        header = fh.readline().split()
+        try:
+            n_points, n_features, n_labels = (int(v) for v in header)
+        except ValueError:
+            raise ValueError(
+                f"{path}: line 1 must be the header 'num_points num_features num_labels', "
+                f"got {' '.join(header)!r:.80}."
+            ) from None
+        x_indptr, x_indices, x_data = [0], [], []
+        y_indptr, y_indices = [0], []
+        for line_no, line in enumerate(fh, start=2):
+            line = line.rstrip("\n")
+            if not line.strip():
+                raise ValueError(f"{path}: line {line_no} is empty; every point needs a line.")
+            try:
+                first, _, rest = line.partition(" ")
+                if ":" in first:  # no labels: the line starts with a feature
+                    first, rest = "", line
+                line_labels = [int(v) for v in first.split(",")] if first else []
+                pairs = [item.split(":") for item in rest.split()]
+                line_features = [int(f) for f, _ in pairs]
+                line_values = [float(v) for _, v in pairs]
+            except ValueError:
+                raise ValueError(
+                    f"{path}: line {line_no} is malformed ({line[:80]!r}); expected "
+                    f"'l1,l2 f:v f:v ...'."
+                ) from None
+            if line_labels and not 0 <= min(line_labels) <= max(line_labels) < n_labels:
+                raise ValueError(
+                    f"{path}: line {line_no} has a label id outside [0, {n_labels}) declared "
+                    f"in the header."
+                )
+            if line_features and not 0 <= min(line_features) <= max(line_features) < n_features:
+                raise ValueError(
+                    f"{path}: line {line_no} has a feature id outside [0, {n_features}) "
+                    f"declared in the header."
+                )
+            y_indices.extend(line_labels)
+            x_indices.extend(line_features)
+            x_data.extend(line_values)
+            x_indptr.append(len(x_indices))
+            y_indptr.append(len(y_indices))
+    n_read = len(x_indptr) - 1
+    if n_read != n_points:
+        raise ValueError(f"{path}: the header declares {n_points} points but the file has {n_read}.")
+    X = sp.csr_matrix(
+        (np.asarray(x_data, dtype=np.float32), np.asarray(x_indices, dtype=np.int32), x_indptr),
+        shape=(n_points, n_features),
+    )
+    Y = sp.csr_matrix(
+        (np.ones(len(y_indices), dtype=np.float32), np.asarray(y_indices, dtype=np.int32), y_indptr),
+        shape=(n_points, n_labels),
+    )
+    for M in (X, Y):
+        M.sum_duplicates()
+        M.sort_indices()
+    Y.data[:] = 1.0  # a label listed twice on one line is still one label
+    return X, Y
+
+
+def get_data_dir(required: bool = False) -> Path | None:
+    """The folder with the reference datasets: ``$SKXMC_DATA``, else ``../shared/data``
+    next to the current directory or to the source checkout. ``None`` when absent (or an
+    error if ``required``)."""
+    candidates: list[Path] = []
+    if os.environ.get("SKXMC_DATA"):
+        candidates.append(Path(os.environ["SKXMC_DATA"]))
+    candidates += [
+        Path.cwd().parent / "shared" / "data",
+        Path(__file__).resolve().parents[2] / "shared" / "data",
+    ]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    if required:
+        raise FileNotFoundError(
+            "No dataset folder found: set SKXMC_DATA to the folder holding the datasets "
+            f"(looked in {[str(c) for c in candidates]})."
+        )
+    return None
+
+
+def load_demo() -> Bunch:
+    """The demo data shipped with skxmc: a subset of TIBKAT records with GND subjects.
+
+    English catalogue records (title + abstract) of the TIB Leibniz Information Centre
+    for Science and Technology, labelled with GND subject ids, from the SemEval-2025 Task 5
+    (LLMs4Subjects) dataset, licensed CC BY-SA 4.0 (see ``skxmc/data/README.md``).
+
+    Returns
+    -------
+    Bunch
+        ``train_texts``, ``train_labels``, ``test_texts``, ``test_labels`` (lists), and
+        ``description``.
+
+    Examples
+    --------
+    >>> from skxmc.datasets import load_demo
+    >>> demo = load_demo()
+    >>> len(demo.train_texts) == len(demo.train_labels)
+    True
+    """
+    root = resources.files("skxmc") / "data"
+    out: dict[str, Any] = {}
+    for split in ("train", "test"):
+        with resources.as_file(root / f"tibkat_demo_{split}.jsonl.gz") as path:
+            out[f"{split}_texts"], out[f"{split}_labels"] = load_text_jsonl(path)
+    out["description"] = (root / "README.md").read_text(encoding="utf-8")
+    return Bunch(**out)

@@ -1,0 +1,188 @@
+"""Label conversion: every accepted format, round trips, and the errors for bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skxmc._labels import LabelSpace, check_label_matrix, encode_labels, indices_to_labels
+
+
+def test_label_lists_to_csr_sorted_classes():
+    Y, classes = encode_labels([["b", "a"], [], ["c", "a", "a"]])
+    assert sp.isspmatrix_csr(Y) and Y.dtype == np.float32
+    assert classes.tolist() == ["a", "b", "c"]
+    np.testing.assert_array_equal(Y.toarray(), [[1, 1, 0], [0, 0, 0], [1, 0, 1]])
+
+
+@pytest.mark.parametrize(
+    "container",
+    [list, tuple, set, frozenset, lambda r: np.asarray(r, dtype=object)],
+    ids=["list", "tuple", "set", "frozenset", "ndarray"],
+)
+def test_row_containers(container):
+    Y, classes = encode_labels([container([1, 5]), container([5])])
+    assert classes.tolist() == [1, 5]
+    np.testing.assert_array_equal(Y.toarray(), [[1, 1], [0, 1]])
+
+
+def test_pandas_like_and_numpy_object_sequences():
+    rows = np.empty(2, dtype=object)
+    rows[0], rows[1] = ["x"], ["y", "x"]
+    Y, classes = encode_labels(rows)
+    assert classes.tolist() == ["x", "y"]
+    assert Y.nnz == 3
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.float32, np.float64, bool])
+def test_dense_indicator_over_255_labels_keeps_columns(dtype):
+    # sklearn 1.9.1's label_binarize scrambles columns of int8/uint8 matrices with > 127/255
+    # labels; we must not.
+    eye = np.eye(300, dtype=dtype)
+    Y, classes = encode_labels(eye)
+    np.testing.assert_array_equal(classes, np.arange(300))
+    np.testing.assert_array_equal(Y.indices, np.arange(300))
+    assert Y.dtype == np.float32
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "lil"])
+def test_sparse_formats(fmt):
+    dense = np.array([[0, 1, 1], [0, 0, 0]], dtype=np.float64)
+    Y, _classes = encode_labels(sp.csr_matrix(dense).asformat(fmt))
+    np.testing.assert_array_equal(Y.toarray(), dense)
+    assert Y.has_sorted_indices
+
+
+def test_explicit_zeros_are_dropped():
+    Y = sp.csr_matrix((np.array([0.0, 1.0]), np.array([0, 1]), np.array([0, 2])), shape=(1, 2))
+    out = check_label_matrix(Y)
+    assert out.nnz == 1
+
+
+def test_rows_without_labels_are_allowed():
+    Y, classes = encode_labels([[], [], ["a"]])
+    assert Y.shape == (3, 1)
+    assert np.diff(Y.indptr).tolist() == [0, 0, 1]
+    Y, _classes = encode_labels([[], []])
+    assert Y.shape == (2, 0)
+
+
+def test_unknown_labels_are_ignored_and_counted():
+    space = LabelSpace(np.array(["a", "b", "c"]))
+    enc = space.transform([["a", "z"], ["q", "r"], ["c"]])
+    np.testing.assert_array_equal(enc.Y.toarray(), [[1, 0, 0], [0, 0, 0], [0, 0, 1]])
+    np.testing.assert_array_equal(enc.n_unknown, [1, 2, 0])
+
+
+def test_unknown_int_labels_and_type_mismatch():
+    space = LabelSpace(np.array([3, 7]))
+    enc = space.transform([[3, 8], [7]])
+    np.testing.assert_array_equal(enc.Y.toarray(), [[1, 0], [0, 1]])
+    np.testing.assert_array_equal(enc.n_unknown, [1, 0])
+    enc = space.transform([["7"]])  # the str "7" is not the int label 7
+    np.testing.assert_array_equal(enc.n_unknown, [1])
+
+
+def test_inverse_transform_and_indices_to_labels():
+    classes = np.array(["a", "b", "c"])
+    space = LabelSpace(classes)
+    Y = sp.csr_matrix(np.array([[1, 0, 1], [0, 0, 0]]))
+    out = space.inverse_transform(Y)
+    assert [r.tolist() for r in out] == [["a", "c"], []]
+    labels = indices_to_labels(np.array([[2, 0], [1, -1]]), classes)
+    assert labels.tolist() == [["c", "a"], ["b", None]]
+    ints = indices_to_labels(np.array([[1, -1]]), np.array([10, 20]))
+    assert ints.tolist() == [[20, -1]]
+
+
+# --- errors name the argument -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("Y", "match"),
+    [
+        (np.array([[0, 2]]), "Y must be binary"),
+        (np.array([[0.5, 1]]), "Y must be binary"),
+        (sp.csr_matrix(np.array([[0, 3.0]])), "Y must be binary"),
+        (np.array([[-1, 1]]), "Y contains negative"),
+        (sp.csr_matrix(np.array([[-1.0, 0]])), "Y contains negative"),
+        (np.array([[np.nan, 1]]), "Y contains NaN"),
+        (sp.csr_matrix(np.array([[np.inf, 1]])), "Y contains NaN or infinite"),
+        ("physics", "Y must be a sequence of label collections.*single string"),
+        ([["a"], "b"], r"Y\[1\] is a bare string"),
+        ([["a", ["nested"]]], "Y contains an unhashable label"),
+        ([[{"a": 1}]], "Y contains an unhashable label"),
+        ([[1, "a"]], "Y mixes str and int labels"),
+        ([["a"], 3], r"Y\[1\] is a int, not a collection"),
+        (np.array([1, 0, 1]), "Y must be a 2-D indicator matrix"),
+        ([[float("nan")]], "Y contains a NaN label"),
+    ],
+)
+def test_bad_labels_raise_naming_argument(Y, match):
+    with pytest.raises(ValueError, match=match):
+        encode_labels(Y)
+
+
+def test_error_uses_given_argument_name():
+    with pytest.raises(ValueError, match="Y_train must be binary"):
+        encode_labels(np.array([[2]]), name="Y_train")
+
+
+@pytest.mark.parametrize("Y", [[["a"], ["b"]], np.eye(2), sp.eye(2, format="csr")])
+def test_wrong_number_of_rows(Y):
+    with pytest.raises(ValueError, match="Y has 2 rows but X has 3 samples"):
+        encode_labels(Y, n_samples=3)
+
+
+def test_matrix_width_must_match_label_space():
+    with pytest.raises(ValueError, match="Y has 2 columns but the estimator was fitted with 3"):
+        LabelSpace(np.arange(3)).transform(np.eye(2))
+
+
+# --- properties -------------------------------------------------------------------------
+
+label_sets = st.lists(
+    st.lists(st.sampled_from(["a", "b", "c", "dd", "e e", "ü"]), max_size=4), min_size=1, max_size=30
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(label_sets)
+def test_round_trip_label_lists(rows):
+    Y, classes = encode_labels(rows)
+    back = LabelSpace(classes).inverse_transform(Y)
+    assert [set(r.tolist()) for r in back] == [set(r) for r in rows]
+    # Encoding against the fitted space gives the same matrix and no unknowns.
+    enc = LabelSpace(classes).transform(rows)
+    assert (enc.Y != Y).nnz == 0
+    assert enc.n_unknown.sum() == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 20).flatmap(
+        lambda n: st.lists(
+            st.lists(st.integers(0, 1), min_size=n, max_size=n), min_size=1, max_size=15
+        )
+    )
+)
+def test_round_trip_indicator_matrix(rows):
+    dense = np.array(rows, dtype=np.int32)
+    Y, classes = encode_labels(dense)
+    np.testing.assert_array_equal(Y.toarray(), dense)
+    Y2, _ = encode_labels(sp.csr_matrix(dense))
+    assert (Y != Y2).nnz == 0
+    back = LabelSpace(classes).inverse_transform(Y)
+    assert [r.tolist() for r in back] == [np.flatnonzero(r).tolist() for r in dense]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(-5, 5000), max_size=5), min_size=1, max_size=20))
+def test_int_labels_round_trip(rows):
+    Y, classes = encode_labels(rows)
+    assert np.all(classes[:-1] < classes[1:])
+    back = LabelSpace(classes).inverse_transform(Y)
+    assert [set(r.tolist()) for r in back] == [set(r) for r in rows]
