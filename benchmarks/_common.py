@@ -1,0 +1,54 @@
+"""Helpers shared by the benchmark scripts: memory readings and result files."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def peak_rss_mb() -> float:
+    """This process's own high-water mark of resident memory (VmHWM), in MB.
+
+    ``ru_maxrss`` is not used: Linux carries a parent's peak over fork+exec.
+    """
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def current_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def markdown_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    def fmt(v: Any) -> str:
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def write_results(name: str, payload: dict[str, Any], table: str) -> Path:
+    """Write ``results/<name>.json`` and ``results/<name>.md``; returns the JSON path."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "machine": {"python": platform.python_version(), "processor": platform.processor()},
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        **payload,
+    }
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2))
+    (RESULTS / f"{name}.md").write_text(table + "\n")
+    return path
