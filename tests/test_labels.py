@@ -65,6 +65,7 @@ def test_explicit_zeros_are_dropped():
 def test_rows_without_labels_are_allowed():
     Y, classes = encode_labels([[], [], ["a"]])
     assert Y.shape == (3, 1)
+    assert classes.tolist() == ["a"]
     assert np.diff(Y.indptr).tolist() == [0, 0, 1]
     Y, _classes = encode_labels([[], []])
     assert Y.shape == (2, 0)
