@@ -29,7 +29,7 @@ test: install-test
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install-test
-	$(VENV)/bin/ruff check skxmc tests benchmarks examples scripts
+	$(VENV)/bin/ruff check .
 
 docs: $(PY)
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
