@@ -1,0 +1,73 @@
+"""The documentation builds with warnings as errors, and the gallery examples run."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+EXAMPLES = ROOT / "examples"
+DOCS_EXTRA = ("sphinx", "numpydoc", "sphinx_gallery", "pydata_sphinx_theme", "matplotlib")
+# Build outputs that live in the source folder; never copied into the test build.
+BUILD_OUTPUTS = (
+    "_build",
+    "generated",
+    "auto_examples",
+    "api_estimators.rst",
+    "sg_execution_times.rst",
+)
+
+
+def _skip_without(modules: tuple[str, ...]) -> None:
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(
+            f"{', '.join(missing)} not installed; install the docs extra with "
+            f"pip install -e '.[docs]' (or run make docs)"
+        )
+
+
+@pytest.mark.slow
+def test_docs_build_without_warnings(tmp_path: Path) -> None:
+    """``sphinx-build -W --keep-going -b html`` on a copy of docs/ and examples/, so that the
+    stubs and the gallery it generates do not land in the checkout."""
+    _skip_without(DOCS_EXTRA)
+    shutil.copytree(DOCS, tmp_path / "docs", ignore=shutil.ignore_patterns(*BUILD_OUTPUTS))
+    shutil.copytree(EXAMPLES, tmp_path / "examples")
+    out = tmp_path / "html"
+    cmd = [
+        sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html",
+        "-d", str(tmp_path / "doctrees"), str(tmp_path / "docs"), str(out),
+    ]  # fmt: skip
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
+    assert proc.returncode == 0, (
+        f"sphinx-build failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    )
+    for page in ("index", "api", "metrics", "labels", "auto_examples/plot_metrics_demo"):
+        assert (out / f"{page}.html").is_file(), f"{page}.html was not built"
+    assert list((out / "_images").glob("sphx_glr_plot_metrics_demo_*.png")), "no gallery figure"
+
+
+def test_example_plot_metrics_demo_runs(tmp_path: Path) -> None:
+    """The gallery example runs as a script (matplotlib's Agg backend, a few seconds)."""
+    _skip_without(("matplotlib",))
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / "plot_metrics_demo.py")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    lines = proc.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["k", "P@k"])
+    table = [line.split() for line in lines[header + 1 : header + 11]]
+    assert [int(row[0]) for row in table] == list(range(1, 11))
+    assert all(0.0 < float(row[1]) <= 1.0 for row in table)  # P@k
+    assert all(0.0 < float(row[4]) <= 1.0 for row in table)  # normalised PSP@k
