@@ -4,4 +4,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["__version__"]
+from ._persistence import load
+from .linear import XRLinearClassifier
+from .tree import HierarchicalLabelTree
+
+__all__ = ["HierarchicalLabelTree", "XRLinearClassifier", "__version__", "load"]

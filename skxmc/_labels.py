@@ -11,7 +11,9 @@ Accepted label inputs
 * a sequence (list, tuple, numpy object / str array, pandas Series) of label collections,
   one per sample, each a list / tuple / set / frozenset / 1-D array of hashable labels
   (``str`` or ``int``, not mixed). Empty collections (samples without labels) are allowed,
-  duplicates inside a collection are counted once.
+  duplicates inside a collection are counted once;
+* a 1-D sequence of single labels (a multi-class target, as sklearn classifiers take):
+  one label per sample. Continuous (non-integer float) values are rejected.
 
 A Python list of lists is always read as label collections, never as an indicator matrix:
 ``[[0, 1], [2]]`` means "labels 0 and 1" and "label 2". Pass a numpy array or a scipy
@@ -45,7 +47,8 @@ def _is_sparse(Y: Any) -> bool:
 
 
 def _is_numeric_array(Y: Any) -> bool:
-    return isinstance(Y, np.ndarray) and Y.dtype.kind in "biuf"
+    """A numeric array that is not 1-D: an indicator matrix (1-D arrays are targets)."""
+    return isinstance(Y, np.ndarray) and Y.dtype.kind in "biuf" and Y.ndim != 1
 
 
 def _check_n_rows(n_rows: int, n_samples: int | None, name: str) -> None:
@@ -101,8 +104,10 @@ def check_label_matrix(
         raise ValueError(f"{name} contains negative values; labels must be 0 or 1.")
     if data.size and not np.all((data == 0) | (data == 1)):
         bad = np.unique(data[(data != 0) & (data != 1)])[:5]
+        kind = "continuous" if np.any(bad != np.round(bad)) else "multi-class"
         raise ValueError(
-            f"{name} must be binary (0/1); found non-binary values such as {bad.tolist()}."
+            f"{name} must be binary (0/1); found non-binary values such as {bad.tolist()} "
+            f"(a {kind} target is not a label indicator matrix)."
         )
     if Y_csr is None:
         # float64 first so that any integer dtype (even uint8 with > 255 columns) is exact.
@@ -117,6 +122,20 @@ def check_label_matrix(
             f"{n_labels} labels."
         )
     return Y_csr
+
+
+def _coerce(Y: Any, name: str) -> Any:
+    """Reject ``None``; turn array-likes (pandas objects, ``__array__`` wrappers) into arrays
+    so that numeric 2-D ones are read as indicator matrices."""
+    if Y is None:
+        raise ValueError(
+            f"{name} is None: requires y to be passed, but the target y is None. Pass the "
+            f"labels of every sample."
+        )
+    if not isinstance(Y, (list, tuple, np.ndarray, str, bytes)) and not _is_sparse(Y):
+        if hasattr(Y, "__array__"):
+            return np.asarray(Y)
+    return Y
 
 
 def _label_rows(Y: Any, name: str) -> list:
@@ -136,6 +155,16 @@ def _label_rows(Y: Any, name: str) -> list:
                 f"{name} must be a sequence of label collections or a 0/1 indicator matrix, "
                 f"got {type(Y).__name__}."
             ) from None
+    if rows and not any(isinstance(row, _COLLECTION_TYPES) for row in rows):
+        # A 1-D target (multi-class): one label per sample.
+        floats = [r for r in rows if isinstance(r, (float, np.floating))]
+        if floats and any(not float(r).is_integer() for r in floats):
+            raise ValueError(
+                f"Unknown label type: continuous. {name} holds non-integer numbers such as "
+                f"{next(r for r in floats if not float(r).is_integer())!r}; labels must be "
+                f"identifiers (str or int), not continuous values."
+            )
+        return [[row] for row in rows]
     for i, row in enumerate(rows):
         if isinstance(row, (str, bytes)):
             raise ValueError(
@@ -261,6 +290,7 @@ def encode_labels(
     classes : ndarray of shape (n_labels,)
         Sorted label identifiers; ``arange(n_labels)`` for matrix input.
     """
+    Y = _coerce(Y, name)
     if _is_sparse(Y) or _is_numeric_array(Y):
         Y_csr = check_label_matrix(Y, name=name, n_samples=n_samples)
         return Y_csr, np.arange(Y_csr.shape[1])
@@ -317,6 +347,7 @@ class LabelSpace:
         self, Y: Any, *, name: str = "Y", n_samples: int | None = None
     ) -> EncodedLabels:
         """Convert ``Y`` to CSR over this label space; unknown labels are dropped and counted."""
+        Y = _coerce(Y, name)
         if _is_sparse(Y) or _is_numeric_array(Y):
             Y_csr = check_label_matrix(Y, name=name, n_samples=n_samples, n_labels=self.n_labels)
             return EncodedLabels(Y_csr, np.zeros(Y_csr.shape[0], dtype=np.int64))

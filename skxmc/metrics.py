@@ -94,7 +94,9 @@ def _encode_truth(Y_true: Any, classes: Any, n_columns: int | None) -> tuple[sp.
         enc = space.transform(Y_true, name="Y_true")
         return enc.Y, enc.n_unknown
     Y, truth_classes = encode_labels(Y_true, name="Y_true")
-    is_matrix = sp.issparse(Y_true) or (isinstance(Y_true, np.ndarray) and Y_true.dtype.kind in "biuf")
+    is_matrix = sp.issparse(Y_true) or (
+        isinstance(Y_true, np.ndarray) and Y_true.dtype.kind in "biuf" and Y_true.ndim == 2
+    )
     if is_matrix:
         if n_columns is not None and Y.shape[1] != n_columns:
             raise ValueError(
@@ -483,13 +485,8 @@ class _TopKScorer:
 
     def __call__(self, estimator: Any, X: Any, y_true: Any) -> float:
         classes = getattr(estimator, "classes_", None)
-        y = y_true
-        if not sp.issparse(y) and not (isinstance(y, np.ndarray) and y.ndim == 2):
-            first = next(iter(y), None)
-            if first is not None and not isinstance(first, (list, tuple, set, frozenset, np.ndarray)):
-                y = [[label] for label in y]  # multi-class targets: one relevant label per row
         fn = _METRICS[self.metric]
-        return fn(y, self._predictions(estimator, X), k=self.k, classes=classes, **self.kwargs)
+        return fn(y_true, self._predictions(estimator, X), k=self.k, classes=classes, **self.kwargs)
 
     def __repr__(self) -> str:
         return f"make_topk_scorer({self.metric!r}, k={self.k})"

@@ -33,7 +33,50 @@ from sklearn.utils.estimator_checks import (
 import skxmc
 
 # check name -> reason, per estimator class name. Keep reasons honest and specific.
-EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {}
+_CSR_OUTPUT = (
+    "predict / decision_function / predict_proba return CSR (n_samples, n_labels) matrices "
+    "(DESIGN.md contract: a dense (n, L) does not fit for extreme label sets), while this "
+    "check expects a 1-D label array or a dense array"
+)
+_XRLINEAR_XFAIL = {
+    name: _CSR_OUTPUT
+    for name in (
+        "check_classifiers_train",
+        "check_classifiers_train(readonly_memmap=True)",
+        "check_classifiers_train(readonly_memmap=True,X_dtype=float32)",
+        "check_classifiers_one_label",
+        "check_classifiers_classes",
+        "check_classifier_multioutput",
+        "check_classifier_data_not_an_array",
+        "check_classifiers_multilabel_output_format_predict",
+        "check_classifiers_multilabel_output_format_predict_proba",
+        "check_classifiers_multilabel_output_format_decision_function",
+        "check_estimator_sparse_matrix",
+        "check_estimator_sparse_array",
+        "check_decision_proba_consistency",
+    )
+}
+_XRLINEAR_XFAIL.update(
+    {
+        "check_supervised_y_2d": (
+            "a 2-D y is read as a 0/1 label indicator matrix, so a column of class ids "
+            "(values > 1) is rejected as non-binary instead of raveled with a warning"
+        ),
+        "check_classifiers_multilabel_representation_invariance": (
+            "the check passes the indicator matrix as a Python list of 0/1 rows, which skxmc "
+            "reads as label collections (documented in skxmc._labels)"
+        ),
+        "check_non_transformer_estimators_n_iter": (
+            "max_iter bounds each of the thousands of per-node dual coordinate descent "
+            "solvers; there is no single iteration count to report as n_iter_"
+        ),
+    }
+)
+
+# check name -> reason, per estimator class name. Keep reasons honest and specific.
+EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
+    "XRLinearClassifier": _XRLINEAR_XFAIL,
+}
 
 
 def public_estimators() -> list[BaseEstimator]:

@@ -62,6 +62,13 @@ def test_explicit_zeros_are_dropped():
     assert out.nnz == 1
 
 
+@pytest.mark.parametrize("y", [["b", "a", "b"], np.array([2, 1, 2]), (2.0, 1.0, 2.0)])
+def test_one_dimensional_targets_are_one_label_per_sample(y):
+    Y, classes = encode_labels(y)
+    assert len(classes) == 2
+    np.testing.assert_array_equal(Y.toarray(), [[0, 1], [1, 0], [0, 1]])
+
+
 def test_rows_without_labels_are_allowed():
     Y, classes = encode_labels([[], [], ["a"]])
     assert Y.shape == (3, 1)
@@ -118,7 +125,8 @@ def test_inverse_transform_and_indices_to_labels():
         ([[{"a": 1}]], "Y contains an unhashable label"),
         ([[1, "a"]], "Y mixes str and int labels"),
         ([["a"], 3], r"Y\[1\] is a int, not a collection"),
-        (np.array([1, 0, 1]), "Y must be a 2-D indicator matrix"),
+        (np.array([0.5, 1.0]), "Unknown label type: continuous"),
+        (np.zeros((2, 2, 2)), "Y must be a 2-D indicator matrix"),
         ([[float("nan")]], "Y contains a NaN label"),
     ],
 )

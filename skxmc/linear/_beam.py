@@ -1,0 +1,257 @@
+"""Beam search through a label tree with per-node linear scorers.
+
+Each layer ``t`` has a weight matrix ``W_t`` (CSC, ``(n_features + 1, K_t)``, last row the
+bias weight) and a parent map ``C_t`` (``(K_t, K_{t-1})``, one parent per node). From the
+root, every query keeps the ``beam_size`` best nodes of a layer; only their children are
+scored at the next layer (a sparse candidate set, never ``n x K_t`` dense), and the final
+layer keeps the ``top_k`` best labels.
+
+Scores of a node combine its own linear score with its parent's path score through a
+post-processor, as PECOS does: ``"l3-hinge"`` multiplies ``exp(-max(1 - v, 0) ** 3)``,
+``"sigmoid"`` multiplies ``1 / (1 + exp(-v))``, ``"noop"`` keeps the raw score ``v``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+from numba import njit, prange
+
+from .._ranking import topk_from_sparse
+
+POST_PROCESSORS = ("l3-hinge", "sigmoid", "noop")
+
+
+class ChunkedWeights:
+    """One layer's weights regrouped by parent node, for fast beam-search scoring.
+
+    For every parent ``p`` the non-zero weights of its children are stored feature-major:
+    ``features[feat_start[p]:feat_start[p + 1]]`` are the sorted feature ids used by any
+    child of ``p``; entry range ``entry_start[j]:entry_start[j + 1]`` of such a feature
+    ``j`` lists ``(child position within p, weight)``. Scoring a query against ``p`` then
+    costs ``nnz(x) * log(#features of p)`` plus the touched weights, instead of every weight
+    of every child (PECOS's chunked layout serves the same purpose).
+
+    Parameters
+    ----------
+    W : csc_matrix of shape (n_features + 1, K_t)
+        The layer's weights (last row: bias).
+    parents : csr_matrix of shape (K_{t-1}, K_t)
+        Transposed parent map with sorted indices; the children of ``p`` in column order
+        define the child positions.
+    """
+
+    def __init__(self, W: sp.csc_matrix, parents: sp.csr_matrix) -> None:
+        W = sp.csc_matrix(W)
+        n_parents, n_nodes = parents.shape
+        parent_of = np.empty(n_nodes, dtype=np.int64)
+        local_of = np.empty(n_nodes, dtype=np.int64)
+        for p_lo, p_hi, p in zip(parents.indptr[:-1], parents.indptr[1:], range(n_parents)):
+            kids = parents.indices[p_lo:p_hi]
+            parent_of[kids] = p
+            local_of[kids] = np.arange(p_hi - p_lo)
+        cols = np.repeat(np.arange(n_nodes), np.diff(W.indptr))
+        feats = W.indices.astype(np.int64)
+        order = np.lexsort((cols, feats, parent_of[cols]))
+        p_sorted = parent_of[cols][order]
+        f_sorted = feats[order]
+        # A new (parent, feature) pair starts wherever either changes.
+        new_pair = np.ones(len(order), dtype=bool)
+        if len(order):
+            new_pair[1:] = (p_sorted[1:] != p_sorted[:-1]) | (f_sorted[1:] != f_sorted[:-1])
+        pair_start = np.flatnonzero(new_pair)
+        self.features = f_sorted[pair_start].astype(np.int32)
+        self.entry_start = np.append(pair_start, len(order)).astype(np.int64)
+        self.entry_local = local_of[cols][order].astype(np.int32)
+        self.entry_value = W.data[order].astype(np.float32)
+        pair_parent = p_sorted[pair_start]
+        self.feat_start = np.searchsorted(pair_parent, np.arange(n_parents + 1)).astype(np.int64)
+        self.children_count = np.diff(parents.indptr).astype(np.int64)
+
+
+@njit(parallel=True, cache=True)
+def _score_chunks_kernel(
+    x_indptr, x_indices, x_data, bias, n_features,
+    path_indptr, path_parent, cand_start,
+    feat_start, features, entry_start, entry_local, entry_value, out,
+):  # pragma: no cover - compiled
+    n_rows = len(x_indptr) - 1
+    for i in prange(n_rows):
+        for e in range(path_indptr[i], path_indptr[i + 1]):
+            p = path_parent[e]
+            base = cand_start[e]
+            lo = feat_start[p]
+            hi = feat_start[p + 1]
+            # Features of x and of the chunk are both sorted: search forward only.
+            for q in range(x_indptr[i], x_indptr[i + 1] + 1):
+                if q < x_indptr[i + 1]:
+                    f = x_indices[q]
+                    v = x_data[q]
+                else:
+                    f = n_features  # the bias feature
+                    v = bias
+                a = lo
+                b = hi
+                while a < b:
+                    mid = (a + b) >> 1
+                    if features[mid] < f:
+                        a = mid + 1
+                    else:
+                        b = mid
+                lo = a
+                if a < hi and features[a] == f:
+                    for r in range(entry_start[a], entry_start[a + 1]):
+                        out[base + entry_local[r]] += entry_value[r] * v
+                if lo >= hi:
+                    break
+
+
+def score_candidates(
+    X: sp.csr_matrix,
+    path: sp.csr_matrix,
+    chunks: ChunkedWeights,
+    n_candidates: int,
+    *,
+    bias: float,
+    n_jobs: int = 1,
+) -> np.ndarray:
+    """Linear scores ``[x_i, bias] . w_c`` of the children of every beam entry of ``path``,
+    in the order :func:`expand_children` lists them (float32, length ``n_candidates``)."""
+    out = np.zeros(n_candidates, dtype=np.float32)
+    if n_candidates == 0:
+        return out
+    kids_per_entry = chunks.children_count[path.indices]
+    cand_start = np.concatenate([[0], np.cumsum(kids_per_entry)[:-1]]).astype(np.int64)
+    with _numba_threads(n_jobs):
+        _score_chunks_kernel(
+            X.indptr, X.indices, X.data, np.float32(bias), X.shape[1],
+            path.indptr.astype(np.int64), path.indices.astype(np.int64), cand_start,
+            chunks.feat_start, chunks.features, chunks.entry_start,
+            chunks.entry_local, chunks.entry_value, out,
+        )
+    return out
+
+
+class _numba_threads:
+    """Context manager limiting numba's parallel regions to ``n`` threads."""
+
+    def __init__(self, n: int) -> None:
+        self.n = max(1, min(int(n), numba.config.NUMBA_NUM_THREADS))
+
+    def __enter__(self) -> None:
+        self.previous = numba.get_num_threads()
+        numba.set_num_threads(self.n)
+
+    def __exit__(self, *exc: object) -> None:
+        numba.set_num_threads(self.previous)
+
+
+def resolve_n_jobs(n_jobs: int | None) -> int:
+    """joblib's convention: ``None`` -> 1, ``-1`` -> all cores, ``-2`` -> all but one."""
+    if n_jobs is None:
+        return 1
+    cores = os.cpu_count() or 1
+    return max(1, cores + 1 + n_jobs if n_jobs < 0 else n_jobs)
+
+
+def combine_scores(raw: np.ndarray, parent: np.ndarray, post_processor: str) -> np.ndarray:
+    """Path score of a node from its linear score and its parent's path score."""
+    if post_processor == "l3-hinge":
+        return np.exp(-np.maximum(1.0 - raw, 0.0) ** 3) * parent
+    if post_processor == "sigmoid":
+        return parent / (1.0 + np.exp(-raw))
+    if post_processor == "noop":
+        return raw
+    raise ValueError(f"post_processor must be one of {POST_PROCESSORS}, got {post_processor!r}.")
+
+
+def keep_topk(scores: sp.csr_matrix, k: int) -> sp.csr_matrix:
+    """Keep the ``k`` best stored entries of every row (ties: lower column first)."""
+    idx, val = topk_from_sparse(scores, k)
+    keep = idx >= 0
+    indptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))])
+    return sp.csr_matrix(
+        (val[keep].astype(np.float32), idx[keep], indptr), shape=scores.shape
+    )
+
+
+def expand_children(path: sp.csr_matrix, parents: sp.csr_matrix) -> sp.csr_matrix:
+    """Candidates of the next layer: the children of each row's beam, carrying the parent's
+    path score. Built structurally (not by a sparse product, which would drop a candidate
+    whose parent score underflowed to zero)."""
+    path = path.tocsr()
+    row_of_entry = np.repeat(np.arange(path.shape[0]), np.diff(path.indptr))
+    n_children = np.diff(parents.indptr)[path.indices]
+    total = int(n_children.sum())
+    entry_of = np.repeat(np.arange(path.nnz), n_children)
+    first = np.cumsum(n_children) - n_children
+    offset = np.arange(total) - first[entry_of]
+    cols = parents.indices[parents.indptr[path.indices][entry_of] + offset]
+    counts = np.bincount(row_of_entry[entry_of], minlength=path.shape[0]) if total else np.zeros(path.shape[0], np.int64)
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    return sp.csr_matrix(
+        (path.data[entry_of].astype(np.float32), cols, indptr),
+        shape=(path.shape[0], parents.shape[1]),
+    )
+
+
+def beam_search(
+    X: sp.csr_matrix,
+    chunks: Sequence[ChunkedWeights],
+    parents: Sequence[sp.csr_matrix],
+    *,
+    bias: float,
+    beam_size: int,
+    top_k: int | None,
+    post_processor: str = "l3-hinge",
+    n_layers: int | None = None,
+    n_jobs: int = 1,
+) -> sp.csr_matrix:
+    """Search the tree and return the path scores of the last searched layer.
+
+    Parameters
+    ----------
+    X : csr_matrix of float32, shape (n, n_features)
+        Queries with sorted indices.
+    chunks : list of ChunkedWeights
+        ``chunks[t]`` holds the weights of layer ``t`` grouped by parent.
+    parents : list of csr_matrix
+        ``parents[t]`` has shape ``(K_{t-1}, K_t)``: the transposed parent map with sorted
+        indices (``parents[0]`` is ``(1, K_0)``: all first-layer nodes under the root).
+    bias : float
+        Value of the bias feature appended to every query.
+    beam_size : int
+        Nodes kept per query at every layer but the last.
+    top_k : int or None
+        Labels kept at the last layer; ``None`` keeps every scored candidate.
+    post_processor : {"l3-hinge", "sigmoid", "noop"}
+        How a node's linear score combines with its parent's path score.
+    n_layers : int, optional
+        Search only the first ``n_layers`` layers (matcher-aware negatives while
+        training); all by default. A last searched layer that is an inner layer keeps
+        ``beam_size`` nodes.
+    n_jobs : int
+        Threads for candidate scoring.
+
+    Returns
+    -------
+    csr_matrix of float32, shape (n, K_last)
+    """
+    n = X.shape[0]
+    n_total = len(chunks)
+    n_layers = n_total if n_layers is None else n_layers
+    path = sp.csr_matrix(
+        (np.ones(n, dtype=np.float32), np.zeros(n, dtype=np.int32), np.arange(n + 1)),
+        shape=(n, 1),
+    )
+    for t in range(n_layers):
+        candidates = expand_children(path, parents[t])
+        raw = score_candidates(X, path, chunks[t], candidates.nnz, bias=bias, n_jobs=n_jobs)
+        candidates.data = combine_scores(raw, candidates.data, post_processor).astype(np.float32)
+        keep = top_k if t == n_total - 1 else beam_size
+        path = candidates if keep is None else keep_topk(candidates, keep)
+    return path

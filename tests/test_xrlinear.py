@@ -1,0 +1,315 @@
+"""XRLinearClassifier: accuracy on real data, contracts, robustness, persistence."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.pipeline import make_pipeline
+
+import skxmc
+from skxmc import HierarchicalLabelTree, XRLinearClassifier
+from skxmc._labels import encode_labels
+from skxmc.datasets import load_demo, load_xc_bow
+from skxmc.linear._beam import ChunkedWeights, beam_search
+from skxmc.metrics import evaluate, make_topk_scorer, precision_at_k
+
+from .conftest import dataset_path
+
+
+@pytest.fixture(scope="module")
+def demo():
+    data = load_demo()
+    vec = TfidfVectorizer(sublinear_tf=True, min_df=2, dtype=np.float32)
+    X_train = vec.fit_transform(data.train_texts[:3000])
+    X_test = vec.transform(data.test_texts[:600])
+    return X_train, data.train_labels[:3000], X_test, data.test_labels[:600]
+
+
+@pytest.fixture(scope="module")
+def bibtex(data_dir):
+    X, Y = load_xc_bow(dataset_path(data_dir, "bibtex_bow", "train.txt"))
+    Xt, Yt = load_xc_bow(dataset_path(data_dir, "bibtex_bow", "test.txt"))
+    return X, Y, Xt[:800], Yt[:800]
+
+
+@pytest.fixture(scope="module")
+def fitted_demo(demo):
+    X_train, Y_train, _, _ = demo
+    small_tree = HierarchicalLabelTree(max_leaf_size=50, branching_factor=8)
+    return XRLinearClassifier(tree=small_tree, n_jobs=2).fit(X_train, Y_train)
+
+
+def test_real_data_beats_label_frequency(fitted_demo, demo):
+    _, Y_train, X_test, Y_test = demo
+    clf = fitted_demo
+    labels, scores = clf.predict_topk(X_test, k=5)
+    p1 = precision_at_k(Y_test, (labels, scores), k=1, classes=clf.classes_)
+    # The most frequent training label as a constant prediction.
+    Y_csr, classes = encode_labels(Y_train)
+    top = classes[np.argmax(np.asarray(Y_csr.sum(axis=0)).ravel())]
+    p1_const = np.mean([top in row for row in Y_test])
+    assert p1 > max(0.12, 3 * p1_const)
+    assert clf.score(X_test, Y_test) == pytest.approx(p1)
+    assert clf.tree_.n_layers_ >= 2
+
+
+def test_bibtex_close_to_flat_one_vs_rest(bibtex):
+    X, Y, Xt, Yt = bibtex
+    clf = XRLinearClassifier(tree=HierarchicalLabelTree(max_leaf_size=20, branching_factor=4)).fit(X, Y)
+    flat = XRLinearClassifier(tree=HierarchicalLabelTree(max_leaf_size=1000)).fit(X, Y)
+    assert flat.tree_.n_layers_ == 1
+    p_tree = precision_at_k(Yt, clf.decision_function(Xt), k=1)
+    p_flat = precision_at_k(Yt, flat.decision_function(Xt), k=1)
+    assert p_flat > 0.5  # peers reach about 0.63 on the full test set
+    assert p_tree > p_flat - 0.05
+
+
+def test_output_contracts(fitted_demo, demo):
+    clf = fitted_demo
+    X_test = demo[2][:50]
+    L = len(clf.classes_)
+    P = clf.predict(X_test)
+    assert sp.isspmatrix_csr(P) and P.shape == (50, L)
+    assert np.all(np.diff(P.indptr) == clf.top_k) and np.all(P.data == 1)
+    D = clf.decision_function(X_test)
+    assert sp.isspmatrix_csr(D) and D.shape == (50, L)
+    assert np.all(np.diff(D.indptr) >= clf.top_k)
+    proba = clf.predict_proba(X_test)
+    assert proba.data.min() >= 0 and proba.data.max() <= 1
+    labels, scores = clf.predict_topk(X_test, k=3)
+    assert labels.shape == scores.shape == (50, 3)
+    assert np.all(np.diff(scores, axis=1) <= 0)
+    assert set(labels.ravel()) <= set(clf.classes_)
+    # The top-k labels are the best entries of decision_function.
+    for i in range(5):
+        row = D[i]
+        best = row.indices[np.lexsort((row.indices, -row.data))][:3]
+        assert clf.classes_[best].tolist() == labels[i].tolist()
+
+
+def test_beam_search_matches_dense_reference():
+    rng = np.random.default_rng(0)
+    n, d, K1, L = 120, 40, 4, 20
+    X = sp.random(n, d, density=0.15, format="csr", dtype=np.float32, random_state=0)
+    X.sort_indices()  # beam_search expects sorted indices, as the estimator guarantees
+    parent_of = rng.permutation(np.repeat(np.arange(K1), L // K1))
+    P1 = sp.csr_matrix((np.ones(L, np.float32), (parent_of, np.arange(L))), shape=(K1, L))
+    parents = [sp.csr_matrix(np.ones((1, K1), np.float32)), P1]
+    W = [
+        sp.random(d + 1, K1, density=0.5, format="csc", dtype=np.float32, random_state=1),
+        sp.random(d + 1, L, density=0.5, format="csc", dtype=np.float32, random_state=2),
+    ]
+    chunks = [ChunkedWeights(w, p) for w, p in zip(W, parents)]
+    out = beam_search(X, chunks, parents, bias=1.0, beam_size=2, top_k=3, n_jobs=2)
+    Xa = np.hstack([X.toarray(), np.ones((n, 1))])
+    path1 = np.exp(-np.maximum(1 - Xa @ W[0].toarray(), 0) ** 3)
+    raw2 = Xa @ W[1].toarray()
+    for i in range(n):
+        beam = np.lexsort((np.arange(K1), -path1[i]))[:2]
+        cands = [c for c in range(L) if parent_of[c] in beam]
+        score = {c: np.exp(-max(1 - raw2[i, c], 0) ** 3) * path1[i, parent_of[c]] for c in cands}
+        top = sorted(cands, key=lambda c: (-score[c], c))[:3]
+        got = out[i].indices.tolist()
+        # Same best scores; labels may differ only between float32 near-ties.
+        assert set(got) <= set(cands)
+        np.testing.assert_allclose(sorted(out[i].data), sorted(score[c] for c in top), rtol=1e-5)
+        np.testing.assert_allclose(out[i].data, [score[c] for c in got], rtol=1e-5)
+
+
+def test_tfn_man_trains_on_more_rows_and_predicts(demo):
+    X_train, Y_train, X_test, Y_test = demo
+    tree = HierarchicalLabelTree(max_leaf_size=50, branching_factor=8)
+    clf = XRLinearClassifier(tree=tree, negative_sampling="tfn+man", beam_size=4).fit(
+        X_train, Y_train
+    )
+    assert clf.score(X_test, Y_test) > 0.1
+
+
+@pytest.mark.parametrize("post_processor", ["l3-hinge", "sigmoid", "noop"])
+@pytest.mark.parametrize("loss", ["squared_hinge", "logistic"])
+def test_losses_and_post_processors(bibtex, loss, post_processor):
+    X, Y, Xt, Yt = bibtex
+    tree = HierarchicalLabelTree(max_leaf_size=20, branching_factor=4)
+    clf = XRLinearClassifier(tree=tree, loss=loss, post_processor=post_processor).fit(X, Y)
+    # "noop" ranks by raw scores without the path product: weaker, as in PECOS.
+    floor = 0.3 if post_processor == "noop" else 0.4
+    assert precision_at_k(Yt, clf.predict_topk(Xt, k=5), k=1, classes=clf.classes_) > floor
+
+
+def test_dense_features_give_same_model(bibtex):
+    X, Y, Xt, _ = bibtex
+    tree = HierarchicalLabelTree(max_leaf_size=40, branching_factor=4)
+    a = XRLinearClassifier(tree=tree).fit(X[:1500], Y[:1500])
+    b = XRLinearClassifier(tree=tree).fit(X[:1500].toarray(), Y[:1500])
+    np.testing.assert_array_equal(a.predict_topk(Xt)[0], b.predict_topk(Xt.toarray())[0])
+
+
+def test_deterministic_for_fixed_seed_and_n_jobs(bibtex):
+    X, Y, Xt, _ = bibtex
+    a = XRLinearClassifier(random_state=3, n_jobs=1).fit(X[:2000], Y[:2000])
+    b = XRLinearClassifier(random_state=3, n_jobs=2).fit(X[:2000], Y[:2000])
+    for Wa, Wb in zip(a.weights_, b.weights_):
+        assert (Wa != Wb).nnz == 0
+    np.testing.assert_array_equal(a.predict_topk(Xt)[1], b.predict_topk(Xt)[1])
+
+
+def test_caller_matrix_not_modified(demo):
+    X_train, Y_train, _, _ = demo
+    X = X_train[:500].copy()
+    X.has_sorted_indices = False  # as TfidfVectorizer leaves it
+    before = (X.indices.copy(), X.data.copy())
+    XRLinearClassifier().fit(X, Y_train[:500])
+    np.testing.assert_array_equal(X.indices, before[0])
+    np.testing.assert_array_equal(X.data, before[1])
+
+
+# --- robustness ---------------------------------------------------------------------
+
+
+def test_feature_width_mismatch(fitted_demo):
+    with pytest.raises(ValueError, match="features"):
+        fitted_demo.predict(sp.random(2, 7, format="csr", dtype=np.float32))
+
+
+def test_empty_X_and_short_Y():
+    with pytest.raises(ValueError, match="0 sample"):
+        XRLinearClassifier().fit(sp.csr_matrix((0, 5), dtype=np.float32), [])
+    with pytest.raises(ValueError, match="Y has 2 rows but X has 3 samples"):
+        XRLinearClassifier().fit(sp.eye(3, format="csr"), [["a"], ["b"]])
+
+
+def test_non_finite_features():
+    X = sp.csr_matrix(np.array([[1.0, np.nan], [0.0, 1.0]], dtype=np.float32))
+    with pytest.raises(ValueError, match="NaN"):
+        XRLinearClassifier().fit(X, [["a"], ["b"]])
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"beam_size": 0}, "beam_size"),
+        ({"top_k": 0}, "top_k"),
+        ({"Cp": -1.0}, "Cp"),
+        ({"negative_sampling": "hard"}, "negative_sampling"),
+        ({"post_processor": "softmax"}, "post_processor"),
+    ],
+)
+def test_bad_parameters(params, match):
+    with pytest.raises(ValueError, match=match):
+        XRLinearClassifier(**params).fit(sp.eye(3, format="csr"), [["a"], ["b"], ["a"]])
+
+
+def test_top_k_above_label_count_is_clipped_with_warning():
+    X = sp.csr_matrix(np.eye(4, dtype=np.float32))
+    clf = XRLinearClassifier(top_k=10).fit(X, [["a"], ["b"], ["c"], ["a"]])
+    with pytest.warns(UserWarning, match="exceeds the 3 labels"):
+        labels, _ = clf.predict_topk(X)
+    assert labels.shape == (4, 3)
+
+
+def test_single_label_and_labels_without_positives():
+    X = sp.csr_matrix(np.random.default_rng(0).random((30, 6)).astype(np.float32))
+    clf = XRLinearClassifier(top_k=1).fit(X, [["only"]] * 30)
+    assert clf.predict_topk(X)[0].ravel().tolist() == ["only"] * 30
+    Y = np.zeros((30, 4), dtype=np.float32)
+    Y[:15, 0] = 1
+    Y[15:, 1] = 1  # labels 2 and 3 never positive
+    clf = XRLinearClassifier(top_k=2).fit(X, Y)
+    assert clf.predict(X).shape == (30, 4)
+
+
+def test_one_layer_tree_when_few_labels(bibtex):
+    X, Y, Xt, Yt = bibtex
+    clf = XRLinearClassifier().fit(X[:1000], Y[:1000])  # 159 labels > 100: two layers
+    assert clf.tree_.n_layers_ == 2
+    clf = XRLinearClassifier(tree=HierarchicalLabelTree(max_leaf_size=500)).fit(X[:1000], Y[:1000])
+    assert clf.tree_.n_layers_ == 1
+    assert clf.score(Xt, Yt) > 0.3
+
+
+def test_y_without_any_label():
+    with pytest.raises(ValueError, match="Y has no labels"):
+        XRLinearClassifier().fit(sp.eye(2, format="csr"), [[], []])
+
+
+# --- sklearn integration -------------------------------------------------------------
+
+
+def test_pipeline_on_raw_text_and_grid_search():
+    data = load_demo()
+    texts, labels = data.train_texts[:900], data.train_labels[:900]
+    pipe = make_pipeline(
+        TfidfVectorizer(sublinear_tf=True, min_df=2, dtype=np.float32),
+        XRLinearClassifier(tree=HierarchicalLabelTree(max_leaf_size=50, branching_factor=8)),
+    )
+    search = GridSearchCV(
+        pipe,
+        {"xrlinearclassifier__Cp": [1.0, 4.0]},
+        scoring=make_topk_scorer("precision", k=5),
+        cv=KFold(2, shuffle=True, random_state=0),
+        error_score="raise",
+    )
+    search.fit(texts, labels)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    assert search.best_estimator_.score(data.test_texts[:200], data.test_labels[:200]) >= 0
+
+
+def test_grid_search_with_csr_labels(bibtex):
+    X, Y, _, _ = bibtex
+    search = GridSearchCV(
+        XRLinearClassifier(),
+        {"beam_size": [1, 10]},
+        scoring=make_topk_scorer("precision", k=5),
+        cv=3,
+        error_score="raise",
+    )
+    search.fit(X[:1500], Y[:1500])
+    scores = search.cv_results_["mean_test_score"]
+    assert scores[1] >= scores[0] - 1e-9  # a wider beam never hurts much here
+    assert scores[1] > 0.1  # P@5; peers reach 0.28 trained on all 4,880 samples
+
+
+def test_clone_pickle_and_save_load(fitted_demo, demo, tmp_path):
+    clf = fitted_demo
+    X_test = demo[2]
+    expected = clf.predict_topk(X_test)
+    cloned = clone(clf)
+    assert cloned.get_params()["beam_size"] == clf.beam_size and not hasattr(cloned, "weights_")
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(restored.predict_topk(X_test)[0], expected[0])
+    path = clf.save(tmp_path / "model")
+    loaded = skxmc.load(path)
+    assert isinstance(loaded, XRLinearClassifier)
+    np.testing.assert_array_equal(loaded.predict_topk(X_test)[0], expected[0])
+    np.testing.assert_array_equal(loaded.predict_topk(X_test)[1], expected[1])
+    assert loaded.get_params()["tree"].get_params() == clf.get_params()["tree"].get_params()
+
+
+def test_save_never_clobbers_user_files(fitted_demo, tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("precious")
+    with pytest.raises(FileExistsError, match="holds no skxmc model"):
+        fitted_demo.save(folder)
+    assert (folder / "notes.txt").read_text() == "precious"
+    target = fitted_demo.save(tmp_path / "model")
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        fitted_demo.save(target)
+    fitted_demo.save(target, overwrite=True)
+    assert skxmc.load(target).top_k == fitted_demo.top_k
+
+
+def test_save_unfitted_raises(tmp_path):
+    with pytest.raises(ValueError, match="not fitted"):
+        XRLinearClassifier().save(tmp_path / "x")
+
+
+def test_evaluate_works_on_predictions(fitted_demo, demo):
+    out = evaluate(demo[3], fitted_demo.predict_topk(demo[2]), classes=fitted_demo.classes_)
+    assert 0 < out["precision@1"] <= 1
