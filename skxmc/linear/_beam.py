@@ -73,41 +73,61 @@ class ChunkedWeights:
         self.children_count = np.diff(parents.indptr).astype(np.int64)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _score_entry(
+    i, p, base, x_indptr, x_indices, x_data, bias, n_features,
+    feat_start, features, entry_start, entry_local, entry_value, out,
+):  # pragma: no cover - compiled
+    lo = feat_start[p]
+    hi = feat_start[p + 1]
+    # Features of x and of the chunk are both sorted: merge with a galloping search, so
+    # that each probe stays near the previous match.
+    for q in range(x_indptr[i], x_indptr[i + 1] + 1):
+        if lo >= hi:
+            break
+        if q < x_indptr[i + 1]:
+            f = x_indices[q]
+            v = x_data[q]
+        else:
+            f = n_features  # the bias feature
+            v = bias
+        a = lo
+        step = 1
+        while a + step < hi and features[a + step] < f:
+            a += step
+            step *= 2
+        b = min(a + step + 1, hi)
+        while a < b:
+            mid = (a + b) >> 1
+            if features[mid] < f:
+                a = mid + 1
+            else:
+                b = mid
+        lo = a
+        if a < hi and features[a] == f:
+            for r in range(entry_start[a], entry_start[a + 1]):
+                out[base + entry_local[r]] += entry_value[r] * v
+
+
 @njit(parallel=True, cache=True)
 def _score_chunks_kernel(
     x_indptr, x_indices, x_data, bias, n_features,
-    path_indptr, path_parent, cand_start,
+    entry_order, entry_row, entry_parent, cand_start, block,
     feat_start, features, entry_start, entry_local, entry_value, out,
 ):  # pragma: no cover - compiled
-    n_rows = len(x_indptr) - 1
-    for i in prange(n_rows):
-        for e in range(path_indptr[i], path_indptr[i + 1]):
-            p = path_parent[e]
-            base = cand_start[e]
-            lo = feat_start[p]
-            hi = feat_start[p + 1]
-            # Features of x and of the chunk are both sorted: search forward only.
-            for q in range(x_indptr[i], x_indptr[i + 1] + 1):
-                if q < x_indptr[i + 1]:
-                    f = x_indices[q]
-                    v = x_data[q]
-                else:
-                    f = n_features  # the bias feature
-                    v = bias
-                a = lo
-                b = hi
-                while a < b:
-                    mid = (a + b) >> 1
-                    if features[mid] < f:
-                        a = mid + 1
-                    else:
-                        b = mid
-                lo = a
-                if a < hi and features[a] == f:
-                    for r in range(entry_start[a], entry_start[a + 1]):
-                        out[base + entry_local[r]] += entry_value[r] * v
-                if lo >= hi:
-                    break
+    n_entries = len(entry_order)
+    n_blocks = (n_entries + block - 1) // block
+    # Beam entries are visited grouped by parent: consecutive entries share a chunk, which
+    # then stays in cache (the per-active-cluster products of PECOS). Blocks of entries
+    # run in parallel; each entry writes its own slice of ``out``.
+    for b in prange(n_blocks):
+        for k in range(b * block, min((b + 1) * block, n_entries)):
+            e = entry_order[k]
+            _score_entry(
+                entry_row[e], entry_parent[e], cand_start[e],
+                x_indptr, x_indices, x_data, bias, n_features,
+                feat_start, features, entry_start, entry_local, entry_value, out,
+            )
 
 
 def score_candidates(
@@ -124,12 +144,15 @@ def score_candidates(
     out = np.zeros(n_candidates, dtype=np.float32)
     if n_candidates == 0:
         return out
-    kids_per_entry = chunks.children_count[path.indices]
+    parent = path.indices.astype(np.int64)
+    kids_per_entry = chunks.children_count[parent]
     cand_start = np.concatenate([[0], np.cumsum(kids_per_entry)[:-1]]).astype(np.int64)
+    entry_row = np.repeat(np.arange(path.shape[0], dtype=np.int64), np.diff(path.indptr))
+    entry_order = np.argsort(parent, kind="stable")
     with _numba_threads(n_jobs):
         _score_chunks_kernel(
             X.indptr, X.indices, X.data, np.float32(bias), X.shape[1],
-            path.indptr.astype(np.int64), path.indices.astype(np.int64), cand_start,
+            entry_order, entry_row, parent, cand_start, 64,
             chunks.feat_start, chunks.features, chunks.entry_start,
             chunks.entry_local, chunks.entry_value, out,
         )

@@ -837,30 +837,33 @@ def _make_items(
     if n_threads == 1 or total == 0.0:
         return [(gs, groups.label_indptr[gs], groups.label_indptr[gs + 1])]
     target = max(total / (8 * n_threads), 1.0)
-    g_list, a_list, b_list, c_list = [], [], [], []
-    for g in gs:
-        a, b = int(groups.label_indptr[g]), int(groups.label_indptr[g + 1])
-        per = max(per_label[g], 1e-9)
-        n_pieces = int(min(b - a, max(1, np.ceil(per * (b - a) / target))))
-        cuts = np.linspace(a, b, n_pieces + 1).round().astype(np.int64)
-        for lo, hi in itertools.pairwise(cuts):
-            g_list.append(g)
-            a_list.append(lo)
-            b_list.append(hi)
-            c_list.append(per * (hi - lo))
-    order = np.argsort(-np.asarray(c_list), kind="stable")
-    g_arr = np.asarray(g_list, np.int64)[order]
-    a_arr = np.asarray(a_list, np.int64)[order]
-    b_arr = np.asarray(b_list, np.int64)[order]
-    c_arr = np.asarray(c_list)[order]
-    chunks = []
-    start, acc = 0, 0.0
-    for i in range(len(c_arr)):
-        acc += c_arr[i]
-        if acc >= target or i == len(c_arr) - 1:
-            chunks.append((g_arr[start : i + 1], a_arr[start : i + 1], b_arr[start : i + 1]))
-            start, acc = i + 1, 0.0
-    return chunks
+    starts = groups.label_indptr[gs]
+    stops = groups.label_indptr[gs + 1]
+    per = np.maximum(per_label[gs], 1e-9)
+    n_pieces = np.minimum(stops - starts, np.maximum(1, np.ceil(per * (stops - starts) / target)))
+    n_pieces = n_pieces.astype(np.int64)
+    # most groups stay whole; only the expensive few are cut into label ranges
+    split = np.flatnonzero(n_pieces > 1)
+    keep = np.ones(gs.shape[0], bool)
+    keep[split] = False
+    g_arr, a_arr, b_arr = [gs[keep]], [starts[keep]], [stops[keep]]
+    for i in split:
+        cuts = np.linspace(starts[i], stops[i], n_pieces[i] + 1).round().astype(np.int64)
+        g_arr.append(np.full(n_pieces[i], gs[i]))
+        a_arr.append(cuts[:-1])
+        b_arr.append(cuts[1:])
+    g_arr, a_arr, b_arr = (np.concatenate(v).astype(np.int64) for v in (g_arr, a_arr, b_arr))
+    cost = per_label[g_arr] * (b_arr - a_arr)
+    order = np.argsort(-cost, kind="stable")  # longest first
+    g_arr, a_arr, b_arr, cost = g_arr[order], a_arr[order], b_arr[order], cost[order]
+    # consecutive items whose cumulative cost falls in the same multiple of target
+    chunk_id = np.floor((np.cumsum(cost) - cost) / target).astype(np.int64)
+    bounds = np.r_[0, np.flatnonzero(np.diff(chunk_id)) + 1, g_arr.shape[0]]
+    return [
+        (g_arr[lo:hi], a_arr[lo:hi], b_arr[lo:hi])
+        for lo, hi in itertools.pairwise(bounds)
+        if hi > lo
+    ]
 
 
 def fit_layer(
