@@ -51,7 +51,7 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
     assert proc.returncode == 0, (
         f"sphinx-build failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     )
-    for page in ("index", "api", "metrics", "labels", "auto_examples/plot_metrics_demo"):
+    for page in ("index", "api", "metrics", "labels", "xrlinear", "auto_examples/plot_metrics_demo"):
         assert (out / f"{page}.html").is_file(), f"{page}.html was not built"
     assert list((out / "_images").glob("sphx_glr_plot_metrics_demo_*.png")), "no gallery figure"
 
@@ -71,3 +71,21 @@ def test_example_plot_metrics_demo_runs(tmp_path: Path) -> None:
     assert [int(row[0]) for row in table] == list(range(1, 11))
     assert all(0.0 < float(row[1]) <= 1.0 for row in table)  # P@k
     assert all(0.0 < float(row[4]) <= 1.0 for row in table)  # normalised PSP@k
+
+
+def test_example_plot_xrlinear_beam_runs(tmp_path: Path) -> None:
+    """The beam-size example runs, and a wider beam finds at least as many labels."""
+    _skip_without(("matplotlib",))
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / "plot_xrlinear_beam.py")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    recall = {
+        int(line.split()[1].rstrip(":")): float(line.split("R@5")[1].split()[0])
+        for line in proc.stdout.splitlines()
+        if line.startswith("beam")
+    }
+    assert sorted(recall) == [1, 2, 5, 10, 20, 50]
+    assert recall[10] > recall[1] and recall[10] > 10.0
