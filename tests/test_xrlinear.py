@@ -313,3 +313,24 @@ def test_save_unfitted_raises(tmp_path):
 def test_evaluate_works_on_predictions(fitted_demo, demo):
     out = evaluate(demo[3], fitted_demo.predict_topk(demo[2]), classes=fitted_demo.classes_)
     assert 0 < out["precision@1"] <= 1
+
+
+def test_relevance_weighted_positives(bibtex):
+    X, Y, Xt, Yt = bibtex
+    tree = HierarchicalLabelTree(max_leaf_size=20, branching_factor=4)
+    plain = XRLinearClassifier(tree=tree).fit(X, Y)
+    weighted = XRLinearClassifier(tree=tree, relevance_weighted=True).fit(X, Y)
+    # Inner layers differ (costs scale with relevance), the leaf layer is 0/1 in both.
+    assert any((a != b).nnz for a, b in zip(plain.weights_[:-1], weighted.weights_[:-1]))
+    assert weighted.score(Xt, Yt) > 0.4
+
+
+def test_relevance_targets_are_normalised_counts():
+    from skxmc.linear._xrlinear import _relevance_targets
+
+    Y = sp.csr_matrix(np.array([[1, 1, 0, 1], [0, 0, 1, 0]], dtype=np.float32))
+    leaf = sp.csr_matrix(np.array([[1, 0], [1, 0], [0, 1], [0, 1]], dtype=np.float32))
+    root = sp.csr_matrix(np.ones((2, 1), dtype=np.float32))
+    top, bottom = _relevance_targets(Y, [root, leaf])
+    np.testing.assert_allclose(top.toarray(), [[1.0, 0.5], [0.0, 1.0]])
+    np.testing.assert_array_equal(bottom.toarray(), Y.toarray())

@@ -28,6 +28,24 @@ logger = logging.getLogger("skxmc.linear")
 __all__ = ["XRLinearClassifier"]
 
 
+def _relevance_targets(Y: sp.csr_matrix, chain: list[sp.csr_matrix]) -> list[sp.csr_matrix]:
+    """Cluster-level targets weighted by relevance: the number of a sample's labels under
+    each cluster, divided by the sample's largest count (PECOS's induced relevance with
+    max normalisation). Leaf-layer targets stay 0/1."""
+    layers = [Y]
+    Y_t = Y
+    for C in chain[:0:-1]:
+        Y_t = sp.csr_matrix(Y_t @ C, dtype=np.float32)
+        Y_t.sort_indices()
+        layers.append(Y_t)
+    for M in layers:
+        nonempty = np.diff(M.indptr) > 0
+        if M.nnz:
+            row_max = np.maximum.reduceat(M.data, M.indptr[:-1][nonempty])
+            M.data /= np.repeat(row_max, np.diff(M.indptr)[nonempty])
+    return layers[::-1]
+
+
 def _as_sorted_csr(X: Any) -> sp.csr_matrix:
     """CSR float32 with sorted indices, copying only when the input is not already so.
 
@@ -78,6 +96,10 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
     weight_threshold : float, default=0.1
         Weights with an absolute value below this are dropped after training (model
         size and prediction speed; PECOS's default).
+    relevance_weighted : bool, default=False
+        Weight the positives of inner-layer nodes by relevance: the cost of a positive
+        sample is ``Cp`` times the number of its labels under the node, divided by its
+        largest such count (MatchXML's ranker setting).
     beam_size : int, default=10
         Clusters kept per sample at every inner layer of the beam search.
     top_k : int, default=10
@@ -138,6 +160,7 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "bias": [Interval(Real, 0, None, closed="left")],
         "weight_threshold": [Interval(Real, 0, None, closed="left")],
+        "relevance_weighted": ["boolean"],
         "beam_size": [Interval(Integral, 1, None, closed="left")],
         "top_k": [Interval(Integral, 1, None, closed="left")],
         "post_processor": [StrOptions(set(POST_PROCESSORS))],
@@ -158,6 +181,7 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         max_iter: int = 100,
         bias: float = 1.0,
         weight_threshold: float = 0.1,
+        relevance_weighted: bool = False,
         beam_size: int = 10,
         top_k: int = 10,
         post_processor: str = "l3-hinge",
@@ -174,6 +198,7 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.bias = bias
         self.weight_threshold = weight_threshold
+        self.relevance_weighted = relevance_weighted
         self.beam_size = beam_size
         self.top_k = top_k
         self.post_processor = post_processor
@@ -221,7 +246,10 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
                 [C.shape[0] for C in self.tree_.cluster_chain_],
                 time.perf_counter() - t0,
             )
-        targets = self.tree_.cluster_label_matrices(Y_csr)
+        if self.relevance_weighted:
+            targets = _relevance_targets(Y_csr, self.tree_.cluster_chain_)
+        else:
+            targets = self.tree_.cluster_label_matrices(Y_csr)
         sqnorms = row_squared_norms(X)
         self.weights_ = []
         self.fit_time_per_layer_ = []
@@ -246,6 +274,7 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
                 max_iter=self.max_iter,
                 bias=self.bias,
                 weight_threshold=self.weight_threshold,
+                use_relevance=self.relevance_weighted,
                 random_state=seed + t,
                 n_jobs=n_jobs,
                 row_sqnorms=sqnorms,
