@@ -1,0 +1,83 @@
+"""The transformer engine shared by skxmc's neural estimators.
+
+Encoders (:func:`load_encoder`, :func:`encode_texts`, :func:`pool`), tokenisation done
+once with dynamic padding and length-sorted batches (:func:`tokenize`,
+:class:`TokenizedTexts`), devices and mixed precision (:func:`resolve_device`,
+:func:`autocast`), seeding (:func:`seed_everything`), the training loop (:class:`Trainer`,
+:class:`ParamGroup`), static sentence embeddings (:class:`SentenceEncoder`) and torch
+weights in model directories (:func:`save_module_weights`, :func:`load_module_weights`,
+:func:`encoder_from_config`).
+
+``transformers`` is imported only when an encoder is loaded.
+"""
+
+from __future__ import annotations
+
+from ._device import autocast, move_to_device, resolve_device, resolve_mixed_precision
+from ._encoder import (
+    POOLING_OPTIONS,
+    EncoderNotFoundError,
+    batched_inference,
+    encode_texts,
+    encoder_forward,
+    eval_mode,
+    is_offline,
+    load_encoder,
+    pool,
+)
+from ._seed import seed_everything
+from ._sentence import SentenceEncoder, read_sentence_transformers_folder, sentence_embeddings
+from ._tokenize import DEFAULT_MAX_LENGTH, TextBatch, TokenizedTexts, check_texts, tokenize
+from ._training import (
+    ParamGroup,
+    Trainer,
+    TrainingInterruptedWarning,
+    TrainResult,
+    TrainState,
+    build_optimizers,
+    lr_factor,
+    momentum_update,
+)
+from ._weights import (
+    encoder_from_config,
+    load_module_weights,
+    save_encoder_config,
+    save_module_weights,
+)
+
+__all__ = [
+    "DEFAULT_MAX_LENGTH",
+    "POOLING_OPTIONS",
+    "EncoderNotFoundError",
+    "ParamGroup",
+    "SentenceEncoder",
+    "TextBatch",
+    "TokenizedTexts",
+    "TrainResult",
+    "TrainState",
+    "Trainer",
+    "TrainingInterruptedWarning",
+    "autocast",
+    "batched_inference",
+    "build_optimizers",
+    "check_texts",
+    "encode_texts",
+    "encoder_forward",
+    "encoder_from_config",
+    "eval_mode",
+    "is_offline",
+    "load_encoder",
+    "load_module_weights",
+    "lr_factor",
+    "momentum_update",
+    "move_to_device",
+    "pool",
+    "read_sentence_transformers_folder",
+    "resolve_device",
+    "resolve_mixed_precision",
+    "save_encoder_config",
+    "save_module_weights",
+    "seed_everything",
+    "sentence_embeddings",
+    "tokenize",
+]

@@ -1,0 +1,161 @@
+"""Device resolution, mixed-precision contexts and moving batches between devices."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+
+__all__ = ["autocast", "move_to_device", "resolve_device", "resolve_mixed_precision"]
+
+MIXED_PRECISION_OPTIONS = ("auto", "bf16", "no")
+
+
+def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
+    """Turn a ``device`` parameter into a :class:`torch.device`.
+
+    Parameters
+    ----------
+    device : str, torch.device or None, default="auto"
+        ``"auto"`` (or None) picks ``"cuda"`` when a CUDA device is available and
+        ``"cpu"`` otherwise; any other value is passed to :class:`torch.device`
+        (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``).
+
+    Returns
+    -------
+    device : torch.device
+
+    Raises
+    ------
+    ValueError
+        If a CUDA device is requested on a machine without one.
+
+    Examples
+    --------
+    >>> from skxmc.text import resolve_device
+    >>> resolve_device("cpu")
+    device(type='cpu')
+    """
+    if device is None or (isinstance(device, str) and device == "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"device={device!r} is not a valid torch device; use 'auto', 'cpu', 'cuda' or "
+            f"'cuda:<index>'."
+        ) from exc
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        # Failing here beats failing deep inside the first forward pass.
+        raise ValueError(
+            f"device={device!r} was requested but torch sees no CUDA device "
+            f"(torch {torch.__version__}, CUDA build: {torch.version.cuda}); use device='auto' "
+            f"or device='cpu'."
+        )
+    return resolved
+
+
+def resolve_mixed_precision(
+    device: torch.device, mixed_precision: str | bool | None = "auto"
+) -> torch.dtype | None:
+    """The autocast dtype to use on ``device``, or None for full float32.
+
+    Parameters
+    ----------
+    device : torch.device
+        The device computations run on.
+    mixed_precision : {"auto", "bf16", "no"}, bool or None, default="auto"
+        ``"auto"``: bfloat16 on CUDA devices that support it, float32 elsewhere (CPU
+        autocast is slower than float32 on most CPUs). ``"bf16"`` (or True): bfloat16 on
+        any device. ``"no"`` (or False / None): float32. float16 is not offered: it needs
+        loss scaling, while bfloat16 has float32's exponent range and does not.
+
+    Returns
+    -------
+    dtype : torch.dtype or None
+    """
+    if mixed_precision is None or mixed_precision is False or mixed_precision == "no":
+        return None
+    if mixed_precision is True or mixed_precision == "bf16":
+        return torch.bfloat16
+    if mixed_precision == "auto":
+        if device.type == "cuda" and torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        return None
+    raise ValueError(
+        f"mixed_precision must be one of {MIXED_PRECISION_OPTIONS} or a bool, got "
+        f"{mixed_precision!r}."
+    )
+
+
+@contextlib.contextmanager
+def autocast(device: torch.device, mixed_precision: str | bool | None = "auto") -> Iterator[None]:
+    """Context manager running the forward pass in bfloat16 where that pays off.
+
+    Parameters
+    ----------
+    device : torch.device
+        The device computations run on.
+    mixed_precision : {"auto", "bf16", "no"}, bool or None, default="auto"
+        See :func:`resolve_mixed_precision`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skxmc.text import autocast
+    >>> with autocast(torch.device("cpu")):
+    ...     y = torch.ones(2, 2) @ torch.ones(2, 2)
+    >>> y.dtype
+    torch.float32
+    """
+    dtype = resolve_mixed_precision(device, mixed_precision)
+    if dtype is None:
+        yield
+        return
+    with torch.autocast(device_type=device.type, dtype=dtype):
+        yield
+
+
+def move_to_device(obj: Any, device: torch.device, *, non_blocking: bool = True) -> Any:
+    """Move every tensor inside ``obj`` to ``device``.
+
+    Handles tensors, mappings, lists, tuples, dataclasses and objects with a
+    ``to(device)`` method (such as :class:`~skxmc.text.TextBatch`); anything else (numpy
+    index arrays, numbers, strings) is returned unchanged.
+
+    Parameters
+    ----------
+    obj : object
+        A batch.
+    device : torch.device
+        Target device.
+    non_blocking : bool, default=True
+        Passed to :meth:`torch.Tensor.to`; overlaps host-to-GPU copies with compute when
+        the source is in pinned memory, and is a no-op otherwise.
+
+    Returns
+    -------
+    obj : object
+        The same structure with its tensors on ``device``.
+    """
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device, non_blocking=non_blocking)
+    if isinstance(obj, torch.nn.Module):
+        raise TypeError("move_to_device moves batches; move modules with module.to(device).")
+    if hasattr(obj, "to") and callable(obj.to) and not isinstance(obj, type):
+        return obj.to(device)
+    if isinstance(obj, Mapping):
+        return type(obj)({k: move_to_device(v, device, non_blocking=non_blocking)
+                          for k, v in obj.items()})  # fmt: skip
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple
+        return type(obj)(*(move_to_device(v, device, non_blocking=non_blocking) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(move_to_device(v, device, non_blocking=non_blocking) for v in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        changes = {f.name: move_to_device(getattr(obj, f.name), device, non_blocking=non_blocking)
+                   for f in dataclasses.fields(obj) if f.init}  # fmt: skip
+        return dataclasses.replace(obj, **changes)
+    return obj

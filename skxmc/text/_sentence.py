@@ -1,0 +1,331 @@
+"""Static sentence embeddings (sentence-transformers models), L2-normalised, cached per call.
+
+Two backends give the same vectors for the usual models (a transformer, a pooling layer,
+optionally a normalisation layer): the ``sentence-transformers`` package when it is
+installed, and a plain ``transformers`` reader of the model folder otherwise (it reads
+``modules.json``, ``1_Pooling/config.json`` and ``sentence_bert_config.json``). Models with
+further layers (``Dense`` projections, for instance) need ``sentence-transformers``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ._device import autocast, resolve_device
+from ._encoder import (
+    EncoderNotFoundError,
+    batched_inference,
+    encoder_forward,
+    eval_mode,
+    is_offline,
+    load_encoder,
+    not_found_message,
+    pool,
+    quiet_transformers,
+)
+from ._tokenize import check_texts, tokenize
+
+__all__ = ["SentenceEncoder", "sentence_embeddings"]
+
+BACKENDS = ("auto", "sentence-transformers", "transformers")
+# sentence-transformers' pooling flags, in the order it concatenates them.
+_POOLING_FLAGS = (
+    ("pooling_mode_cls_token", "cls"),
+    ("pooling_mode_max_tokens", "max"),
+    ("pooling_mode_mean_tokens", "mean"),
+    ("pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"),
+)
+_UNSUPPORTED_FLAGS = ("pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
+
+
+def _has_sentence_transformers() -> bool:
+    return importlib.util.find_spec("sentence_transformers") is not None
+
+
+def read_sentence_transformers_folder(folder: str | os.PathLike) -> dict[str, Any]:
+    """How to rebuild a sentence-transformers model folder with plain ``transformers``.
+
+    Parameters
+    ----------
+    folder : str or path-like
+        A sentence-transformers model directory, or a plain Hugging Face model directory
+        (then mean pooling is used, as sentence-transformers does).
+
+    Returns
+    -------
+    spec : dict
+        ``transformer_path`` (directory for :func:`~skxmc.text.load_encoder`),
+        ``poolings`` (list of :func:`~skxmc.text.pool` modes, concatenated),
+        ``max_length`` (int or None) and ``lowercase`` (bool).
+
+    Raises
+    ------
+    NotImplementedError
+        For modules other than Transformer, Pooling and Normalize (install
+        ``sentence-transformers`` for those).
+    """
+    root = Path(folder)
+    spec: dict[str, Any] = {"transformer_path": root, "poolings": ["mean"], "max_length": None,
+                            "lowercase": False}  # fmt: skip
+    modules_file = root / "modules.json"
+    if modules_file.is_file():
+        for module in json.loads(modules_file.read_text(encoding="utf-8")):
+            kind = module.get("type", "").rsplit(".", 1)[-1]
+            sub = root / module.get("path", "")
+            if kind == "Transformer":
+                spec["transformer_path"] = sub
+            elif kind == "Pooling":
+                config = json.loads((sub / "config.json").read_text(encoding="utf-8"))
+                bad = [f for f in _UNSUPPORTED_FLAGS if config.get(f)]
+                if bad:
+                    raise NotImplementedError(
+                        f"pooling {bad} of {str(root)!r} needs the sentence-transformers package "
+                        f"(pip install sentence-transformers)."
+                    )
+                spec["poolings"] = [mode for flag, mode in _POOLING_FLAGS if config.get(flag)]
+                if not spec["poolings"]:
+                    raise ValueError(f"{sub / 'config.json'} enables no pooling mode.")
+            elif kind != "Normalize":  # we always normalise
+                raise NotImplementedError(
+                    f"{str(root)!r} has a {kind} module, which the plain-transformers reader "
+                    f"does not implement: pip install sentence-transformers."
+                )
+    config_file = Path(spec["transformer_path"]) / "sentence_bert_config.json"
+    if config_file.is_file():
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        spec["max_length"] = config.get("max_seq_length")
+        spec["lowercase"] = bool(config.get("do_lower_case", False))
+    return spec
+
+
+class SentenceEncoder:
+    """A sentence-transformers model producing L2-normalised embeddings, with a text cache.
+
+    Create one per ``fit`` / ``predict`` call and drop it afterwards: the model is loaded
+    once, texts seen before (in that call) are not encoded again, and the estimator does
+    not carry the model around (smaller pickles, no stale device state).
+
+    Parameters
+    ----------
+    name_or_path : str or path-like
+        A sentence-transformers model directory or hub name (for example
+        ``"sentence-transformers/all-MiniLM-L6-v2"``). Offline, a hub name must be cached.
+    device : str or torch.device, default="auto"
+        ``"auto"``: CUDA when available.
+    backend : {"auto", "sentence-transformers", "transformers"}, default="auto"
+        ``"auto"``: the ``sentence-transformers`` package when installed, else the plain
+        ``transformers`` reader (Transformer + Pooling + Normalize models).
+    max_length : int or None, default=None
+        Truncation length; None keeps the model's own (``max_seq_length``). Lower it to
+        save time on CPU.
+    batch_size : int, default=64
+        Texts per batch.
+    mixed_precision : {"auto", "bf16", "no"}, default="auto"
+        bfloat16 autocast on GPU by default.
+    local_files_only : bool or None, default=None
+        Never use the network; None: when offline mode is on.
+    verbose : int, default=0
+        Progress bars when > 0.
+
+    Attributes
+    ----------
+    backend_ : str
+        The backend in use.
+    dim_ : int or None
+        Embedding size, known after the first :meth:`encode`.
+
+    Examples
+    --------
+    >>> from skxmc.text import SentenceEncoder  # doctest: +SKIP
+    >>> enc = SentenceEncoder("/models/all-MiniLM-L6-v2", device="cpu")  # doctest: +SKIP
+    >>> enc.encode(["a cat", "a dog", "a cat"]).shape  # the repeat is encoded once  # doctest: +SKIP
+    (3, 384)
+    """
+
+    def __init__(
+        self,
+        name_or_path: str | os.PathLike,
+        *,
+        device: str | torch.device = "auto",
+        backend: str = "auto",
+        max_length: int | None = None,
+        batch_size: int = 64,
+        mixed_precision: str | bool | None = "auto",
+        local_files_only: bool | None = None,
+        verbose: int = 0,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}.")
+        if backend == "sentence-transformers" and not _has_sentence_transformers():
+            raise ImportError("backend='sentence-transformers' needs pip install sentence-transformers.")
+        self.name_or_path = os.fspath(name_or_path)
+        self.device = resolve_device(device)
+        self.backend_ = backend if backend != "auto" else (
+            "sentence-transformers" if _has_sentence_transformers() else "transformers")  # fmt: skip
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.mixed_precision = mixed_precision
+        self.local_files_only = is_offline() if local_files_only is None else local_files_only
+        self.verbose = verbose
+        self.dim_: int | None = None
+        self._model: Any = None
+        self._index: dict[str, int] = {}
+        self._matrix = np.zeros((0, 0), dtype=np.float32)
+
+    # Loading ------------------------------------------------------------------------------
+
+    def _local_folder(self) -> Path:
+        path = Path(self.name_or_path).expanduser()
+        if path.is_dir():
+            return path
+        from huggingface_hub import snapshot_download
+
+        try:
+            return Path(snapshot_download(self.name_or_path, local_files_only=self.local_files_only))
+        except Exception as exc:  # hub errors have many types (HTTP, offline, not cached)
+            raise EncoderNotFoundError(not_found_message(self.name_or_path, str(exc)[:300])) from exc
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        if self.backend_ == "sentence-transformers":
+            from sentence_transformers import SentenceTransformer
+
+            path = Path(self.name_or_path).expanduser()
+            name = str(path) if path.is_dir() else self.name_or_path
+            try:
+                with quiet_transformers(self.verbose):
+                    model = SentenceTransformer(name, device=str(self.device),
+                                                local_files_only=self.local_files_only)  # fmt: skip
+            except OSError as exc:
+                raise EncoderNotFoundError(not_found_message(self.name_or_path, str(exc)[:300])) from exc
+            if self.max_length is not None:
+                model.max_seq_length = min(self.max_length, model.max_seq_length or self.max_length)
+            model.eval()
+            self._model = model
+        else:
+            spec = read_sentence_transformers_folder(self._local_folder())
+            model, tokenizer = load_encoder(spec["transformer_path"], verbose=self.verbose)
+            max_length = spec["max_length"]
+            if self.max_length is not None:
+                max_length = self.max_length if max_length is None else min(max_length, self.max_length)
+            self._model = (model.to(self.device), tokenizer, spec["poolings"], max_length,
+                           spec["lowercase"])  # fmt: skip
+
+    # Encoding -----------------------------------------------------------------------------
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        self._load()
+        if self.backend_ == "sentence-transformers":
+            with torch.inference_mode(), autocast(self.device, self.mixed_precision):
+                # A tensor, converted here: numpy has no bfloat16.
+                out = self._model.encode(
+                    texts, batch_size=self.batch_size, normalize_embeddings=True,
+                    convert_to_tensor=True, show_progress_bar=bool(self.verbose),
+                )  # fmt: skip
+            return out.float().cpu().numpy()
+        model, tokenizer, poolings, max_length, lowercase = self._model
+        if lowercase:
+            texts = [t.lower() for t in texts]
+        tokenized = tokenize(tokenizer, texts, max_length=max_length)
+
+        def forward(inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+            if poolings == ["mean"] or poolings == ["cls"]:
+                return encoder_forward(model, inputs, poolings[0])
+            out = model(**inputs)
+            return torch.cat([pool(out.last_hidden_state, inputs["attention_mask"], p)
+                              .float() for p in poolings], dim=1)  # fmt: skip
+
+        with eval_mode(model):
+            out = batched_inference(forward, tokenized, batch_size=self.batch_size,
+                                    device=self.device, mixed_precision=self.mixed_precision,
+                                    verbose=self.verbose, desc="sentence embeddings")  # fmt: skip
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised embeddings of ``texts``; each distinct text is encoded once.
+
+        Parameters
+        ----------
+        texts : sequence of str
+            The texts (a list, numpy array or pandas Series).
+
+        Returns
+        -------
+        embeddings : numpy.ndarray of float32 of shape (n_texts, dim)
+        """
+        texts, is_pairs = check_texts(texts)
+        if is_pairs:
+            raise TypeError("sentence embeddings take single texts, not text pairs.")
+        new = [t for t in dict.fromkeys(texts) if t not in self._index]
+        if new:
+            emb = self._embed(new)
+            if self.dim_ is None:
+                self.dim_ = emb.shape[1]
+                self._matrix = np.zeros((0, self.dim_), dtype=np.float32)
+            start = len(self._matrix)
+            self._matrix = np.concatenate([self._matrix, emb])
+            self._index.update({t: start + i for i, t in enumerate(new)})
+        if not texts:
+            return np.zeros((0, self.dim_ or 0), dtype=np.float32)
+        return self._matrix[np.fromiter((self._index[t] for t in texts), dtype=np.int64,
+                                        count=len(texts))]  # fmt: skip
+
+    def clear(self) -> None:
+        """Forget the cached embeddings and release the model."""
+        self._model = None
+        self._index = {}
+        self._matrix = np.zeros((0, self.dim_ or 0), dtype=np.float32)
+
+    def __enter__(self) -> SentenceEncoder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.clear()
+
+
+def sentence_embeddings(
+    texts: Sequence[str],
+    sentence_encoder: str | os.PathLike,
+    *,
+    device: str | torch.device = "auto",
+    backend: str = "auto",
+    max_length: int | None = None,
+    batch_size: int = 64,
+    verbose: int = 0,
+) -> np.ndarray:
+    """L2-normalised sentence embeddings of ``texts`` in one call (model loaded and released).
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The texts.
+    sentence_encoder : str or path-like
+        A sentence-transformers model directory or hub name.
+    device : str or torch.device, default="auto"
+        ``"auto"``: CUDA when available.
+    backend : {"auto", "sentence-transformers", "transformers"}, default="auto"
+        See :class:`SentenceEncoder`.
+    max_length : int or None, default=None
+        Truncation length; None keeps the model's.
+    batch_size : int, default=64
+        Texts per batch.
+    verbose : int, default=0
+        Progress bars when > 0.
+
+    Returns
+    -------
+    embeddings : numpy.ndarray of float32 of shape (n_texts, dim)
+    """
+    with SentenceEncoder(sentence_encoder, device=device, backend=backend, max_length=max_length,
+                         batch_size=batch_size, verbose=verbose) as enc:  # fmt: skip
+        return enc.encode(texts)

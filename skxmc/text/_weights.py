@@ -1,0 +1,165 @@
+"""Torch weights in a model directory: safetensors files and encoders rebuilt from config.
+
+An estimator's model directory keeps the encoder's ``config.json`` and tokenizer files
+(:func:`save_encoder_config`) and the weights of all its modules in safetensors files
+(:func:`save_module_weights`). Loading rebuilds the encoder architecture from the config
+with random weights (:func:`encoder_from_config`: no network, no code from the directory)
+and then copies the saved weights in (:func:`load_module_weights`), on any device: a model
+trained on GPU opens on a CPU-only machine.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ._encoder import dtype_kwargs, quiet_transformers
+
+__all__ = ["encoder_from_config", "load_module_weights", "save_encoder_config",
+           "save_module_weights"]  # fmt: skip
+
+logger = logging.getLogger("skxmc.text")
+
+
+def save_module_weights(module: torch.nn.Module, path: str | os.PathLike) -> Path:
+    """Write ``module.state_dict()`` (parameters and persistent buffers) to a safetensors file.
+
+    Tied parameters (such as shared input / output embeddings) are stored once.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The module, on any device.
+    path : str or path-like
+        File to write (conventionally ending in ``.safetensors``).
+
+    Returns
+    -------
+    path : pathlib.Path
+
+    Examples
+    --------
+    >>> import tempfile, torch
+    >>> from skxmc.text import load_module_weights, save_module_weights
+    >>> a, b = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = save_module_weights(a, f"{d}/w.safetensors")
+    ...     load_module_weights(b, f"{d}/w.safetensors")
+    >>> torch.equal(a.weight, b.weight)
+    True
+    """
+    from safetensors.torch import save_model
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_model(module, str(path))
+    return path
+
+
+def load_module_weights(
+    module: torch.nn.Module,
+    path: str | os.PathLike,
+    *,
+    map_location: str | torch.device = "cpu",
+    strict: bool = True,
+) -> None:
+    """Copy weights saved by :func:`save_module_weights` into ``module`` (in place).
+
+    The tensors are read on ``map_location`` and copied into the module's own tensors,
+    which stay on the module's device; safetensors files hold no code, so loading a file
+    from someone else is safe.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        A module of the same architecture (built from the saved configuration).
+    path : str or path-like
+        The safetensors file.
+    map_location : str or torch.device, default="cpu"
+        Device the file is read onto. CPU works everywhere, whatever device the weights
+        were trained on.
+    strict : bool, default=True
+        Fail on missing or unexpected keys.
+
+    Raises
+    ------
+    RuntimeError
+        With ``strict``, when keys or shapes do not match.
+    """
+    from safetensors.torch import load_model
+
+    device = torch.device(map_location)
+    # safetensors takes "cpu", "cuda:0" or an index rather than a torch.device.
+    where = str(device) if device.type != "cuda" or device.index is not None else "cuda:0"
+    missing, unexpected = load_model(module, str(path), strict=strict, device=where)
+    if not strict and (missing or unexpected):
+        logger.debug("load_module_weights(%s): missing %s, unexpected %s", path, missing, unexpected)
+
+
+def save_encoder_config(model: Any, tokenizer: Any, directory: str | os.PathLike) -> Path:
+    """Save an encoder's ``config.json`` and tokenizer files, without its weights.
+
+    Save the weights with :func:`save_module_weights` (possibly together with heads built
+    on the encoder) and rebuild with :func:`encoder_from_config`.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The encoder.
+    tokenizer : transformers tokenizer
+        Its tokenizer.
+    directory : str or path-like
+        Created if needed.
+
+    Returns
+    -------
+    directory : pathlib.Path
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    model.config.save_pretrained(str(directory))
+    tokenizer.save_pretrained(str(directory))
+    return directory
+
+
+def encoder_from_config(
+    directory: str | os.PathLike, *, weights: str | os.PathLike | None = None, verbose: int = 0
+) -> tuple[torch.nn.Module, Any]:
+    """Rebuild an encoder and tokenizer from a saved config, without network access.
+
+    The architecture comes from ``config.json`` (``AutoConfig`` + ``AutoModel.from_config``,
+    random weights, float32, eval mode, CPU); remote code is never trusted, so only model
+    types shipped with ``transformers`` load. Then load the weights with
+    :func:`load_module_weights`, or pass ``weights``.
+
+    Parameters
+    ----------
+    directory : str or path-like
+        A directory written by :func:`save_encoder_config` (or ``save_pretrained``).
+    weights : str or path-like, optional
+        A safetensors file of the encoder's own ``state_dict`` to load right away.
+    verbose : int, default=0
+        Show ``transformers`` progress bars when > 0.
+
+    Returns
+    -------
+    model : transformers.PreTrainedModel
+    tokenizer : transformers tokenizer
+    """
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    directory = str(directory)
+    with quiet_transformers(verbose):
+        config = AutoConfig.from_pretrained(directory, local_files_only=True,
+                                            trust_remote_code=False)  # fmt: skip
+        model = AutoModel.from_config(config, trust_remote_code=False, **dtype_kwargs())
+        tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True,
+                                                  trust_remote_code=False)  # fmt: skip
+    if weights is not None:
+        load_module_weights(model, weights)
+    model.eval()
+    return model, tokenizer
