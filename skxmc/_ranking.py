@@ -43,16 +43,21 @@ def _csr_topk_kernel(indptr, indices, data, k, out_idx, out_score):  # pragma: n
                 filled += 1
 
 
-def topk_from_sparse(Y_score: sp.spmatrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+def topk_from_sparse(
+    Y_score: sp.spmatrix, k: int, *, canonical: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Rank the stored entries of each row of a sparse score matrix.
 
     Returns ``(indices, scores)`` of shape ``(n, k)``; rows with fewer than ``k`` stored
-    entries are padded with index ``-1`` and score ``-inf``.
+    entries are padded with index ``-1`` and score ``-inf``. ``canonical=True`` is for
+    internal callers whose CSR has no duplicate entries and only finite scores (skips the
+    checks, which cost a sort).
     """
     S = sp.csr_matrix(Y_score)
-    S.sum_duplicates()
+    if not canonical:
+        S.sum_duplicates()
     data = np.asarray(S.data, dtype=np.float64)
-    if not np.all(np.isfinite(data) | np.isneginf(data)):
+    if not canonical and not np.all(np.isfinite(data) | np.isneginf(data)):
         raise ValueError("Y_score contains NaN or +inf scores.")
     out_idx = np.full((S.shape[0], k), -1, dtype=np.int64)
     out_score = np.full((S.shape[0], k), -np.inf, dtype=np.float64)

@@ -16,6 +16,7 @@ import skxmc
 from skxmc import HierarchicalLabelTree, XRLinearClassifier
 from skxmc._labels import encode_labels
 from skxmc.datasets import load_demo, load_xc_bow
+from skxmc.linear import _beam
 from skxmc.linear._beam import ChunkedWeights, beam_search
 from skxmc.metrics import evaluate, make_topk_scorer, precision_at_k
 
@@ -70,6 +71,19 @@ def test_bibtex_close_to_flat_one_vs_rest(bibtex):
     assert p_tree > p_flat - 0.05
 
 
+def test_scoring_strategies_agree_on_real_model(fitted_demo, demo, monkeypatch):
+    X_test = demo[2].copy()
+    X_test.sort_indices()  # beam_search's contract; the estimator sorts for its callers
+    parents, _ = fitted_demo._search_cache
+    results = []
+    for dense_max in (0, 10**9):
+        monkeypatch.setattr(_beam, "DENSE_LAYER_MAX_NODES", dense_max)
+        chunks = [ChunkedWeights(W, P) for W, P in zip(fitted_demo.weights_, parents)]
+        results.append(beam_search(X_test, chunks, parents, bias=1.0, beam_size=10, top_k=None))
+    np.testing.assert_array_equal(results[0].indices, results[1].indices)
+    np.testing.assert_allclose(results[0].data, results[1].data, rtol=1e-5, atol=1e-6)
+
+
 def test_output_contracts(fitted_demo, demo):
     clf = fitted_demo
     X_test = demo[2][:50]
@@ -93,7 +107,10 @@ def test_output_contracts(fitted_demo, demo):
         assert clf.classes_[best].tolist() == labels[i].tolist()
 
 
-def test_beam_search_matches_dense_reference():
+@pytest.mark.parametrize("dense_max", [0, 10_000], ids=["chunked-layers", "dense-layers"])
+def test_beam_search_matches_dense_reference(monkeypatch, dense_max):
+    # Both scoring strategies (per-parent chunks; a dense accumulator for small layers).
+    monkeypatch.setattr(_beam, "DENSE_LAYER_MAX_NODES", dense_max)
     rng = np.random.default_rng(0)
     n, d, K1, L = 120, 40, 4, 20
     X = sp.random(n, d, density=0.15, format="csr", dtype=np.float32, random_state=0)

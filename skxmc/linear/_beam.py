@@ -25,6 +25,10 @@ from .._ranking import topk_from_sparse
 
 POST_PROCESSORS = ("l3-hinge", "sigmoid", "noop")
 
+# Layers with at most this many nodes score every node of a query with a dense accumulator
+# (cost: the query's weights, no search); larger layers score only the beam's children.
+DENSE_LAYER_MAX_NODES = 2048
+
 
 class ChunkedWeights:
     """One layer's weights regrouped by parent node, for fast beam-search scoring.
@@ -71,6 +75,12 @@ class ChunkedWeights:
         pair_parent = p_sorted[pair_start]
         self.feat_start = np.searchsorted(pair_parent, np.arange(n_parents + 1)).astype(np.int64)
         self.children_count = np.diff(parents.indptr).astype(np.int64)
+        # Layers with few nodes are scored for all nodes at once from a feature-major copy
+        # (no searching; a dense accumulator of n_nodes per thread), see score_candidates.
+        self.n_nodes = n_nodes
+        self.feature_major = (
+            sp.csr_matrix(W, dtype=np.float32) if n_nodes <= DENSE_LAYER_MAX_NODES else None
+        )
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -130,6 +140,29 @@ def _score_chunks_kernel(
             )
 
 
+@njit(parallel=True, cache=True)
+def _score_dense_kernel(
+    x_indptr, x_indices, x_data, bias, n_features,
+    w_indptr, w_indices, w_data, n_nodes,
+    c_indptr, c_indices, n_blocks, out,
+):  # pragma: no cover - compiled
+    n_rows = len(x_indptr) - 1
+    block = (n_rows + n_blocks - 1) // n_blocks
+    for b in prange(n_blocks):
+        acc = np.zeros(n_nodes, dtype=np.float32)
+        for i in range(b * block, min((b + 1) * block, n_rows)):
+            for q in range(x_indptr[i], x_indptr[i + 1]):
+                f = x_indices[q]
+                v = x_data[q]
+                for r in range(w_indptr[f], w_indptr[f + 1]):
+                    acc[w_indices[r]] += w_data[r] * v
+            for r in range(w_indptr[n_features], w_indptr[n_features + 1]):
+                acc[w_indices[r]] += w_data[r] * bias
+            for q in range(c_indptr[i], c_indptr[i + 1]):
+                out[q] = acc[c_indices[q]]
+            acc[:] = 0.0
+
+
 def score_candidates(
     X: sp.csr_matrix,
     path: sp.csr_matrix,
@@ -138,11 +171,25 @@ def score_candidates(
     *,
     bias: float,
     n_jobs: int = 1,
+    candidates: sp.csr_matrix | None = None,
 ) -> np.ndarray:
     """Linear scores ``[x_i, bias] . w_c`` of the children of every beam entry of ``path``,
-    in the order :func:`expand_children` lists them (float32, length ``n_candidates``)."""
+    in the order :func:`expand_children` lists them (float32, length ``n_candidates``).
+
+    Small layers (``chunks.feature_major`` set) are scored with a dense per-thread
+    accumulator over all nodes and need ``candidates`` (the expanded CSR); large layers
+    merge each query with the chunk of each beam entry's parent."""
     out = np.zeros(n_candidates, dtype=np.float32)
     if n_candidates == 0:
+        return out
+    if chunks.feature_major is not None and candidates is not None:
+        W = chunks.feature_major
+        with _numba_threads(n_jobs):
+            _score_dense_kernel(
+                X.indptr, X.indices, X.data, np.float32(bias), X.shape[1],
+                W.indptr, W.indices, W.data, chunks.n_nodes,
+                candidates.indptr, candidates.indices, max(1, min(X.shape[0], 4 * n_jobs)), out,
+            )
         return out
     parent = path.indices.astype(np.int64)
     kids_per_entry = chunks.children_count[parent]
@@ -194,7 +241,7 @@ def combine_scores(raw: np.ndarray, parent: np.ndarray, post_processor: str) -> 
 
 def keep_topk(scores: sp.csr_matrix, k: int) -> sp.csr_matrix:
     """Keep the ``k`` best stored entries of every row (ties: lower column first)."""
-    idx, val = topk_from_sparse(scores, k)
+    idx, val = topk_from_sparse(scores, k, canonical=True)
     keep = idx >= 0
     indptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))])
     return sp.csr_matrix(
@@ -273,7 +320,9 @@ def beam_search(
     )
     for t in range(n_layers):
         candidates = expand_children(path, parents[t])
-        raw = score_candidates(X, path, chunks[t], candidates.nnz, bias=bias, n_jobs=n_jobs)
+        raw = score_candidates(
+            X, path, chunks[t], candidates.nnz, bias=bias, n_jobs=n_jobs, candidates=candidates
+        )
         candidates.data = combine_scores(raw, candidates.data, post_processor).astype(np.float32)
         keep = top_k if t == n_total - 1 else beam_size
         path = candidates if keep is None else keep_topk(candidates, keep)
