@@ -1,0 +1,873 @@
+"""XR-Linear side by side: skxmc's XRLinearClassifier vs libpecos, napkinXC PLT and omikuji.
+
+Every library sees the same features and labels and runs with 2 threads in its own child
+process, so the peak resident memory reported is that library's own: the child reads its
+own high-water mark (``VmHWM`` in ``/proc/self/status``) right after prediction. The peak
+therefore includes the Python interpreter, the library's imports and the child's copy of
+the train and test matrices (the same for every library of a dataset).
+
+Features (fitted once per dataset, cached under ``benchmarks/results/cache/``):
+
+* text sets (``tibkat_gnd_en``, ``reuters21578_allcats``): ``TfidfVectorizer(
+  sublinear_tf=True, ngram_range=(1, 2), min_df=2, max_features=200000, dtype=float32)``
+  fitted on train (rows are L2-normalised by the vectorizer); the labels of train and test
+  are binarised together, so test-only labels exist as columns and count as misses;
+* bag-of-words sets (``delicious_bow``, ``bibtex_bow``, XC-repository format): the given
+  feature values, each row L2-normalised (``--bow-norm l2``, the default; ``none`` keeps
+  the raw values). Every peer then sees unit-norm rows, as for the TF-IDF sets; napkinXC
+  normalises rows internally anyway (``norm=True``), and libpecos's scores on these sets
+  match the design notes' peer table only with normalised rows (see benchmarks/README.md).
+
+CSR indices are sorted once. Libraries and settings (all with 2 threads):
+
+* ``skxmc``: ``XRLinearClassifier(n_jobs=2)`` (defaults: ``negative_sampling="tfn"``);
+  train = ``fit(X, Y)`` (Y a CSR 0/1 matrix), predict = ``predict_topk(X, k=10)``.
+  ``skxmc-man``: the same with ``negative_sampling="tfn+man"``. The numba kernels are
+  compiled once per run in an untimed warm-up child (cache in
+  ``benchmarks/results/cache/numba``); the timed children load them from that cache
+  (the load is inside the timings, as for a user with a warm cache). Save and load times
+  of the model are measured after the peak-memory reading and reported in the JSON only.
+* ``libpecos``: PIFA (``LabelEmbeddingFactory.create(Y, X, method="pifa")``) ->
+  ``Indexer.gen(..., indexer_type="hierarchicalkmeans", nr_splits=16, max_leaf_size=100)``
+  -> ``XLinearModel.train(X, Y, C=chain)`` with defaults. PECOS protocol of the design
+  notes, replicated exactly: its **train time includes saving the model** to disk and its
+  **predict time includes loading the predict-only model** (``XLinearModel.load(path,
+  is_predict_only=True)``, PECOS's fast C++ path) before ``predict(X, beam_size=10,
+  only_topk=10)``; PECOS's in-memory ``predict`` on a freshly trained model is 5-9x slower.
+* ``napkinxc``: ``napkinxc.models.PLT(output=dir, threads=2)`` with defaults; train =
+  ``fit(X, Y)``, predict = ``predict_proba(X, top_k=10)``.
+* ``omikuji``: ``omikuji.Model.train_on_data(path, Model.default_hyper_param(),
+  n_threads=2)`` on the training set written in XC format (written once, untimed; parsing
+  the file is inside the train time, omikuji's Python API trains from files only); predict
+  = one ``model.predict(pairs, beam_size=10, top_k=10)`` call per sample (its Python API
+  predicts one sample at a time) on a 2-thread prediction pool.
+
+A library that cannot be imported is reported as missing and the others still run.
+Metrics (x100): ``skxmc.metrics.evaluate(Y_test, (top10_indices, top10_scores),
+ks=(1, 3, 5), inv_propensity=inverse_propensity(Y_train))`` (A=0.55, B=1.5; PSP
+un-normalised). With ``--repeats > 1`` every number is the median over repeats; the
+libraries are interleaved within each repeat so that machine-load drift hits all of them.
+
+libpecos needs numpy<2 and scipy<1.14, so run this from the benchmark environment::
+
+    /work/venv-bench/bin/pip install 'numpy<2' 'scipy<1.14' libpecos napkinxc omikuji
+    /work/venv-bench/bin/pip install -e . --no-deps
+    /work/venv-bench/bin/python benchmarks/xmc_linear.py            # all four datasets
+    /work/venv-bench/bin/python benchmarks/xmc_linear.py --datasets tibkat_gnd_en \\
+        --repeats 3 --libraries skxmc libpecos
+
+Prints a markdown table and writes ``benchmarks/results/xmc_linear.{md,json}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy
+import scipy.sparse as sp
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+sys.path.insert(0, str(BENCH_DIR))
+
+from _common import RESULTS, current_rss_mb, markdown_table, peak_rss_mb, write_results  # noqa: E402
+
+CACHE = RESULTS / "cache"
+DATA_DIR = Path(os.environ.get("SKXMC_DATA", REPO_ROOT.parent / "shared" / "data"))
+THREADS = 2
+TOP_K = 10
+CACHE_VERSION = "xmc_linear-v1"
+
+TEXT_DATASETS = ("tibkat_gnd_en", "reuters21578_allcats")
+BOW_DATASETS = ("delicious_bow", "bibtex_bow")
+DEFAULT_DATASETS = TEXT_DATASETS + BOW_DATASETS
+
+TFIDF_PARAMS = dict(sublinear_tf=True, ngram_range=(1, 2), min_df=2, max_features=200000)
+
+LIBRARIES: dict[str, str] = {
+    "skxmc": "skxmc XRLinear",
+    "skxmc-man": "skxmc XRLinear tfn+man",
+    "libpecos": "libpecos XR-Linear",
+    "napkinxc": "napkinXC PLT",
+    "omikuji": "omikuji",
+}
+IMPORT_NAME = {
+    "skxmc": "skxmc",
+    "skxmc-man": "skxmc",
+    "libpecos": "pecos",
+    "napkinxc": "napkinxc",
+    "omikuji": "omikuji",
+    "skxmc-warmup": "skxmc",
+}
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def _file_stamp(paths: list[Path]) -> str:
+    return ";".join(f"{p.name}:{p.stat().st_size}:{int(p.stat().st_mtime)}" for p in paths)
+
+
+def _save_csr(out: dict[str, np.ndarray], name: str, M: sp.csr_matrix) -> None:
+    out[f"{name}_data"] = M.data
+    out[f"{name}_indices"] = M.indices
+    out[f"{name}_indptr"] = M.indptr
+    out[f"{name}_shape"] = np.asarray(M.shape, dtype=np.int64)
+
+
+def _load_csr(npz: Any, name: str) -> sp.csr_matrix:
+    M = sp.csr_matrix(
+        (npz[f"{name}_data"], npz[f"{name}_indices"], npz[f"{name}_indptr"]),
+        shape=tuple(int(v) for v in npz[f"{name}_shape"]),
+    )
+    M.has_sorted_indices = True
+    return M
+
+
+def load_cached(
+    path: Path, names: tuple[str, ...] = ("X_train", "Y_train", "X_test", "Y_test")
+) -> tuple:
+    with np.load(path) as npz:
+        return tuple(_load_csr(npz, n) for n in names)
+
+
+def prepare_dataset(name: str, bow_norm: str) -> tuple[Path, dict[str, Any]]:
+    """Features and labels of one dataset, computed once and cached as ``.npz``."""
+    folder = DATA_DIR / name
+    if name in BOW_DATASETS or (folder / "train.txt").is_file():
+        kind = "bow"
+        files = [folder / "train.txt", folder / "test.txt"]
+        settings = f"bow norm={bow_norm}"
+    else:
+        kind = "text"
+        files = [folder / "train.jsonl.gz", folder / "test.jsonl.gz"]
+        settings = f"tfidf {sorted(TFIDF_PARAMS.items())} float32, labels train+test"
+    for f in files:
+        if not f.is_file():
+            raise FileNotFoundError(f"{f} is missing (set SKXMC_DATA to the data folder).")
+    key = hashlib.sha1(
+        f"{CACHE_VERSION}|{name}|{settings}|{_file_stamp(files)}".encode()
+    ).hexdigest()[:10]
+    path = CACHE / f"xmc_linear_{name}_{key}.npz"
+    info: dict[str, Any] = {
+        "kind": kind,
+        "features": settings,
+        "cache": str(path.relative_to(REPO_ROOT)),
+    }
+    if path.is_file():
+        X_tr, Y_tr, X_te, Y_te = load_cached(path)
+        info["prepare_s"] = 0.0
+    else:
+        start = time.perf_counter()
+        if kind == "text":
+            X_tr, Y_tr, X_te, Y_te = _prepare_text(files)
+        else:
+            X_tr, Y_tr, X_te, Y_te = _prepare_bow(files, bow_norm)
+        info["prepare_s"] = round(time.perf_counter() - start, 2)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        arrays: dict[str, np.ndarray] = {}
+        for n, M in (("X_train", X_tr), ("Y_train", Y_tr), ("X_test", X_te), ("Y_test", Y_te)):
+            _save_csr(arrays, n, M)
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(tmp, **arrays)
+        tmp.replace(path)
+    info.update(
+        n_train=X_tr.shape[0],
+        n_test=X_te.shape[0],
+        n_features=X_tr.shape[1],
+        n_labels=Y_tr.shape[1],
+        n_labels_in_train=int(np.count_nonzero(np.bincount(Y_tr.indices, minlength=Y_tr.shape[1]))),
+        avg_nnz_train=round(X_tr.nnz / max(X_tr.shape[0], 1), 1),
+    )
+    return path, info
+
+
+def _prepare_text(files: list[Path]):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from skxmc._labels import encode_labels
+    from skxmc.datasets import load_text_jsonl
+
+    train_texts, train_labels = load_text_jsonl(files[0])
+    test_texts, test_labels = load_text_jsonl(files[1])
+    vec = TfidfVectorizer(**TFIDF_PARAMS, dtype=np.float32)
+    X_tr = sp.csr_matrix(vec.fit_transform(train_texts), dtype=np.float32)
+    X_te = sp.csr_matrix(vec.transform(test_texts), dtype=np.float32)
+    Y, _ = encode_labels(list(train_labels) + list(test_labels))
+    Y = sp.csr_matrix(Y, dtype=np.float32)
+    n = len(train_texts)
+    Y_tr, Y_te = Y[:n], Y[n:]
+    for M in (X_tr, X_te, Y_tr, Y_te):
+        M.sort_indices()
+    return X_tr, Y_tr, X_te, Y_te
+
+
+def _prepare_bow(files: list[Path], bow_norm: str):
+    from sklearn.preprocessing import normalize
+
+    from skxmc.datasets import load_xc_bow
+
+    X_tr, Y_tr = load_xc_bow(files[0])
+    X_te, Y_te = load_xc_bow(files[1])
+    if X_tr.shape[1] != X_te.shape[1] or Y_tr.shape[1] != Y_te.shape[1]:
+        raise ValueError(f"{files[0].parent.name}: train/test headers disagree on the dimensions.")
+    if bow_norm == "l2":
+        X_tr = sp.csr_matrix(normalize(X_tr, norm="l2"), dtype=np.float32)
+        X_te = sp.csr_matrix(normalize(X_te, norm="l2"), dtype=np.float32)
+    for M in (X_tr, X_te, Y_tr, Y_te):
+        M.sort_indices()
+    return X_tr, Y_tr, X_te, Y_te
+
+
+def write_xc_file(X: sp.csr_matrix, Y: sp.csr_matrix, path: Path) -> None:
+    """Training set in the XC-repository text format (omikuji trains from files only)."""
+    if path.is_file():
+        return
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="ascii") as fh:
+        fh.write(f"{X.shape[0]} {X.shape[1]} {Y.shape[1]}\n")
+        for i in range(X.shape[0]):
+            labels = ",".join(map(str, Y.indices[Y.indptr[i] : Y.indptr[i + 1]].tolist()))
+            lo, hi = X.indptr[i], X.indptr[i + 1]
+            feats = " ".join(
+                f"{f}:{v:.7g}" for f, v in zip(X.indices[lo:hi].tolist(), X.data[lo:hi].tolist())
+            )
+            fh.write(f"{labels} {feats}\n")
+    tmp.replace(path)
+
+
+# ----------------------------------------------------------------------------- child side
+
+
+def _pairs_from_csr(P: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k (indices, scores) of a sparse score matrix, -1 / -inf in empty slots."""
+    P = sp.csr_matrix(P)
+    n = P.shape[0]
+    rows = np.repeat(np.arange(n), np.diff(P.indptr))
+    order = np.lexsort((-P.data, rows))
+    pos = np.arange(P.nnz) - P.indptr[rows[order]]
+    keep = pos < k
+    idx = np.full((n, k), -1, dtype=np.int64)
+    sc = np.full((n, k), -np.inf, dtype=np.float32)
+    idx[rows[order][keep], pos[keep]] = P.indices[order][keep]
+    sc[rows[order][keep], pos[keep]] = P.data[order][keep]
+    return idx, sc
+
+
+def _pairs_from_lists(preds: list, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    idx = np.full((n, k), -1, dtype=np.int64)
+    sc = np.full((n, k), -np.inf, dtype=np.float32)
+    for i, row in enumerate(preds):
+        for j, (label, score) in enumerate(row[:k]):
+            idx[i, j] = label
+            sc[i, j] = score
+    return idx, sc
+
+
+def _run_skxmc(lib, X_tr, Y_tr, X_te, workdir, extra):
+    import skxmc
+    from skxmc import XRLinearClassifier
+
+    params = {"n_jobs": THREADS}
+    if lib == "skxmc-man":
+        params["negative_sampling"] = "tfn+man"
+    clf = XRLinearClassifier(**params)
+    start = time.perf_counter()
+    clf.fit(X_tr, Y_tr)
+    train_s = time.perf_counter() - start
+    start = time.perf_counter()
+    idx, sc = clf.predict_topk(X_te, k=TOP_K)
+    predict_s = time.perf_counter() - start
+    peak = peak_rss_mb()
+    extra["settings"] = f"XRLinearClassifier({', '.join(f'{k}={v!r}' for k, v in params.items())})"
+    extra["version"] = skxmc.__version__
+    extra["fit_time_per_layer"] = [round(t, 3) for t in getattr(clf, "fit_time_per_layer_", [])]
+    # Save / load, measured after the peak reading (not part of the table).
+    start = time.perf_counter()
+    clf.save(workdir / "model")
+    extra["save_s"] = time.perf_counter() - start
+    del clf
+    start = time.perf_counter()
+    skxmc.load(workdir / "model")
+    extra["load_s"] = time.perf_counter() - start
+    return (
+        train_s,
+        predict_s,
+        peak,
+        np.asarray(idx, dtype=np.int64),
+        np.asarray(sc, dtype=np.float32),
+    )
+
+
+def _run_pecos(X_tr, Y_tr, X_te, workdir, extra):
+    import gc
+
+    import pecos
+    from pecos.xmc import Indexer, LabelEmbeddingFactory
+    from pecos.xmc.xlinear.model import XLinearModel
+
+    model_dir = str(workdir / "pecos-model")
+    start = time.perf_counter()
+    label_feat = LabelEmbeddingFactory.create(Y_tr, X_tr, method="pifa", threads=THREADS)
+    chain = Indexer.gen(
+        label_feat,
+        indexer_type="hierarchicalkmeans",
+        nr_splits=16,
+        max_leaf_size=100,
+        threads=THREADS,
+    )
+    model = XLinearModel.train(X_tr, Y_tr, C=chain, threads=THREADS)
+    model.save(model_dir)
+    train_s = time.perf_counter() - start
+    del model, chain, label_feat
+    gc.collect()
+    start = time.perf_counter()
+    model = XLinearModel.load(model_dir, is_predict_only=True)
+    P = model.predict(X_te, beam_size=10, only_topk=TOP_K, threads=THREADS)
+    predict_s = time.perf_counter() - start
+    peak = peak_rss_mb()
+    extra["settings"] = (
+        "PIFA -> Indexer.gen(hierarchicalkmeans, nr_splits=16, max_leaf_size=100) -> "
+        "XLinearModel.train defaults; train incl. save, predict incl. "
+        "load(is_predict_only=True); beam_size=10, only_topk=10"
+    )
+    extra["version"] = getattr(pecos, "__version__", "?")
+    idx, sc = _pairs_from_csr(P, TOP_K)
+    return train_s, predict_s, peak, idx, sc
+
+
+def _run_napkinxc(X_tr, Y_tr, X_te, workdir, extra):
+    import napkinxc
+    from napkinxc.models import PLT
+
+    model = PLT(output=str(workdir / "napkinxc-model"), threads=THREADS)
+    start = time.perf_counter()
+    model.fit(X_tr, Y_tr)
+    train_s = time.perf_counter() - start
+    start = time.perf_counter()
+    preds = model.predict_proba(X_te, top_k=TOP_K)
+    predict_s = time.perf_counter() - start
+    peak = peak_rss_mb()
+    extra["settings"] = "PLT(threads=2) defaults; predict_proba(top_k=10)"
+    extra["version"] = getattr(napkinxc, "__version__", "?")
+    idx, sc = _pairs_from_lists(preds, X_te.shape[0], TOP_K)
+    return train_s, predict_s, peak, idx, sc
+
+
+def _run_omikuji(X_te, train_file, extra):
+    import omikuji
+
+    start = time.perf_counter()
+    hyper = omikuji.Model.default_hyper_param()
+    model = omikuji.Model.train_on_data(str(train_file), hyper, n_threads=THREADS)
+    train_s = time.perf_counter() - start
+    start = time.perf_counter()
+    model.init_prediction_thread_pool(THREADS)
+    preds = []
+    indptr, indices, data = X_te.indptr, X_te.indices, X_te.data
+    for i in range(X_te.shape[0]):
+        lo, hi = indptr[i], indptr[i + 1]
+        pairs = list(zip(indices[lo:hi].tolist(), data[lo:hi].tolist()))
+        preds.append(model.predict(pairs, beam_size=10, top_k=TOP_K))
+    predict_s = time.perf_counter() - start
+    peak = peak_rss_mb()
+    extra["settings"] = (
+        "train_on_data(XC file, default_hyper_param(), n_threads=2); "
+        "predict per sample, beam_size=10, top_k=10"
+    )
+    try:
+        from importlib.metadata import version
+
+        extra["version"] = version("omikuji")
+    except Exception:  # pragma: no cover
+        extra["version"] = "?"
+    idx, sc = _pairs_from_lists(preds, X_te.shape[0], TOP_K)
+    return train_s, predict_s, peak, idx, sc
+
+
+def child_main(args: argparse.Namespace) -> int:
+    """Runs one library on one dataset; writes its timings, peak RSS and top-k to files."""
+    lib = args.child
+    out = Path(args.out)
+    result: dict[str, Any] = {"library": lib, "status": "ok"}
+    try:
+        __import__(IMPORT_NAME.get(lib, lib))
+    except Exception as exc:  # missing or broken install
+        result.update(status="missing", error=f"{type(exc).__name__}: {exc}")
+        out.write_text(json.dumps(result))
+        return 0
+    if lib == "skxmc-warmup":
+        from skxmc import XRLinearClassifier
+
+        # Big enough for a 3-layer tree and grown buffers, so that the code paths (and
+        # numba specialisations) of the real runs are compiled here, not in the timings.
+        rng = np.random.default_rng(0)
+        X = sp.random(3000, 2000, density=0.01, format="csr", dtype=np.float32, random_state=rng)
+        Y = sp.random(3000, 2000, density=0.002, format="csr", dtype=np.float32, random_state=rng)
+        Y.data[:] = 1.0
+        X.sort_indices()
+        Y.sort_indices()
+        start = time.perf_counter()
+        for ns in ("tfn", "tfn+man"):
+            clf = XRLinearClassifier(n_jobs=THREADS, negative_sampling=ns).fit(X, Y)
+            clf.predict_topk(X, k=TOP_K)
+        result["warmup_s"] = time.perf_counter() - start
+        out.write_text(json.dumps(result))
+        return 0
+    if lib == "omikuji":  # trains from its own file: only the test features are needed
+        (X_te,) = load_cached(Path(args.data), ("X_test",))
+    else:
+        X_tr, Y_tr, X_te = load_cached(Path(args.data), ("X_train", "Y_train", "X_test"))
+    result["rss_after_data_mb"] = current_rss_mb()
+    workdir = Path(args.workdir)
+    extra: dict[str, Any] = {}
+    if lib in ("skxmc", "skxmc-man"):
+        res = _run_skxmc(lib, X_tr, Y_tr, X_te, workdir, extra)
+    elif lib == "libpecos":
+        res = _run_pecos(X_tr, Y_tr, X_te, workdir, extra)
+    elif lib == "napkinxc":
+        res = _run_napkinxc(X_tr, Y_tr, X_te, workdir, extra)
+    elif lib == "omikuji":
+        res = _run_omikuji(X_te, Path(args.train_file), extra)
+    else:
+        raise ValueError(f"unknown library {lib!r}")
+    train_s, predict_s, peak, idx, sc = res
+    np.savez(Path(args.preds), indices=idx, scores=sc)
+    result.update(train_s=train_s, predict_s=predict_s, peak_rss_mb=peak, **extra)
+    out.write_text(json.dumps(result))
+    return 0
+
+
+# ----------------------------------------------------------------------------- parent side
+
+
+def skxmc_fingerprint() -> str:
+    """Hash of skxmc's Python sources: the editable install follows the working tree, so a
+    run records exactly which code it measured (other edits may land mid-run)."""
+    h = hashlib.sha1()
+    for f in sorted((REPO_ROOT / "skxmc").rglob("*.py")):
+        h.update(f.relative_to(REPO_ROOT).as_posix().encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def _numba_cache_stamp() -> float:
+    files = list((CACHE / "numba").rglob("*.nb[ic]"))
+    return max((f.stat().st_mtime for f in files), default=0.0)
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    for var in (
+        "OMP_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "NUMBA_NUM_THREADS",
+        "RAYON_NUM_THREADS",
+    ):
+        env[var] = str(THREADS)
+    env["NUMBA_CACHE_DIR"] = str(CACHE / "numba")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
+    return env
+
+
+def run_child(
+    lib: str, data: Path | None, train_file: Path | None, timeout: float
+) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix=f"xmc_linear_{lib}_") as tmp:
+        tmp_path = Path(tmp)
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child",
+            lib,
+            "--out",
+            str(tmp_path / "result.json"),
+            "--preds",
+            str(tmp_path / "preds.npz"),
+            "--workdir",
+            str(tmp_path),
+        ]
+        if data is not None:
+            cmd += ["--data", str(data)]
+        if train_file is not None:
+            cmd += ["--train-file", str(train_file)]
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                cmd, env=_child_env(), capture_output=True, text=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired:
+            return {"library": lib, "status": "failed", "error": f"timed out after {timeout:.0f} s"}
+        wall = time.perf_counter() - start
+        result_file = tmp_path / "result.json"
+        if proc.returncode != 0 or not result_file.is_file():
+            tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-15:]
+            return {
+                "library": lib,
+                "status": "failed",
+                "error": f"exit code {proc.returncode}: " + "\n".join(tail),
+            }
+        result = json.loads(result_file.read_text())
+        result["child_wall_s"] = wall
+        if result.get("status") == "ok" and (tmp_path / "preds.npz").is_file():
+            with np.load(tmp_path / "preds.npz") as npz:
+                result["_indices"], result["_scores"] = npz["indices"], npz["scores"]
+        return result
+
+
+def _median(values: list[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
+
+
+def _evaluate(
+    Y_te: sp.csr_matrix, Y_tr: sp.csr_matrix, idx: np.ndarray, sc: np.ndarray
+) -> dict[str, float]:
+    from skxmc.metrics import evaluate, inverse_propensity
+
+    m = evaluate(Y_te, (idx, sc), ks=(1, 3, 5), inv_propensity=inverse_propensity(Y_tr))
+    return {k: 100.0 * v for k, v in m.items()}
+
+
+def _fmt(v: float, digits: int = 2) -> str:
+    return "n/a" if v is None or not np.isfinite(v) else f"{v:.{digits}f}"
+
+
+def target_checks(rows: list[dict[str, Any]]) -> list[str]:
+    """skxmc vs libpecos: P@1 / P@5 within 0.3 points, times not above, RSS <= 1.5x."""
+    lines = []
+    by_ds: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        if r["status"] == "ok":
+            by_ds.setdefault(r["dataset"], {})[r["library"]] = r
+    for ds, libs in by_ds.items():
+        ref = libs.get("libpecos")
+        if ref is None:
+            continue
+        for lib in ("skxmc", "skxmc-man"):
+            r = libs.get(lib)
+            if r is None:
+                continue
+            misses = []
+            for m, label in (("precision@1", "P@1"), ("precision@5", "P@5")):
+                d = r[m] - ref[m]
+                if d < -0.3:
+                    misses.append(f"{label} {d:+.2f} pts")
+            for t, label in (("train_s", "train"), ("predict_s", "predict")):
+                if r[t] > ref[t]:
+                    misses.append(f"{label} {r[t]:.2f} s > {ref[t]:.2f} s ({r[t] / ref[t]:.2f}x)")
+            if r["peak_rss_mb"] > 1.5 * ref["peak_rss_mb"]:
+                misses.append(
+                    f"peak RSS {r['peak_rss_mb']:.0f} MB > 1.5x {ref['peak_rss_mb']:.0f} MB "
+                    f"({r['peak_rss_mb'] / ref['peak_rss_mb']:.2f}x)"
+                )
+            verdict = "all targets met" if not misses else "MISSED: " + "; ".join(misses)
+            lines.append(f"- {ds} / {lib} vs libpecos: {verdict}")
+    return lines
+
+
+def _git_state() -> dict[str, str]:
+    def git(*a: str) -> str:
+        try:
+            return subprocess.run(
+                ["git", *a], cwd=REPO_ROOT, capture_output=True, text=True, timeout=30
+            ).stdout.strip()
+        except Exception:
+            return "?"
+
+    return {
+        "head": git("rev-parse", "--short", "HEAD"),
+        "skxmc_uncommitted": git("status", "--short", "--", "skxmc"),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        default=list(DEFAULT_DATASETS),
+        help="dataset folders under $SKXMC_DATA (comma or space separated)",
+    )
+    parser.add_argument(
+        "--libraries",
+        nargs="+",
+        default=list(LIBRARIES),
+        help=f"any of {', '.join(LIBRARIES)} (comma or space separated)",
+    )
+    parser.add_argument("--repeats", type=int, default=1, help="runs per library; medians reported")
+    parser.add_argument(
+        "--bow-norm",
+        choices=("l2", "none"),
+        default="l2",
+        help="row normalisation of the bag-of-words sets' features",
+    )
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per child run")
+    parser.add_argument(
+        "--name", default="xmc_linear", help="results file name (results/<name>.md/json)"
+    )
+    # child mode (internal)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--data", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--preds", help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", help=argparse.SUPPRESS)
+    parser.add_argument("--train-file", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return child_main(args)
+
+    datasets = [d for item in args.datasets for d in item.split(",") if d]
+    libraries = [lib for item in args.libraries for lib in item.split(",") if lib]
+    unknown = [lib for lib in libraries if lib not in LIBRARIES]
+    if unknown:
+        parser.error(f"unknown libraries {unknown}; choose from {list(LIBRARIES)}")
+    if args.repeats < 1:
+        parser.error("--repeats must be >= 1")
+
+    print(
+        f"python {sys.executable}; numpy {np.__version__}; threads per library {THREADS}; "
+        f"CPUs {os.cpu_count()}; load average {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
+    payload: dict[str, Any] = {
+        "command": " ".join(
+            [Path(sys.executable).as_posix(), "benchmarks/xmc_linear.py", *sys.argv[1:]]
+        ),
+        "threads": THREADS,
+        "repeats": args.repeats,
+        "top_k": TOP_K,
+        "bow_norm": args.bow_norm,
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "git": _git_state(),
+        "skxmc_source_at_start": skxmc_fingerprint(),
+        "cpus": os.cpu_count(),
+        "datasets": {},
+        "missing": {},
+        "rows": [],
+        "load_average": {"start": os.getloadavg()},
+    }
+
+    missing: dict[str, str] = {}
+    if any(lib.startswith("skxmc") for lib in libraries):
+        warm = run_child("skxmc-warmup", None, None, args.timeout)
+        payload["skxmc_warmup_s"] = warm.get("warmup_s")
+        if warm.get("status") != "ok":
+            print(f"skxmc warm-up: {warm.get('status')}: {warm.get('error')}", flush=True)
+        else:
+            print(
+                f"skxmc numba warm-up (untimed for the table): {warm['warmup_s']:.1f} s", flush=True
+            )
+
+    rows: list[dict[str, Any]] = []
+    for ds in datasets:
+        data_path, info = prepare_dataset(ds, args.bow_norm)
+        X_tr, Y_tr, _, Y_te = load_cached(data_path)
+        train_file = None
+        if "omikuji" in libraries:
+            train_file = data_path.with_name(data_path.stem + "_train.xc.txt")
+            write_xc_file(X_tr, Y_tr, train_file)
+        info["load_average_start"] = os.getloadavg()
+        payload["datasets"][ds] = info
+        print(
+            f"\n== {ds}: {info['n_train']} train / {info['n_test']} test, {info['n_features']} features, "
+            f"{info['n_labels']} labels ({info['n_labels_in_train']} in train); load average "
+            f"{info['load_average_start'][0]:.2f}",
+            flush=True,
+        )
+        runs: dict[str, list[dict[str, Any]]] = {lib: [] for lib in libraries}
+        for rep in range(args.repeats):
+            for lib in libraries:
+                if lib in missing:
+                    continue
+                if lib.startswith("skxmc"):
+                    # Compile (or load) the numba kernels right before the timed child, so
+                    # that source edits made by others mid-run do not land in the timings.
+                    warm = run_child("skxmc-warmup", None, None, args.timeout)
+                    stamp = _numba_cache_stamp()
+                    fingerprint = skxmc_fingerprint()
+                res = run_child(lib, data_path, train_file, args.timeout)
+                if lib.startswith("skxmc") and res["status"] == "ok":
+                    res["warmup_s"] = warm.get("warmup_s")
+                    res["skxmc_source"] = fingerprint
+                    if skxmc_fingerprint() != fingerprint:
+                        res["skxmc_source"] += "+changed-during-run"
+                    res["compiled_during_timing"] = _numba_cache_stamp() > stamp
+                    if res["compiled_during_timing"] or "changed" in res["skxmc_source"]:
+                        print(
+                            f"  WARNING: skxmc sources changed or numba compiled during the "
+                            f"timed {lib} run; its times include compilation",
+                            flush=True,
+                        )
+                if res["status"] == "missing":
+                    missing[lib] = res["error"]
+                    print(
+                        f"  {LIBRARIES[lib]}: MISSING - cannot import "
+                        f"{IMPORT_NAME[lib]!r} ({res['error']}); continuing without it",
+                        flush=True,
+                    )
+                    continue
+                if res["status"] != "ok":
+                    print(
+                        f"  {LIBRARIES[lib]} [repeat {rep + 1}]: FAILED - {res['error']}",
+                        flush=True,
+                    )
+                    runs[lib].append(res)
+                    continue
+                res["metrics"] = _evaluate(Y_te, Y_tr, res.pop("_indices"), res.pop("_scores"))
+                res.pop("_scores", None)
+                runs[lib].append(res)
+                print(
+                    f"  {LIBRARIES[lib]} [repeat {rep + 1}]: P@1 {res['metrics']['precision@1']:.2f} "
+                    f"P@5 {res['metrics']['precision@5']:.2f}  train {res['train_s']:.2f} s  "
+                    f"predict {res['predict_s']:.2f} s  peak RSS {res['peak_rss_mb']:.0f} MB  "
+                    f"(load avg {os.getloadavg()[0]:.2f})",
+                    flush=True,
+                )
+        for lib in libraries:
+            ok = [r for r in runs[lib] if r["status"] == "ok"]
+            if lib in missing and not runs[lib]:
+                rows.append(
+                    {"dataset": ds, "library": lib, "status": "missing", "error": missing[lib]}
+                )
+                continue
+            if not ok:
+                rows.append(
+                    {
+                        "dataset": ds,
+                        "library": lib,
+                        "status": "failed",
+                        "error": runs[lib][0]["error"] if runs[lib] else "no run",
+                    }
+                )
+                continue
+            row: dict[str, Any] = {"dataset": ds, "library": lib, "status": "ok", "n_runs": len(ok)}
+            for m in ok[0]["metrics"]:
+                row[m] = _median([r["metrics"][m] for r in ok])
+            for t in ("train_s", "predict_s", "peak_rss_mb", "rss_after_data_mb"):
+                row[t] = _median([r[t] for r in ok])
+                row[t + "_all"] = [round(r[t], 3) for r in ok]
+            for extra in ("save_s", "load_s"):
+                if extra in ok[0]:
+                    row[extra] = _median([r[extra] for r in ok])
+            row["settings"] = ok[0].get("settings")
+            row["version"] = ok[0].get("version")
+            for key in ("fit_time_per_layer", "skxmc_source"):
+                if key in ok[0]:
+                    row[key] = ok[0][key]
+            if lib.startswith("skxmc"):
+                row["skxmc_sources_seen"] = sorted({r.get("skxmc_source", "?") for r in ok})
+                row["compiled_during_timing"] = [bool(r.get("compiled_during_timing")) for r in ok]
+            rows.append(row)
+        info["load_average_end"] = os.getloadavg()
+
+    payload["load_average"]["end"] = os.getloadavg()
+    payload["missing"] = missing
+    payload["rows"] = rows
+
+    table_rows = []
+    for r in rows:
+        label = LIBRARIES[r["library"]]
+        if r["status"] != "ok":
+            table_rows.append(
+                {
+                    "dataset": r["dataset"],
+                    "library": label,
+                    "P@1": r["status"].upper(),
+                    "P@3": "",
+                    "P@5": "",
+                    "nDCG@5": "",
+                    "PSP@5": "",
+                    "train s": "",
+                    "predict s": "",
+                    "peak RSS MB": "",
+                }
+            )
+            continue
+        table_rows.append(
+            {
+                "dataset": r["dataset"],
+                "library": label,
+                "P@1": _fmt(r["precision@1"]),
+                "P@3": _fmt(r["precision@3"]),
+                "P@5": _fmt(r["precision@5"]),
+                "nDCG@5": _fmt(r["ndcg@5"]),
+                "PSP@5": _fmt(r["psprecision@5"]),
+                "train s": _fmt(r["train_s"]),
+                "predict s": _fmt(r["predict_s"]),
+                "peak RSS MB": _fmt(r["peak_rss_mb"], 0),
+            }
+        )
+    columns = [
+        "dataset",
+        "library",
+        "P@1",
+        "P@3",
+        "P@5",
+        "nDCG@5",
+        "PSP@5",
+        "train s",
+        "predict s",
+        "peak RSS MB",
+    ]
+    la = payload["load_average"]
+    header = [
+        "# XR-Linear side by side (benchmarks/xmc_linear.py)",
+        "",
+        f"Command: `{payload['command']}`  ",
+        f"{payload['cpus']} CPUs, {THREADS} threads per library, each library in its own child process; "
+        f"{'median of ' + str(args.repeats) + ' repeats' if args.repeats > 1 else 'one run'}; "
+        f"numpy {payload['numpy']}, scipy {payload['scipy']}; skxmc at {payload['git']['head']}"
+        f"{' + uncommitted changes' if payload['git']['skxmc_uncommitted'] else ''}; "
+        f"load average {la['start'][0]:.2f} at start, {la['end'][0]:.2f} at end (shared machine). "
+        f"skxmc sources (sha1 of skxmc/**/*.py): "
+        f"{', '.join(sorted({x for r in rows for x in r.get('skxmc_sources_seen', [])})) or 'n/a'}.",
+        "",
+        "Metrics x100 (PSP@5 un-normalised, A=0.55, B=1.5). Peak RSS: the child's own VmHWM "
+        "(interpreter, imports and its copy of the data included). libpecos: train time "
+        "includes saving the model, predict time loading the predict-only model "
+        "(`is_predict_only=True`, its fast path). omikuji: train time includes parsing its "
+        "XC-format training file; predict is one call per sample (its Python API).",
+        "",
+    ]
+    for ds, info in payload["datasets"].items():
+        header.append(
+            f"- {ds}: {info['n_train']} train / {info['n_test']} test, {info['n_features']} "
+            f"features ({info['features']}), {info['n_labels']} labels "
+            f"({info['n_labels_in_train']} seen in train)"
+        )
+    if missing:
+        header.append("")
+        for lib, err in missing.items():
+            header.append(
+                f"- MISSING: {LIBRARIES[lib]} could not be imported ({err}); not measured."
+            )
+    checks = target_checks(rows)
+    body = markdown_table(table_rows, columns)
+    text = "\n".join(header) + "\n\n" + body
+    if checks:
+        text += (
+            "\n\nskxmc targets vs libpecos (P@1/P@5 not more than 0.3 below, train/predict "
+            "time not above, peak RSS at most 1.5x):\n\n" + "\n".join(checks)
+        )
+    payload["target_checks"] = checks
+    print("\n" + text)
+    path = write_results(args.name, payload, text)
+    print(f"\nwrote {path} and {path.with_suffix('.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
