@@ -12,9 +12,9 @@ import pytest
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, clone
 
+from skxmc.label2vec import Label2VecTransformer
 from skxmc.tree import (
     EMBEDDING_METHODS,
-    RESERVED_EMBEDDING_METHODS,
     HierarchicalLabelTree,
     build_label_tree,
     pifa_embeddings,
@@ -371,8 +371,7 @@ def test_estimator_embedding_estimator():
         ({"n_jobs": 1.5}, "'n_jobs' parameter"),
         ({"verbose": -1}, "'verbose' parameter"),
         ({"label_embedding": "tfidf"}, "'label_embedding' parameter"),
-        ({"label_embedding": "label2vec"}, "label_embedding='label2vec' needs Label2Vec"),
-        ({"label_embedding": "pifa+label2vec"}, "label_embedding='pifa\\+label2vec' needs"),
+        ({"label_embedding": "PIFA"}, "'label_embedding' parameter"),
     ],
 )
 def test_estimator_bad_params(params, match):
@@ -382,8 +381,81 @@ def test_estimator_bad_params(params, match):
 
 
 def test_embedding_string_lists():
-    assert EMBEDDING_METHODS == ("pifa",)
-    assert set(RESERVED_EMBEDDING_METHODS) == {"label2vec", "pifa+label2vec"}
+    assert EMBEDDING_METHODS == ("pifa", "label2vec", "pifa+label2vec")
+
+
+def _two_topics(n_per_topic: int = 60, n_labels: int = 24, seed: int = 0):
+    """Labels 0..11 co-occur only among themselves, and so do labels 12..23; the features
+    of the two topics overlap completely (PIFA cannot separate them, label2vec can)."""
+    rng = np.random.RandomState(seed)
+    half = n_labels // 2
+    rows = []
+    for topic in (0, 1):
+        for _ in range(n_per_topic):
+            k = rng.randint(2, 5)
+            rows.append(sorted(topic * half + rng.choice(half, k, replace=False)))
+    rng.shuffle(rows)
+    Y = sp.lil_matrix((len(rows), n_labels), dtype=np.float32)
+    for i, row in enumerate(rows):
+        Y[i, row] = 1
+    X = sp.csr_matrix(rng.rand(len(rows), 10).astype(np.float32))
+    return X, Y.tocsr()
+
+
+def test_label2vec_string_option():
+    X, Y = _two_topics()
+    tree = HierarchicalLabelTree(label_embedding="label2vec", max_leaf_size=12).fit(None, Y)
+    assert isinstance(tree.label_embedder_, Label2VecTransformer)
+    assert tree.label_embedder_.n_jobs == 1 and tree.label_embedder_.random_state == 0
+    assert tree.label_embedder_.embeddings_.shape == (24, 100)
+    assert not hasattr(tree, "n_features_in_")  # X is not used
+    # The two groups of co-occurring labels are the two leaves.
+    leaves = tree.leaf_assignment_
+    assert len(set(leaves[:12])) == 1 and len(set(leaves[12:])) == 1 and leaves[0] != leaves[12]
+    # X is accepted (and only checked for its number of rows); same tree as the estimator.
+    same = HierarchicalLabelTree(label_embedding="label2vec", max_leaf_size=12).fit(X, Y)
+    np.testing.assert_array_equal(same.leaf_assignment_, leaves)
+    via_estimator = HierarchicalLabelTree(
+        label_embedding=Label2VecTransformer(n_jobs=1), max_leaf_size=12
+    ).fit(None, Y)
+    np.testing.assert_array_equal(via_estimator.leaf_assignment_, leaves)
+    with pytest.raises(ValueError, match="rows"):
+        HierarchicalLabelTree(label_embedding="label2vec").fit(X[:10], Y)
+    with pytest.raises(ValueError, match="requires y to be passed"):
+        HierarchicalLabelTree(label_embedding="label2vec").fit(X)
+
+
+@pytest.mark.parametrize("sparse_x", [True, False])
+def test_pifa_plus_label2vec_string_option(sparse_x):
+    X, Y = _two_topics()
+    X = X if sparse_x else X.toarray()
+    tree = HierarchicalLabelTree(label_embedding="pifa+label2vec", max_leaf_size=12).fit(X, Y)
+    assert tree.n_features_in_ == 10
+    V = tree.label_embedder_.embeddings_
+    # The tree is the one of the row-normalised concatenation [PIFA | label2vec].
+    P = pifa_embeddings(X, Y)
+    P = P.toarray() if sp.issparse(P) else P
+    E = np.hstack([P, V]) / np.sqrt(2)
+    ref = HierarchicalLabelTree(label_embedding=E, max_leaf_size=12).fit(None)
+    np.testing.assert_array_equal(ref.leaf_assignment_, tree.leaf_assignment_)
+    with pytest.raises(ValueError, match="needs X"):
+        HierarchicalLabelTree(label_embedding="pifa+label2vec").fit(None, Y)
+    with pytest.raises(ValueError, match="requires y to be passed"):
+        HierarchicalLabelTree(label_embedding="pifa+label2vec").fit(X)
+
+
+def test_label2vec_tree_save_load_and_pickle(tmp_path):
+    from skxmc._persistence import load
+
+    X, Y = _two_topics()
+    names = [[f"tag{j}" for j in Y.indices[a:b]] for a, b in itertools.pairwise(Y.indptr)]
+    tree = HierarchicalLabelTree(label_embedding="pifa+label2vec", max_leaf_size=6,
+                                 branching_factor=2).fit(X, names)
+    for restored in (load(tree.save(tmp_path / "tree")), pickle.loads(pickle.dumps(tree))):
+        np.testing.assert_array_equal(restored.leaf_assignment_, tree.leaf_assignment_)
+        np.testing.assert_array_equal(restored.label_embedder_.embeddings_,
+                                      tree.label_embedder_.embeddings_)
+        np.testing.assert_array_equal(restored.label_embedder_.classes_, np.arange(24))
 
 
 def test_estimator_input_errors():

@@ -1,0 +1,522 @@
+"""label2vec: dense label embeddings learned from label co-occurrence (MatchXML, III-B).
+
+Every training instance is one "sentence" whose "words" are its positive labels; gensim's
+Word2Vec Skip-gram with negative sampling then learns one vector per label, so that labels
+that are assigned together end up close. MatchXML (Ye et al., 2024) builds its hierarchical
+label tree from these vectors instead of PIFA's sparse TF-IDF aggregates.
+
+Public API: :class:`Label2VecTransformer`. The label tree uses it through
+``HierarchicalLabelTree(label_embedding="label2vec")`` (or ``"pifa+label2vec"``, or an
+instance: ``label_embedding=Label2VecTransformer(...)``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import warnings
+import zlib
+from collections.abc import Iterator
+from numbers import Integral, Real
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import effective_n_jobs
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
+from sklearn.preprocessing import normalize
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted
+
+from skxmc._labels import LabelSpace, encode_labels
+from skxmc._persistence import PersistenceMixin, persistent
+
+__all__ = ["Label2VecTransformer"]
+
+logger = logging.getLogger(__name__)
+#: gensim's own log records are re-emitted under this logger while ``fit`` runs.
+GENSIM_LOGGER_NAME = f"{__name__}.gensim"
+
+# gensim's compiled training routines truncate sentences to this many tokens
+# (gensim.models.word2vec_inner.MAX_WORDS_IN_BATCH).
+_MAX_SENTENCE_LENGTH = 10000
+
+
+def _stable_hash(token: str) -> int:
+    """Hash of a token that does not depend on ``PYTHONHASHSEED`` (gensim's ``hashfxn``)."""
+    return zlib.crc32(token.encode("utf-8"))
+
+
+def _join(thread: threading.Thread) -> None:
+    """Wait a little for ``thread`` (a function of its own so that tests can interrupt it)."""
+    thread.join(0.1)
+
+
+class _LabelSentences:
+    """Re-iterable corpus: the label tokens of every instance that has labels.
+
+    Iterating yields one list of tokens per instance, in instance order. With ``shuffle``,
+    the order of the labels inside each sentence is drawn afresh at every iteration (gensim
+    iterates the corpus once per epoch). Iteration stops early once ``stop`` is set.
+    """
+
+    def __init__(
+        self,
+        Y: sp.csr_matrix,
+        tokens: np.ndarray,
+        *,
+        shuffle: bool,
+        rng: np.random.RandomState,
+        stop: threading.Event,
+    ) -> None:
+        lengths = np.diff(Y.indptr)
+        nonempty = np.flatnonzero(lengths)
+        self.bounds = list(zip(Y.indptr[nonempty].tolist(), Y.indptr[nonempty + 1].tolist()))
+        self.indices = Y.indices
+        self.row_of = np.repeat(np.arange(Y.shape[0]), lengths) if shuffle else None
+        self.tokens = tokens
+        self.shuffle = shuffle
+        self.rng = rng
+        self.stop = stop
+
+    def __len__(self) -> int:
+        return len(self.bounds)
+
+    def __iter__(self) -> Iterator[list[str]]:
+        indices = self.indices
+        if self.shuffle:
+            # Sort by (row, random key): a random permutation inside every row.
+            order = np.lexsort((self.rng.random_sample(len(indices)), self.row_of))
+            indices = indices[order]
+        flat = self.tokens[indices].tolist()
+        for a, b in self.bounds:
+            if self.stop.is_set():
+                return
+            yield flat[a:b]
+
+
+class _Forward(logging.Handler):
+    """Re-emit gensim's log records under the ``skxmc`` logger tree."""
+
+    def __init__(self, target: logging.Logger, stop: threading.Event) -> None:
+        super().__init__()
+        self.target = target
+        self.stop = stop
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # After an interruption gensim warns that the epochs saw fewer sentences than
+        # announced; our own warning says what happened instead.
+        if self.stop.is_set() or not self.target.isEnabledFor(record.levelno):
+            return
+        copy = logging.makeLogRecord(record.__dict__)
+        copy.name = self.target.name
+        self.target.handle(copy)
+
+
+@contextlib.contextmanager
+def _gensim_logging_routed(verbose: int, stop: threading.Event) -> Iterator[None]:
+    """While active, gensim's records (WARNING+, or INFO+ with ``verbose >= 2``) go to
+    :data:`GENSIM_LOGGER_NAME` instead of propagating from the ``gensim`` logger."""
+    gensim_logger = logging.getLogger("gensim")
+    level = logging.INFO if verbose >= 2 else logging.WARNING
+    handler = _Forward(logging.getLogger(GENSIM_LOGGER_NAME), stop)
+    handler.setLevel(level)
+    saved = gensim_logger.level, gensim_logger.propagate
+    gensim_logger.addHandler(handler)
+    gensim_logger.setLevel(level)
+    gensim_logger.propagate = False
+    try:
+        yield
+    finally:
+        gensim_logger.removeHandler(handler)
+        gensim_logger.setLevel(saved[0])
+        gensim_logger.propagate = saved[1]
+
+
+def _epoch_callback(on_epoch_end: Any) -> Any:
+    """A gensim callback object calling ``on_epoch_end()`` after every epoch."""
+    from gensim.models.callbacks import CallbackAny2Vec
+
+    class _Callback(CallbackAny2Vec):
+        def on_epoch_end(self, model: Any) -> None:
+            on_epoch_end()
+
+    return _Callback()
+
+
+@persistent
+class Label2VecTransformer(
+    PersistenceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+):
+    """Label embeddings by Skip-gram over label co-occurrence (MatchXML's label2vec).
+
+    The input is a label matrix (what :class:`~sklearn.preprocessing.MultiLabelBinarizer`
+    produces) or label collections, not features. Each training instance becomes a
+    "sentence" made of its positive labels, and gensim's :class:`~gensim.models.Word2Vec`
+    trains a Skip-gram model (``sg=1``) with negative sampling on these sentences
+    (section III-B of the MatchXML paper): labels that occur on the same instances get
+    similar vectors. The vectors are L2-normalised, one row per label. ``transform``
+    embeds label sets (mean of their label vectors), so the result can also serve as a
+    feature.
+
+    Parameters mirror gensim's names; the defaults are the paper's (Table II, Eurlex-4K
+    column) with the two modifications of section III-B: the window spans every label of
+    an instance and frequent labels are not subsampled.
+
+    Parameters
+    ----------
+    vector_size : int, default=100
+        Dimension of the label vectors.
+    window : int or None, default=None
+        Largest distance between a label and its context labels inside a sentence.
+        ``None``: the largest number of labels on one training instance (stored in
+        ``window_``), so that every pair of labels of an instance is a training pair, as
+        the paper prescribes (label order carries no meaning).
+    negative : int, default=20
+        Negative samples per positive pair.
+    ns_exponent : float, default=0.5
+        Exponent of the negative-sampling distribution (label frequency to this power):
+        1.0 samples proportionally to frequency, 0.0 uniformly, a negative value samples
+        rare labels more often.
+    epochs : int, default=20
+        Passes over the sentences.
+    sample : float, default=0
+        Threshold for downsampling frequent labels (gensim's ``sample``). The paper uses
+        none (0): in XMC frequent labels are as informative as rare ones. (MatchXML's
+        published code passes 0.1; gensim's own default is 1e-3.)
+    alpha : float, default=0.025
+        Initial learning rate; it decreases linearly to ``min_alpha`` over training.
+    min_alpha : float, default=1e-4
+        Final learning rate.
+    min_count : int, default=1
+        Labels with fewer positive instances get no vector (a zero row, listed in
+        ``unseen_labels_``). The default keeps every label that occurs.
+    shuffle : bool, default=False
+        Draw a new order of the labels inside each sentence at every epoch. Label order is
+        arbitrary (column order, i.e. sorted label identifiers), so it only matters when the
+        window does not cover whole sentences (a ``window`` smaller than the longest
+        label set, or ``shrink_windows=True``): without shuffling, labels whose identifiers
+        sort close together would be context pairs more often; with shuffling every pair
+        of an instance has the same chance. With the default window (every pair is
+        trained at every epoch) shuffling only changes the order of the updates.
+        Shuffling costs a permutation of all label occurrences per epoch.
+    shrink_windows : bool, default=False
+        gensim's dynamic window: draw each target's window uniformly in ``[1, window]``,
+        favouring close context labels. Off by default (no distance between labels).
+    n_jobs : int, default=None
+        Worker threads of gensim; ``None`` means 1 unless in a
+        :func:`joblib.parallel_config` context, ``-1`` all processors. Results are
+        reproducible only with one worker (thread scheduling changes the update order).
+    random_state : int, RandomState instance or None, default=0
+        Seeds gensim (initial vectors, negative samples) and the shuffling. With one
+        worker (``n_jobs=None`` or 1) the same seed gives identical embeddings in every
+        run: labels reach gensim as tokens made of their column index, and its hash
+        function is replaced by a CRC32 hash, so ``PYTHONHASHSEED`` plays no role.
+    verbose : int, default=0
+        ``0``: silent, except that gensim's warnings are logged. ``>= 1``: a progress bar
+        over epochs and a summary line (INFO) on the ``skxmc.label2vec`` logger.
+        ``>= 2``: gensim's own INFO records too. During ``fit`` gensim's records are
+        re-emitted by the ``skxmc.label2vec.gensim`` logger (they do not reach the
+        ``gensim`` logger's handlers nor propagate from it).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_labels,)
+        Label identifiers, the row order of ``embeddings_`` (``arange(n_labels)`` for a
+        label matrix).
+    embeddings_ : ndarray of shape (n_labels, vector_size), float32
+        One L2-normalised vector per label; zero rows for ``unseen_labels_``.
+    unseen_labels_ : ndarray
+        Labels without a vector: columns of a label matrix with no positive instance (a
+        label space wider than the training labels), and labels with fewer than
+        ``min_count`` positive instances. Labels given as collections always occur.
+    window_ : int
+        The window used (``window``, or the largest number of labels of an instance).
+    n_epochs_ : int
+        Epochs completed (``epochs`` unless training was interrupted).
+
+    See Also
+    --------
+    skxmc.HierarchicalLabelTree : ``label_embedding="label2vec"`` builds the tree
+        from these vectors, ``"pifa+label2vec"`` from their concatenation with PIFA.
+    skxmc.tree.pifa_embeddings : The sparse TF-IDF label embeddings label2vec replaces.
+
+    Notes
+    -----
+    Labels that never occur together with another label receive no training pair: their
+    vector stays gensim's random initial vector (normalised), which carries no
+    information. This happens for labels that only occur alone on their instances, and
+    for every label when all instances have a single label (or when there is a single
+    label). Empty instances are skipped. Sentences are truncated by gensim at 10,000
+    labels.
+
+    ``fit`` runs gensim in a background thread: Ctrl-C stops it after the current
+    sentences, with a warning, and leaves the vectors trained so far. The gensim model is
+    not kept, so the fitted transformer pickles and round-trips through ``save`` /
+    :func:`skxmc.load` as arrays only.
+
+    References
+    ----------
+    H. Ye, R. Sunderraman, S. Ji, "MatchXML: An Efficient Text-Label Matching Framework
+    for Extreme Multi-Label Text Classification", IEEE TKDE, 2024, section III-B.
+
+    Examples
+    --------
+    >>> from skxmc.label2vec import Label2VecTransformer
+    >>> Y = [["cat", "pet"], ["dog", "pet"], ["cat", "dog", "pet"],
+    ...      ["car", "road"], ["car", "road", "truck"], ["road", "truck"]] * 20
+    >>> l2v = Label2VecTransformer(vector_size=8, epochs=30, random_state=0).fit(Y)
+    >>> l2v.classes_
+    array(['car', 'cat', 'dog', 'pet', 'road', 'truck'], dtype='<U5')
+    >>> l2v.embeddings_.shape, l2v.window_
+    ((6, 8), 3)
+    >>> similarity = l2v.embeddings_ @ l2v.embeddings_.T
+    >>> bool(similarity[0, 4] > similarity[0, 1])  # car is closer to road than to cat
+    True
+    >>> l2v.transform([["cat", "pet"], ["truck"]]).shape
+    (2, 8)
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "vector_size": [Interval(Integral, 1, None, closed="left")],
+        "window": [Interval(Integral, 1, None, closed="left"), None],
+        "negative": [Interval(Integral, 1, None, closed="left")],
+        "ns_exponent": [Interval(Real, None, None, closed="neither")],
+        "epochs": [Interval(Integral, 1, None, closed="left")],
+        "sample": [Interval(Real, 0, None, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "min_alpha": [Interval(Real, 0, None, closed="left")],
+        "min_count": [Interval(Integral, 1, None, closed="left")],
+        "shuffle": ["boolean"],
+        "shrink_windows": ["boolean"],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    _test_params: ClassVar[dict] = {"vector_size": 8, "epochs": 2}
+
+    def __init__(
+        self,
+        *,
+        vector_size: int = 100,
+        window: int | None = None,
+        negative: int = 20,
+        ns_exponent: float = 0.5,
+        epochs: int = 20,
+        sample: float = 0.0,
+        alpha: float = 0.025,
+        min_alpha: float = 1e-4,
+        min_count: int = 1,
+        shuffle: bool = False,
+        shrink_windows: bool = False,
+        n_jobs: int | None = None,
+        random_state: Any = 0,
+        verbose: int = 0,
+    ) -> None:
+        self.vector_size = vector_size
+        self.window = window
+        self.negative = negative
+        self.ns_exponent = ns_exponent
+        self.epochs = epochs
+        self.sample = sample
+        self.alpha = alpha
+        self.min_alpha = min_alpha
+        self.min_count = min_count
+        self.shuffle = shuffle
+        self.shrink_windows = shrink_windows
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, Y: Any, y: None = None) -> Label2VecTransformer:
+        """Train the label vectors on the label sets of the training instances.
+
+        Parameters
+        ----------
+        Y : sparse matrix, ndarray or sequence of label collections
+            Labels of the training instances in any format :mod:`skxmc._labels` accepts:
+            a 0/1 indicator matrix of shape (n_samples, n_labels), label collections
+            (``[["a", "b"], ["c"]]``), or a 1-D target (one label per instance, which
+            gives no co-occurrence).
+        y : None
+            Ignored; present for API consistency (pipelines pass it).
+
+        Returns
+        -------
+        self : Label2VecTransformer
+            Fitted transformer.
+        """
+        from gensim.models import Word2Vec
+
+        Y_csr, classes = encode_labels(Y, name="Y")
+        n_labels = len(classes)
+        if Y_csr.nnz == 0:
+            raise ValueError(
+                "Y has no positive labels: label2vec learns label vectors from the labels "
+                "assigned to each instance; pass instances with at least one label."
+            )
+        lengths = np.diff(Y_csr.indptr)
+        longest = int(lengths.max())
+        window = longest if self.window is None else int(self.window)
+        if longest > _MAX_SENTENCE_LENGTH:
+            warnings.warn(
+                f"an instance has {longest} labels; gensim trains on the first "
+                f"{_MAX_SENTENCE_LENGTH} labels of an instance only.",
+                UserWarning,
+                stacklevel=2,
+            )
+        rng = check_random_state(self.random_state)
+        seed = int(rng.randint(np.iinfo(np.int32).max))
+        workers = max(1, int(effective_n_jobs(self.n_jobs)))
+        counts = np.bincount(Y_csr.indices, minlength=n_labels)
+        tokens = np.array([str(j) for j in range(n_labels)], dtype=object)
+        stop = threading.Event()
+        corpus = _LabelSentences(Y_csr, tokens, shuffle=self.shuffle, rng=rng, stop=stop)
+
+        t0 = time.perf_counter()
+        with _gensim_logging_routed(self.verbose, stop):
+            model = Word2Vec(
+                vector_size=self.vector_size,
+                window=window,
+                min_count=self.min_count,
+                sample=self.sample,
+                seed=seed,
+                workers=workers,
+                alpha=self.alpha,
+                min_alpha=self.min_alpha,
+                sg=1,
+                hs=0,
+                negative=self.negative,
+                ns_exponent=self.ns_exponent,
+                epochs=self.epochs,
+                hashfxn=_stable_hash,
+                shrink_windows=self.shrink_windows,
+            )
+            # Counts in column order: ties in frequency keep column order in gensim's
+            # (stable) frequency sort, so the vocabulary never depends on hashing.
+            model.build_vocab_from_freq(
+                {tokens[j]: int(counts[j]) for j in np.flatnonzero(counts)},
+                corpus_count=len(corpus),
+            )
+            if len(model.wv) == 0:
+                raise ValueError(
+                    f"no label has at least min_count={self.min_count} positive instances "
+                    f"(the most frequent has {int(counts.max())}); lower min_count."
+                )
+            self.n_epochs_ = self._train(model, corpus, stop)
+        seconds = time.perf_counter() - t0
+
+        keep = np.fromiter((int(t) for t in model.wv.index_to_key), np.int64, len(model.wv))
+        E = np.zeros((n_labels, self.vector_size), dtype=np.float32)
+        E[keep] = model.wv.vectors
+        self.embeddings_ = normalize(E, copy=False)
+        has_vector = np.zeros(n_labels, dtype=bool)
+        has_vector[keep] = True
+        self.classes_ = classes
+        self.unseen_labels_ = classes[~has_vector]
+        self.window_ = window
+        if self.verbose:
+            logger.info(
+                "label2vec: %d labels (%d without a vector), %d sentences (longest %d "
+                "labels), window %d, %d/%d epochs in %.2fs with %d worker(s)",
+                n_labels, len(self.unseen_labels_), len(corpus), longest, window,
+                self.n_epochs_, self.epochs, seconds, workers,
+            )
+        return self
+
+    def _train(self, model: Any, corpus: _LabelSentences, stop: threading.Event) -> int:
+        """Run gensim's training in a thread; Ctrl-C stops it cleanly. Returns epochs done."""
+        done = [0]
+        bar = None
+        if self.verbose:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=self.epochs, desc="label2vec epochs", unit="epoch")
+
+        def epoch_end() -> None:
+            if not stop.is_set():
+                done[0] += 1
+                if bar is not None:
+                    bar.update()
+
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                model.train(
+                    corpus,
+                    total_examples=len(corpus),
+                    epochs=self.epochs,
+                    callbacks=[_epoch_callback(epoch_end)],
+                )
+            except BaseException as exc:  # re-raised in the calling thread
+                errors.append(exc)
+
+        thread = threading.Thread(target=run, name="skxmc-label2vec", daemon=True)
+        thread.start()
+        try:
+            while thread.is_alive():
+                try:
+                    _join(thread)
+                except KeyboardInterrupt:
+                    if not stop.is_set():
+                        stop.set()
+                        warnings.warn(
+                            f"label2vec training interrupted by the user after {done[0]} of "
+                            f"{self.epochs} epochs; the label vectors trained so far are kept.",
+                            UserWarning,
+                            stacklevel=4,
+                        )
+        finally:
+            if bar is not None:
+                bar.close()
+        if errors:
+            raise errors[0]
+        return done[0]
+
+    def transform(self, Y: Any) -> np.ndarray:
+        """Embed label sets: the L2-normalised mean of their label vectors.
+
+        Parameters
+        ----------
+        Y : sparse matrix, ndarray or sequence of label collections
+            Label sets over ``classes_`` (an indicator matrix must have ``len(classes_)``
+            columns). Labels not in ``classes_`` are ignored.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, vector_size), float32
+            Unit rows; zero rows for instances without a label that has a vector.
+        """
+        check_is_fitted(self)
+        Y_csr = LabelSpace(self.classes_).transform(Y, name="Y").Y
+        # The mean and the sum of the label vectors differ by a positive factor only.
+        Z = np.asarray(Y_csr @ self.embeddings_, dtype=np.float32)
+        return normalize(Z, copy=False)
+
+    @property
+    def _n_features_out(self) -> int:
+        return self.embeddings_.shape[1]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # The input is a label matrix / label collections, as for sklearn's
+        # MultiLabelBinarizer: not a 2-D array of numeric features (continuous values
+        # are rejected), so sklearn's feature-based checks do not apply.
+        tags.input_tags.two_d_array = False
+        tags.input_tags.sparse = True
+        tags.target_tags.required = False
+        tags.target_tags.one_d_labels = True
+        tags.target_tags.two_d_labels = True
+        tags.transformer_tags.preserves_dtype = ["float32"]
+        return tags
