@@ -57,9 +57,7 @@ Prints a markdown table and writes ``benchmarks/results/label_trees.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
-import json
 import os
 import sys
 import time
@@ -77,6 +75,7 @@ from _common import RESULTS, markdown_table, write_results  # noqa: E402
 
 from skxmc import HierarchicalLabelTree, XRLinearClassifier  # noqa: E402
 from skxmc._labels import LabelSpace, encode_labels  # noqa: E402
+from skxmc.datasets import load_text_jsonl  # noqa: E402
 from skxmc.label2vec import Label2VecTransformer  # noqa: E402
 from skxmc.metrics import evaluate, inverse_propensity  # noqa: E402
 from skxmc.tree import pifa_embeddings  # noqa: E402
@@ -92,16 +91,6 @@ KS = (1, 3, 5)
 
 
 # ----------------------------------------------------------------------------- data
-
-
-def load_jsonl(path: Path) -> tuple[list[str], list[list[str]]]:
-    texts, labels = [], []
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            record = json.loads(line)
-            texts.append(record["text"])
-            labels.append(record["labels"])
-    return texts, labels
 
 
 def _save_csr(out: dict, name: str, M: sp.csr_matrix) -> None:
@@ -120,7 +109,7 @@ def prepare(name: str) -> dict[str, Any]:
     splits = [s for s in ("train", "dev", "test") if (folder / f"{s}.jsonl.gz").is_file()]
     if "train" not in splits or "test" not in splits:
         raise FileNotFoundError(f"{folder} lacks train.jsonl.gz / test.jsonl.gz")
-    data = {s: load_jsonl(folder / f"{s}.jsonl.gz") for s in splits}
+    data = {s: load_text_jsonl(folder / f"{s}.jsonl.gz") for s in splits}
     stamp = ";".join(
         f"{s}:{(folder / f'{s}.jsonl.gz').stat().st_size}" for s in splits
     ) + repr(sorted(TFIDF_PARAMS.items()))

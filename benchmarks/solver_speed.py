@@ -37,7 +37,6 @@ or without PECOS from the project's environment. Prints a markdown table and wri
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import platform
@@ -53,6 +52,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.svm import LinearSVC
 
 from skxmc._labels import encode_labels
+from skxmc.datasets import load_text_jsonl
 from skxmc.linear._solver import (
     LayerGroups,
     fit_binary,
@@ -71,16 +71,6 @@ except ImportError:  # pragma: no cover - depends on the environment
     MLModel = MLProblem = None
 
 
-def load_jsonl(path: Path) -> tuple[list[str], list[list[str]]]:
-    texts, labels = [], []
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            record = json.loads(line)
-            texts.append(record["text"])
-            labels.append(record["labels"])
-    return texts, labels
-
-
 def load_features(train: Path, use_cache: bool) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     cache = RESULTS / "cache" / f"solver_speed_{train.parent.name}.npz"
     if use_cache and cache.exists():
@@ -88,7 +78,7 @@ def load_features(train: Path, use_cache: bool) -> tuple[sp.csr_matrix, sp.csr_m
         X = sp.csr_matrix((z["xd"], z["xi"], z["xp"]), shape=tuple(z["xs"]))
         Y = sp.csr_matrix((z["yd"], z["yi"], z["yp"]), shape=tuple(z["ys"]))
         return X, Y
-    texts, labels = load_jsonl(train)
+    texts, labels = load_text_jsonl(train)
     X = TfidfVectorizer(
         sublinear_tf=True, ngram_range=(1, 2), min_df=2, max_features=200_000,
         dtype=np.float32,

@@ -24,7 +24,6 @@ Without ``pecos`` installed only skxmc is timed. Prints a markdown table and wri
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import platform
@@ -37,20 +36,11 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from skxmc._labels import encode_labels
+from skxmc.datasets import load_text_jsonl
 from skxmc.tree import build_label_tree, pifa_embeddings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = Path(os.environ.get("SKXMC_DATA", REPO_ROOT.parent / "shared" / "data"))
-
-
-def load_jsonl(path: Path) -> tuple[list[str], list[list[str]]]:
-    texts, labels = [], []
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            record = json.loads(line)
-            texts.append(record["text"])
-            labels.append(record["labels"])
-    return texts, labels
 
 
 def leaf_objective(E: sp.csr_matrix, codes: np.ndarray) -> float:
@@ -89,13 +79,13 @@ def main() -> None:
         Indexer = LabelEmbeddingFactory = None
         print("pecos not importable: timing skxmc only")
 
-    texts, labels = load_jsonl(args.train)
+    texts, labels = load_text_jsonl(args.train)
     vectorizer = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2), min_df=2,
                                  max_features=200000, dtype=np.float32)
     t_tfidf, X = timed(vectorizer.fit_transform, texts)
     X = X.tocsr()
     X.sort_indices()
-    test_labels = [] if str(args.test) == "none" else load_jsonl(args.test)[1]
+    test_labels = [] if str(args.test) == "none" else load_text_jsonl(args.test)[1]
     Y, _ = encode_labels(labels + test_labels, name="Y")
     Y = Y[: X.shape[0]]
     print(f"{args.train.parent.name}: {X.shape[0]} samples, {X.shape[1]} features, "
