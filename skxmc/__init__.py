@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 __version__ = "0.1.0.dev0"
 
 from ._persistence import load
@@ -9,10 +12,28 @@ from .label2vec import Label2VecTransformer
 from .linear import XRLinearClassifier
 from .tree import HierarchicalLabelTree
 
+# Estimators built on torch / transformers are imported on first use, so that the linear
+# XMC path (``import skxmc``; XRLinearClassifier) does not pay torch's import time and
+# ~180 MB of memory.
+_LAZY = {"SharpReCLClassifier": ".sharprecl"}
+
 __all__ = [
     "HierarchicalLabelTree",
     "Label2VecTransformer",
+    "SharpReCLClassifier",
     "XRLinearClassifier",
     "__version__",
     "load",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'skxmc' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -128,6 +128,11 @@ def _decode(value: Any, arrays: Any) -> Any:
 def _instantiate(spec: dict, arrays: Any) -> Any:
     name = spec["__estimator__"]
     if name not in _REGISTRY:
+        import skxmc
+
+        if name in skxmc._LAZY:
+            getattr(skxmc, name)  # imports the module, which registers the class
+    if name not in _REGISTRY:
         raise ValueError(f"the model directory names an unknown estimator class {name!r}.")
     est = _REGISTRY[name](**_decode(spec["params"], arrays))
     if "attributes" in spec:

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import Bunch
 
-__all__ = ["get_data_dir", "load_demo", "load_text_jsonl", "load_xc_bow"]
+__all__ = ["get_data_dir", "load_demo", "load_text_jsonl", "load_xc_bow", "make_imbalanced"]
 
 PathLike = str | os.PathLike
 
@@ -261,3 +261,59 @@ def load_demo() -> Bunch:
             out[f"{split}_texts"], out[f"{split}_labels"] = load_text_jsonl(path)
     out["description"] = (root / "README.md").read_text(encoding="utf-8")
     return Bunch(**out)
+
+
+def make_imbalanced(
+    texts: Any, y: Any, *, imbalance_ratio: float = 50, random_state: int | None = 0
+) -> tuple[list, np.ndarray]:
+    """An imbalanced subset of a single-label data set, by the rule of Cui et al. (2019).
+
+    Classes are sorted by size (largest first, ties by label); class ``i`` of ``C`` keeps
+    ``int(n_max * imbalance_ratio ** (-i / (C - 1)))`` examples (at most what it has, at
+    least 1), drawn at random, where ``n_max`` is the largest class's size. This is how
+    the SharpReCL paper makes the ``ir = 10, 20, 50`` versions of balanced sets.
+
+    Parameters
+    ----------
+    texts : sequence
+        The texts (or any per-example items).
+    y : array-like of shape (n_samples,)
+        Class labels.
+    imbalance_ratio : float, default=50
+        Size of the largest class over the smallest (>= 1).
+    random_state : int or None, default=0
+        Seed of the per-class draws (the default makes the subset deterministic).
+
+    Returns
+    -------
+    texts : list
+        The kept texts, in their original order.
+    y : numpy.ndarray
+        Their labels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skxmc.datasets import make_imbalanced
+    >>> y = np.repeat(["a", "b", "c"], 100)
+    >>> _, y_small = make_imbalanced(list(range(300)), y, imbalance_ratio=10)
+    >>> {c: int((y_small == c).sum()) for c in "abc"}
+    {'a': 100, 'b': 31, 'c': 10}
+    """
+    y = np.asarray(y)
+    if y.ndim != 1 or len(y) != len(texts):
+        raise ValueError("y must be 1-D with one label per text.")
+    if not imbalance_ratio >= 1:
+        raise ValueError(f"imbalance_ratio must be >= 1, got {imbalance_ratio}.")
+    classes, y_idx, counts = np.unique(y, return_inverse=True, return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    n_max, n_classes = int(counts.max()), len(classes)
+    rng = np.random.default_rng(random_state)
+    keep: list[np.ndarray] = []
+    for rank, c in enumerate(order):
+        exponent = rank / (n_classes - 1) if n_classes > 1 else 0.0
+        target = max(1, min(int(counts[c]), int(n_max * imbalance_ratio ** (-exponent))))
+        members = np.flatnonzero(y_idx == c)
+        keep.append(rng.choice(members, size=target, replace=False))
+    rows = np.sort(np.concatenate(keep))
+    return [texts[i] for i in rows], y[rows]

@@ -141,3 +141,13 @@ def test_discovery_sees_every_exported_estimator():
     }
     assert {type(e).__name__ for e in ESTIMATORS} == exported
     assert set(EXPECTED_FAILED_CHECKS) <= exported, "expected failures for unknown estimators"
+
+
+def test_linear_path_does_not_import_torch():
+    # The XR-Linear path stays light: torch loads only with the neural estimators.
+    import subprocess
+    import sys
+
+    code = "import sys, skxmc; skxmc.XRLinearClassifier; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

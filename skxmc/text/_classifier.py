@@ -1,0 +1,390 @@
+"""Shared base of the multi-class transformer text classifiers (SharpReCL, KNN-BERT).
+
+:class:`TransformerClassifierBase` holds what they all do the same way: parameter
+validation, text and label checks, ``classes_``, the ``fit`` template around the shared
+:class:`~skxmc.text.Trainer`, prediction through :func:`~skxmc.text.batched_inference`,
+``transform`` (embeddings), tags for raw-text input, pickling that lands on CPU, and
+``save`` / :func:`skxmc.load` with safetensors weights. A subclass supplies the model
+(:meth:`_build_module`), the training step (:meth:`_step`) and, optionally, how training
+data is prepared (:meth:`_prepare_fit`) and batched (:meth:`_training_batches`).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import os
+import warnings
+from abc import abstractmethod
+from numbers import Integral, Real
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, check_random_state
+
+from .._persistence import PersistenceMixin
+from ._device import resolve_device
+from ._encoder import batched_inference, encoder_forward, eval_mode, load_encoder
+from ._tokenize import TokenizedTexts, check_texts, tokenize
+from ._training import ParamGroup, Trainer, TrainResult
+from ._weights import (
+    encoder_from_config,
+    load_module_weights,
+    save_encoder_config,
+    save_module_weights,
+)
+
+__all__ = ["TransformerClassifierBase", "check_class_labels"]
+
+logger = logging.getLogger("skxmc")
+
+_WEIGHTS = "model.safetensors"
+_ENCODER_DIR = "encoder"
+
+
+def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validate 1-D multi-class targets; returns ``(classes, y_encoded)``.
+
+    Any hashable, sortable labels work (str, int, ...); a 2-D ``y`` is rejected, since
+    these classifiers predict exactly one class per text.
+    """
+    if hasattr(y, "toarray") or (hasattr(y, "ndim") and np.ndim(y) > 1):
+        shape = getattr(y, "shape", None)
+        if shape is not None and len(shape) == 2 and shape[1] == 1:
+            raise ValueError(
+                f"y must be 1-D (one class per text), got shape {shape}; pass y.ravel()."
+            )
+        raise ValueError(
+            f"y must be a 1-D array of class labels (multi-class), got shape {shape}; "
+            f"multi-label targets are not supported by this classifier."
+        )
+    y = np.asarray(y) if not isinstance(y, np.ndarray) else y
+    if y.ndim != 1:
+        raise ValueError(f"y must be a 1-D array of class labels, got shape {y.shape}.")
+    if len(y) != n_samples:
+        raise ValueError(f"X and y have different lengths ({n_samples} and {len(y)}).")
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError("y contains NaN or infinity.")
+    if y.dtype == object and any(v is None for v in y):
+        raise ValueError("y contains None.")
+    classes, y_encoded = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(
+            f"the training data holds {len(classes)} class; a classifier needs at least 2."
+        )
+    return classes, y_encoded.astype(np.int64)
+
+
+class TransformerClassifierBase(PersistenceMixin, ClassifierMixin, BaseEstimator):
+    """Base of fine-tuned transformer classifiers with one class per text.
+
+    Not used directly: subclasses define ``__init__`` (keyword-only, storing every
+    parameter, the common ones described below), :meth:`_build_module` and :meth:`_step`.
+
+    Common parameters
+    -----------------
+    encoder : str or path-like
+        Hugging Face hub name or local model directory.
+    pooling : {"cls", "pooler", "mean", "max", "mean_sqrt_len"}
+        How token states become one text embedding.
+    max_length : int
+        Truncation length in tokens.
+    batch_size : int
+        Texts per training batch (also per inference batch, doubled).
+    max_epochs : int
+        Passes over the training data.
+    max_steps : int or None
+        Cap on optimiser steps (whichever of the two ends first).
+    learning_rate : float
+        Peak learning rate of the encoder (AdamW, linear decay after the warm-up).
+    head_learning_rate : float or None
+        Learning rate of the randomly initialised heads; None: ``learning_rate``.
+    weight_decay : float
+        AdamW weight decay (not on biases and normalisation layers).
+    warmup : float
+        Warm-up, as a fraction of the steps (< 1) or a number of steps.
+    device : str
+        ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``, ``"cuda:1"``...
+    random_state : int, RandomState instance or None
+        Seeds weight initialisation, dropout, batch order and sampling.
+    verbose : int
+        0 silent; >= 1 progress bars and a summary line.
+    checkpoint_dir : str, path-like or None
+        Where the trainer writes checkpoints; an interrupted ``fit`` resumes from there.
+    """
+
+    _parameter_constraints: dict = {
+        "encoder": [str, os.PathLike],
+        "pooling": [StrOptions({"cls", "pooler", "mean", "max", "mean_sqrt_len"})],
+        "max_length": [Interval(Integral, 2, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "max_steps": [Interval(Integral, 1, None, closed="left"), None],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "head_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+        "weight_decay": [Interval(Real, 0, None, closed="left")],
+        "warmup": [Interval(Real, 0, None, closed="left")],
+        "device": [str],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "checkpoint_dir": [str, os.PathLike, None],
+    }
+
+    # Subclass hooks ---------------------------------------------------------------------
+
+    @abstractmethod
+    def _build_module(self, encoder: torch.nn.Module, n_classes: int) -> torch.nn.Module:
+        """The whole trainable model; must hold the encoder as ``.encoder`` and define
+        ``logits(inputs)`` and ``embed(inputs)``. Depends only on the parameters, the
+        encoder and ``n_classes`` (it is rebuilt that way by :func:`skxmc.load`)."""
+
+    @abstractmethod
+    def _step(self, batch: Any) -> torch.Tensor | dict[str, Any]:
+        """One training step's loss (see :meth:`skxmc.text.Trainer.fit`)."""
+
+    def _prepare_fit(self, texts: list, y: np.ndarray, rng: np.random.RandomState,
+                     **fit_params: Any) -> None:  # fmt: skip
+        """Prepare training data (tokenised texts in ``self._train_tokens``); override to
+        add views, statistics, etc. ``fit_params`` are the extra ``fit`` arguments."""
+        if fit_params:
+            raise TypeError(f"fit() got unexpected arguments {sorted(fit_params)}.")
+        self._train_tokens = self._tokenize(texts)
+
+    def _training_batches(self, epoch: int, rng: np.random.Generator) -> Any:
+        """The batches of one epoch (default: shuffled, length-bucketed text batches)."""
+        return self._train_tokens.batches(self.batch_size, shuffle=True, rng=rng)
+
+    def _param_groups(self, module: torch.nn.Module) -> list[ParamGroup]:
+        """Encoder and heads as two groups (the heads often need a larger rate)."""
+        head_lr = self.learning_rate if self.head_learning_rate is None else self.head_learning_rate
+        encoder_ids = {id(p) for p in module.encoder.parameters()}
+        heads = [(n, p) for n, p in module.named_parameters() if id(p) not in encoder_ids]
+        groups = [ParamGroup("encoder", module.encoder, lr=self.learning_rate,
+                             weight_decay=self.weight_decay)]  # fmt: skip
+        if heads:
+            groups.append(ParamGroup("heads", heads, lr=head_lr, weight_decay=self.weight_decay))
+        return groups
+
+    def _fit_fingerprint(self) -> dict[str, Any]:
+        """Parameters a resumed checkpoint must match (JSON-able)."""
+        return {k: v for k, v in self.get_params().items()
+                if isinstance(v, (int, float, str, bool, type(None)))
+                and k not in ("verbose", "checkpoint_dir", "device")}  # fmt: skip
+
+    # Fit --------------------------------------------------------------------------------
+
+    def _validate_fit_data(self, X: Any, y: Any) -> tuple[list, np.ndarray]:
+        texts, is_pairs = check_texts(X)
+        if not texts:
+            raise ValueError("X is empty: fit needs at least one text per class.")
+        self.classes_, y_encoded = check_class_labels(y, len(texts))
+        self.text_pairs_ = bool(is_pairs)
+        return texts, y_encoded
+
+    def _tokenize(self, texts: list) -> TokenizedTexts:
+        return tokenize(self.tokenizer_, texts, max_length=self._max_length())
+
+    def _max_length(self) -> int:
+        # A tokenizer saved without model_max_length would let texts outgrow the position
+        # embeddings.
+        positions = getattr(getattr(self.module_.encoder, "config", None),
+                            "max_position_embeddings", None)  # fmt: skip
+        if isinstance(positions, int) and positions > 0:
+            return min(self.max_length, positions)
+        return self.max_length
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any, **fit_params: Any) -> TransformerClassifierBase:
+        """Fine-tune the encoder and heads on texts ``X`` with classes ``y``.
+
+        Ctrl-C stops training with a :class:`~skxmc.text.TrainingInterruptedWarning` and
+        leaves a usable model (the weights of the last completed step).
+
+        Parameters
+        ----------
+        X : sequence of str or of (str, str)
+            Training texts (a list, numpy array or pandas Series; not a bare string).
+        y : array-like of shape (n_samples,)
+            Class labels (any hashable, sortable values).
+        **fit_params
+            Subclass-specific data (e.g. pre-computed augmented texts).
+
+        Returns
+        -------
+        self
+        """
+        texts, y_encoded = self._validate_fit_data(X, y)
+        rs = check_random_state(self.random_state)
+        seed = int(rs.randint(np.iinfo(np.int32).max))
+        from ._seed import seed_everything
+
+        seed_everything(seed)  # the heads' initial weights
+        encoder, self.tokenizer_ = load_encoder(self.encoder, verbose=self.verbose)
+        self.module_ = self._build_module(encoder, len(self.classes_))
+        self._prepare_fit(texts, y_encoded, rs, **fit_params)
+        trainer = Trainer(
+            self.module_, self._param_groups(self.module_), n_epochs=self.max_epochs,
+            max_steps=self.max_steps, warmup=self.warmup, device=self.device,
+            random_state=seed, verbose=self.verbose, checkpoint_dir=self.checkpoint_dir,
+            fingerprint=self._fit_fingerprint(), desc=type(self).__name__,
+        )  # fmt: skip
+        self._trainer = trainer  # the step reads trainer.state (progress) and trainer.device
+        try:
+            result: TrainResult = trainer.fit(self._step, self._training_batches)
+        finally:
+            self._trainer = None
+            self._train_tokens = None
+            self._clear_fit_data()
+        self.module_.eval()
+        self.loss_curve_ = [float(v) for v in result.loss_curve]
+        self.n_iter_ = math.ceil(result.epochs)
+        self.n_steps_ = int(result.n_steps)
+        self.interrupted_ = bool(result.interrupted)
+        return self
+
+    def _clear_fit_data(self) -> None:
+        """Drop training-only state (override to clear more)."""
+
+    # Inference --------------------------------------------------------------------------
+
+    def _inference_device(self) -> torch.device:
+        try:
+            return resolve_device(self.device)
+        except ValueError:
+            # A model trained with device="cuda" and opened on a CPU-only machine.
+            warnings.warn(f"device={self.device!r} is not available here; predicting on CPU.",
+                          RuntimeWarning, stacklevel=3)  # fmt: skip
+            return torch.device("cpu")
+
+    def _forward_all(self, X: Any, method: str, desc: str) -> np.ndarray:
+        check_is_fitted(self, "module_")
+        texts, is_pairs = check_texts(X)
+        if texts and is_pairs != self.text_pairs_:
+            kind = "text pairs" if self.text_pairs_ else "single texts"
+            raise ValueError(f"this model was trained on {kind}; X does not match.")
+        device = self._inference_device()
+        module = self.module_.to(device)
+        with eval_mode(module):
+            out = batched_inference(getattr(module, method), self._tokenize(texts),
+                                    batch_size=2 * self.batch_size, device=device,
+                                    verbose=self.verbose, desc=desc)  # fmt: skip
+        return out
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Class scores (logits), shape (n_samples, n_classes).
+
+        Parameters
+        ----------
+        X : sequence of str or of (str, str)
+
+        Returns
+        -------
+        scores : numpy.ndarray of float32 of shape (n_samples, n_classes)
+        """
+        out = self._forward_all(X, "logits", "predicting")
+        return out.reshape(len(out), len(self.classes_))
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities (softmax of the logits); rows sum to 1.
+
+        Parameters
+        ----------
+        X : sequence of str or of (str, str)
+
+        Returns
+        -------
+        proba : numpy.ndarray of shape (n_samples, n_classes)
+            Columns follow ``classes_``.
+        """
+        scores = self.decision_function(X).astype(np.float64)
+        scores -= scores.max(axis=1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=1, keepdims=True)
+        return scores
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The most likely class of each text.
+
+        Parameters
+        ----------
+        X : sequence of str or of (str, str)
+
+        Returns
+        -------
+        y_pred : numpy.ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
+        scores = self.decision_function(X)
+        return self.classes_[scores.argmax(axis=1)] if len(scores) else self.classes_[:0]
+
+    def transform(self, X: Any) -> np.ndarray:
+        """The learned text embeddings (what the classifier reads).
+
+        Parameters
+        ----------
+        X : sequence of str or of (str, str)
+
+        Returns
+        -------
+        embeddings : numpy.ndarray of float32 of shape (n_samples, n_dims)
+        """
+        return self._forward_all(X, "embed", "embedding")
+
+    # Tags, pickling, persistence -------------------------------------------------------
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
+        tags.classifier_tags.multi_class = True
+        tags.classifier_tags.multi_label = False
+        tags.non_deterministic = True  # GPU kernels and bf16 are not bitwise reproducible
+        return tags
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        module = state.get("module_")
+        if module is not None and any(t.device.type != "cpu" for t in module.state_dict().values()):
+            # CUDA tensors would only unpickle on a machine with CUDA.
+            state["module_"] = copy.deepcopy(module).to("cpu")
+        state.pop("_trainer", None)
+        return state
+
+    def _save_state(self) -> tuple[dict, dict]:
+        attributes, arrays = super()._save_state()
+        for name in ("module_", "tokenizer_"):
+            attributes.pop(name, None)
+        return attributes, arrays
+
+    def _save_extra_files(self, directory: str | os.PathLike) -> None:
+        directory = Path(directory)
+        save_encoder_config(self.module_.encoder, self.tokenizer_, directory / _ENCODER_DIR)
+        save_module_weights(self.module_, directory / _WEIGHTS)
+
+    def _load_extra_files(self, directory: str | os.PathLike) -> None:
+        directory = Path(directory)
+        encoder, self.tokenizer_ = encoder_from_config(directory / _ENCODER_DIR)
+        module = self._build_module(encoder, len(self.classes_))
+        load_module_weights(module, directory / _WEIGHTS)
+        self.module_ = module.eval()
+
+
+class EncoderModule(torch.nn.Module):
+    """An encoder with pooling: ``features(inputs)`` is the pooled text embedding."""
+
+    def __init__(self, encoder: torch.nn.Module, pooling: str) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.pooling = pooling
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.encoder.config.hidden_size)
+
+    def features(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return encoder_forward(self.encoder, inputs, self.pooling).float()

