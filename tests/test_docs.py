@@ -56,16 +56,21 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
     assert list((out / "_images").glob("sphx_glr_plot_metrics_demo_*.png")), "no gallery figure"
 
 
-def test_example_plot_metrics_demo_runs(tmp_path: Path) -> None:
-    """The gallery example runs as a script (matplotlib's Agg backend, a few seconds)."""
+def _run_example(name: str, tmp_path: Path) -> list[str]:
+    """Run a gallery example as a script (matplotlib's Agg backend); its stdout lines."""
     _skip_without(("matplotlib",))
     env = {**os.environ, "MPLBACKEND": "Agg"}
     proc = subprocess.run(
-        [sys.executable, str(EXAMPLES / "plot_metrics_demo.py")],
+        [sys.executable, str(EXAMPLES / name)],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-6000:]
-    lines = proc.stdout.splitlines()
+    return proc.stdout.splitlines()
+
+
+def test_example_plot_metrics_demo_runs(tmp_path: Path) -> None:
+    """The metrics example prints a sensible P@k table (a few seconds)."""
+    lines = _run_example("plot_metrics_demo.py", tmp_path)
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["k", "P@k"])
     table = [line.split() for line in lines[header + 1 : header + 11]]
     assert [int(row[0]) for row in table] == list(range(1, 11))
@@ -74,17 +79,11 @@ def test_example_plot_metrics_demo_runs(tmp_path: Path) -> None:
 
 
 def test_example_plot_xrlinear_beam_runs(tmp_path: Path) -> None:
-    """The beam-size example runs, and a wider beam finds at least as many labels."""
-    _skip_without(("matplotlib",))
-    env = {**os.environ, "MPLBACKEND": "Agg"}
-    proc = subprocess.run(
-        [sys.executable, str(EXAMPLES / "plot_xrlinear_beam.py")],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-6000:]
+    """The beam-size example runs, and a wider beam finds more labels than a beam of 1."""
+    lines = _run_example("plot_xrlinear_beam.py", tmp_path)
     recall = {
         int(line.split()[1].rstrip(":")): float(line.split("R@5")[1].split()[0])
-        for line in proc.stdout.splitlines()
+        for line in lines
         if line.startswith("beam")
     }
     assert sorted(recall) == [1, 2, 5, 10, 20, 50]

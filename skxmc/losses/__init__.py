@@ -14,10 +14,13 @@ from ._rebalanced import (
     rebalanced_contrastive_loss,
     rebalanced_targets,
 )
+from ._supcon import queue_contrastive_loss, select_queue_positives
 
 __all__: list[str] = [
     "effective_number_weights",
     "logit_adjusted_cross_entropy",
+    "queue_contrastive_loss",
     "rebalanced_contrastive_loss",
     "rebalanced_targets",
+    "select_queue_positives",
 ]
