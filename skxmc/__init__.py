@@ -15,10 +15,11 @@ from .tree import HierarchicalLabelTree
 # Estimators built on torch / transformers are imported on first use, so that the linear
 # XMC path (``import skxmc``; XRLinearClassifier) does not pay torch's import time and
 # ~180 MB of memory.
-_LAZY = {"SharpReCLClassifier": ".sharprecl"}
+_LAZY = {"KNNBertClassifier": ".knnbert", "SharpReCLClassifier": ".sharprecl"}
 
 __all__ = [
     "HierarchicalLabelTree",
+    "KNNBertClassifier",
     "Label2VecTransformer",
     "SharpReCLClassifier",
     "XRLinearClassifier",

@@ -1,0 +1,326 @@
+"""KNNBertClassifier and its queue contrastive loss (tiny BERT, CPU)."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+import skxmc
+from skxmc.knnbert import KNNBertClassifier, _KNNBertModule
+from skxmc.losses import queue_contrastive_loss, select_queue_positives
+from skxmc.text import TrainingInterruptedWarning, load_encoder
+
+torch.set_num_threads(1)
+
+TOPICS = {
+    "pet": "the cat sat on the mat with a dog",
+    "econ": "stock market price bank money trade",
+    "sport": "football game team player ball win",
+}
+
+
+def toy_data(counts=(8, 6, 4), seed=0):
+    rng = np.random.default_rng(seed)
+    texts, labels = [], []
+    for (label, base), n in zip(TOPICS.items(), counts):
+        words = base.split()
+        for _ in range(n):
+            texts.append(" ".join(rng.permutation(words)[: len(words) - 1]))
+            labels.append(label)
+    return texts, np.array(labels)
+
+
+def make_clf(tiny_bert_dir, **params):
+    defaults = dict(encoder=str(tiny_bert_dir), pooling="mean", max_length=16, batch_size=6,
+                    max_epochs=2, learning_rate=3e-3, head_learning_rate=3e-2, dropout=0.0,
+                    contrastive_weight=0.5, queue_size=40, n_enqueue_per_anchor=2,
+                    n_most_similar=5, n_least_similar=1, n_neighbors=3, random_state=0)  # fmt: skip
+    defaults.update(params)
+    return KNNBertClassifier(**defaults)
+
+
+@pytest.fixture(scope="module")
+def fitted(tiny_bert_dir):
+    X, y = toy_data()
+    return make_clf(tiny_bert_dir).fit(X, y), X, y
+
+
+# Loss --------------------------------------------------------------------------------------
+
+
+def test_loss_known_case():
+    # Anchor e1 of class 0; keys: e1 (class 0), e2 (class 1), an empty slot (-1). T = 1:
+    # one row [1, 0] -> -log(e / (e + 1)).
+    a = torch.tensor([[1.0, 0.0]], requires_grad=True)
+    keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    loss = queue_contrastive_loss(a, torch.tensor([0]), keys, torch.tensor([0, 1, -1]),
+                                  temperature=1.0)  # fmt: skip
+    assert float(loss.detach()) == pytest.approx(-np.log(np.e / (np.e + 1)), rel=1e-5)
+    loss.backward()
+    assert torch.isfinite(a.grad).all() and a.grad.abs().sum() > 0
+    # Two positives at cos 1 and 0, one negative at cos 0, T = 0.5: mean of two rows.
+    keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    loss = queue_contrastive_loss(a, torch.tensor([0]), keys, torch.tensor([0, 0, 1]),
+                                  temperature=0.5)  # fmt: skip
+    row1 = -np.log(np.exp(2) / (np.exp(2) + 1))
+    row2 = -np.log(1 / 2)
+    assert float(loss.detach()) == pytest.approx((row1 + row2) / 2, rel=1e-5)
+    # Unnormalised inputs are normalised; no negatives -> 0; no positives -> 0 with a graph.
+    alone = queue_contrastive_loss(3 * a, torch.tensor([0]), 2 * keys[:1], torch.tensor([0]))
+    assert float(alone.detach()) == pytest.approx(0.0, abs=1e-6)
+    zero = queue_contrastive_loss(a, torch.tensor([1]), keys[:1], torch.tensor([0]))
+    assert float(zero.detach()) == 0.0 and zero.requires_grad
+    with pytest.raises(ValueError, match="temperature"):
+        queue_contrastive_loss(a, torch.tensor([0]), keys, torch.tensor([0, 0, 1]), temperature=0)
+
+
+def test_positive_selection_masks():
+    sims = torch.tensor([[0.9, 0.1, 0.5, 0.7, -0.2, 0.3]])
+    pos = torch.tensor([[True, True, True, False, True, True]])
+    sel = select_queue_positives(sims, pos, n_most_similar=2, n_least_similar=1)
+    assert sel.tolist() == [[True, False, True, False, True, False]]  # 0.9, 0.5 and -0.2
+    # Fewer positives than asked: all of them, and never a non-positive.
+    few = torch.tensor([[False, True, False, False, False, False]])
+    assert select_queue_positives(sims, few, n_most_similar=3, n_least_similar=2).tolist() == [
+        few[0].tolist()
+    ]
+    assert not select_queue_positives(sims, torch.zeros_like(pos)).any()
+    # Gradients are finite with many anchors and an empty-slot queue.
+    torch.manual_seed(0)
+    a = torch.randn(6, 8, requires_grad=True)
+    keys = torch.randn(20, 8)
+    key_labels = torch.randint(-1, 3, (20,))
+    loss = queue_contrastive_loss(a, torch.randint(0, 3, (6,)), keys, key_labels,
+                                  n_most_similar=3, n_least_similar=1)  # fmt: skip
+    loss.backward()
+    assert torch.isfinite(loss) and torch.isfinite(a.grad).all()
+
+
+# Queue and momentum ------------------------------------------------------------------------
+
+
+def test_queue_fifo_and_momentum(tiny_bert_loaded):
+    import copy
+
+    encoder = copy.deepcopy(tiny_bert_loaded[0])
+    module = _KNNBertModule(encoder, "mean", 3, 0.0)
+    module.add_key_side(5)
+    assert module.queue.shape == (5, 32) and (module.queue_labels == -1).all()
+    keys = F.normalize(torch.randn(3, 32), dim=1)
+    module.enqueue(keys, torch.tensor([0, 1, 2]), torch.tensor([10, 11, 12]))
+    assert int(module.queue_ptr) == 3 and module.queue_indices.tolist() == [10, 11, 12, -1, -1]
+    module.enqueue(keys, torch.tensor([0, 1, 2]), torch.tensor([13, 14, 15]))
+    assert int(module.queue_ptr) == 1 and module.queue_indices.tolist() == [15, 11, 12, 13, 14]
+    many = F.normalize(torch.randn(7, 32), dim=1)  # more than fit: the newest 5 stay
+    module.enqueue(many, torch.zeros(7, dtype=torch.long), torch.arange(7))
+    assert sorted(module.queue_indices.tolist()) == [2, 3, 4, 5, 6]
+    assert torch.allclose(module.queue[0], many[-1]) and int(module.queue_ptr) == 1
+    # Momentum: the key side moves by (1 - m) of the gap.
+    with torch.no_grad():
+        for p in module.encoder.parameters():
+            p.add_(1.0)
+    q = next(module.encoder.parameters()).detach().clone()
+    k0 = next(module.key_encoder.parameters()).detach().clone()
+    module.momentum_update(0.99)
+    k1 = next(module.key_encoder.parameters())
+    assert torch.allclose(k1, 0.99 * k0 + 0.01 * q, atol=1e-6)
+    assert not torch.allclose(k1, q) and (k1 - k0).abs().max() < 0.02
+    module.drop_key_side()
+    assert module.key_encoder is None and "queue" not in dict(module.named_buffers())
+
+
+def test_training_fills_queue_and_updates_key_encoder_slowly(tiny_bert_dir, monkeypatch):
+    X, y = toy_data()
+    seen = {}
+    original = KNNBertClassifier._clear_fit_data
+
+    def spy(self):
+        m = self.module_
+        seen["labels"] = m.queue_labels.clone()
+        seen["ptr"] = int(m.queue_ptr)
+        gap = [(k - q).abs().max().item() for k, q in
+               zip(m.key_encoder.parameters(), m.encoder.parameters())]  # fmt: skip
+        seen["gap"] = max(gap)
+        seen["moved"] = max((k - q0).abs().max().item() for k, q0 in
+                            zip(m.key_encoder.parameters(), initial))  # fmt: skip
+        seen["query_moved"] = max((q - q0).abs().max().item() for q, q0 in
+                                  zip(m.encoder.parameters(), initial))  # fmt: skip
+        return original(self)
+
+    initial = [p.detach().clone() for p in load_encoder(tiny_bert_dir)[0].parameters()]
+    monkeypatch.setattr(KNNBertClassifier, "_clear_fit_data", spy)
+    clf = make_clf(tiny_bert_dir, queue_size=30, max_epochs=1, momentum=0.9).fit(X, y)
+    # 18 texts in the initial pass + 3 steps x 6 anchors x 2 enqueued = 54 > 30: full queue.
+    assert (seen["labels"] >= 0).all() and seen["ptr"] == (18 + 36) % 30
+    # The key side moved, far less than the query side, and lags behind it.
+    assert 0 < seen["moved"] < 0.5 * seen["query_moved"] and seen["gap"] > 0
+    assert clf.memory_features_.shape == (30, 32) and clf.memory_indices_.max() < len(X)
+    assert np.allclose(np.linalg.norm(clf.memory_features_, axis=1), 1, atol=1e-5)
+    # Every memory entry's target is its training text's class.
+    assert (clf.classes_[clf.memory_targets_] == y[clf.memory_indices_]).all()
+
+
+# The estimator -----------------------------------------------------------------------------
+
+
+def test_fit_predict_contracts(fitted):
+    clf, X, y = fitted
+    assert list(clf.classes_) == ["econ", "pet", "sport"]
+    pred = clf.predict(X)
+    assert pred.shape == (len(X),) and set(pred) <= set(clf.classes_)
+    proba = clf.predict_proba(X)
+    assert proba.shape == (len(X), 3) and np.allclose(proba.sum(axis=1), 1)
+    assert (clf.classes_[proba.argmax(1)] == pred).all()
+    assert 0 <= clf.score(X, y) <= 1
+    emb = clf.transform(X[:5])
+    assert emb.shape == (5, 32) and np.allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)
+    assert len(clf.loss_curve_) == clf.n_steps_ == 6 and np.isfinite(clf.loss_curve_).all()
+    assert clf.module_.key_encoder is None  # the key side is not kept
+    assert clf.predict([]).shape == (0,) and clf.predict_proba([]).shape == (0, 3)
+    tags = clf.__sklearn_tags__()
+    assert tags.input_tags.string and not tags.input_tags.two_d_array
+
+
+def test_integer_labels_and_text_pairs(tiny_bert_dir):
+    X, y = toy_data()
+    y_int = np.array([{"pet": 10, "econ": -3, "sport": 7}[v] for v in y])
+    clf = make_clf(tiny_bert_dir, max_epochs=1).fit(X, y_int)
+    assert clf.classes_.tolist() == [-3, 7, 10] and set(clf.predict(X)) <= {-3, 7, 10}
+    pairs = [(t, "label text") for t in X]
+    clf = make_clf(tiny_bert_dir, max_epochs=1).fit(pairs, y)
+    assert clf.predict(pairs[:3]).shape == (3,) and clf.text_pairs_
+    rows = clf.kneighbors(pairs[:2], return_distance=False)
+    assert rows.shape == (2, 3)
+    with pytest.raises(ValueError, match="text pairs"):
+        clf.predict(X[:2])
+
+
+def test_baseline_switches(tiny_bert_dir, monkeypatch):
+    X, y = toy_data()
+    calls = []
+    import skxmc.knnbert as mod
+
+    original = mod.queue_contrastive_loss
+    monkeypatch.setattr(mod, "queue_contrastive_loss",
+                        lambda *a, **k: calls.append(1) or original(*a, **k))  # fmt: skip
+    base = make_clf(tiny_bert_dir, max_epochs=1, contrastive_weight=0.0, knn_weight=0.0).fit(X, y)
+    assert not calls and base.module_.key_encoder is None
+    logits = base._logits_and_embeddings(X)[0]
+    softmax = torch.softmax(torch.as_tensor(logits, dtype=torch.float64), dim=1).numpy()
+    np.testing.assert_allclose(base.predict_proba(X), softmax, rtol=1e-6)
+    # Without a queue the kNN memory is the training texts (queue_size of them at most).
+    assert base.memory_features_.shape == (len(X), 32)
+    small = make_clf(tiny_bert_dir, max_epochs=1, contrastive_weight=0.0, queue_size=5).fit(X, y)
+    assert small.memory_indices_.shape == (5,)
+    make_clf(tiny_bert_dir, max_epochs=1).fit(X, y)
+    assert len(calls) == 3
+
+
+def test_knn_only_matches_kneighbors(fitted):
+    clf, X, y = fitted
+    knn = clone(clf).set_params(knn_weight=1.0)
+    knn.__dict__.update({k: v for k, v in vars(clf).items() if k.endswith("_")})
+    proba = knn.predict_proba(X)
+    sims, rows, labels = knn.kneighbors(X, return_labels=True)
+    assert sims.shape == rows.shape == labels.shape == (len(X), 3)
+    assert (np.diff(sims, axis=1) <= 1e-6).all()  # decreasing similarity
+    for i in range(len(X)):
+        votes = np.array([(labels[i] == c).mean() for c in knn.classes_])
+        np.testing.assert_allclose(proba[i], votes)
+    assert (labels == y[rows]).all()
+    # The nearest neighbour of a training text is that text (its own feature).
+    train_clf = clone(clf).set_params(knn_memory="train", knn_weight=1.0, max_epochs=1)
+    train_clf.fit(X, y)
+    sims, rows = train_clf.kneighbors(X, n_neighbors=1)
+    assert (rows[:, 0] == np.arange(len(X))).mean() > 0.8 and sims.max() <= 1 + 1e-5
+    assert train_clf.kneighbors(X[:2], n_neighbors=50, return_distance=False).shape == (2, len(X))
+    with pytest.raises(ValueError, match="n_neighbors"):
+        train_clf.kneighbors(X[:2], n_neighbors=0)
+
+
+def test_learns_separable_toy_data(tiny_bert_dir):
+    X, y = toy_data((8, 8, 8))
+    clf = make_clf(tiny_bert_dir, max_epochs=5, knn_memory="train").fit(X, y)
+    assert clf.score(X, y) >= 0.9
+
+
+def test_same_seed_same_model(tiny_bert_dir):
+    X, y = toy_data()
+    a = make_clf(tiny_bert_dir, max_epochs=1).fit(X, y)
+    b = make_clf(tiny_bert_dir, max_epochs=1).fit(X, y)
+    assert a.loss_curve_ == b.loss_curve_
+    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), rtol=1e-5, atol=1e-6)
+
+
+def test_ctrl_c_stops_cleanly(tiny_bert_dir, monkeypatch):
+    X, y = toy_data()
+    calls = []
+    original = KNNBertClassifier._step
+
+    def interrupt_second(self, batch):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(self, batch)
+
+    monkeypatch.setattr(KNNBertClassifier, "_step", interrupt_second)
+    with pytest.warns(TrainingInterruptedWarning):
+        clf = make_clf(tiny_bert_dir).fit(X, y)
+    assert clf.interrupted_ and clf.n_steps_ == 1
+    assert clf.predict(X).shape == (len(X),) and clf.module_.key_encoder is None
+    assert len(clf.memory_features_) > 0
+
+
+def test_pickle_and_save_load_roundtrip(fitted, tmp_path):
+    clf, X, _ = fitted
+    expected = clf.predict_proba(X)
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_allclose(restored.predict_proba(X), expected, rtol=1e-5, atol=1e-6)
+    clf.save(tmp_path / "model")
+    assert (tmp_path / "model" / "model.safetensors").is_file()
+    assert not list((tmp_path / "model").rglob("*.pkl"))
+    loaded = skxmc.load(tmp_path / "model")
+    assert type(loaded) is KNNBertClassifier and loaded.get_params() == clf.get_params()
+    np.testing.assert_allclose(loaded.predict_proba(X), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(loaded.memory_targets_, clf.memory_targets_)
+    np.testing.assert_array_equal(loaded.kneighbors(X[:3])[1], clf.kneighbors(X[:3])[1])
+
+
+def test_clone_grid_search_and_validation(tiny_bert_dir):
+    X, y = toy_data((6, 6, 6))
+    clf = make_clf(tiny_bert_dir, max_epochs=1)
+    cloned = clone(clf)
+    assert cloned.get_params() == clf.get_params() and not hasattr(cloned, "classes_")
+    search = GridSearchCV(clf, {"knn_weight": [0.0, 0.5]}, cv=2, error_score="raise")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        search.fit(X, y)
+    assert search.best_params_["knn_weight"] in (0.0, 0.5)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+    for bad in ({"knn_weight": 1.5}, {"contrastive_weight": -0.1}, {"temperature": 0},
+                {"knn_memory": "all"}):  # fmt: skip
+        with pytest.raises(ValueError):
+            make_clf(tiny_bert_dir, **bad).fit(X, y)
+
+
+def test_input_independent_sklearn_checks():
+    from sklearn.utils.estimator_checks import (
+        check_estimator_cloneable,
+        check_estimator_repr,
+        check_get_params_invariance,
+        check_no_attributes_set_in_init,
+        check_parameters_default_constructible,
+        check_set_params,
+    )
+
+    for check in (check_no_attributes_set_in_init, check_get_params_invariance, check_set_params,
+                  check_estimator_repr, check_estimator_cloneable,
+                  check_parameters_default_constructible):  # fmt: skip
+        check("KNNBertClassifier", KNNBertClassifier())
