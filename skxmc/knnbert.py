@@ -507,21 +507,6 @@ class KNNBertClassifier(TransformerClassifierBase):
         """
         return self.predict_proba(X)
 
-    def predict(self, X: Any) -> np.ndarray:
-        """The class with the highest mixed score.
-
-        Parameters
-        ----------
-        X : sequence of str or of (str, str)
-
-        Returns
-        -------
-        y_pred : numpy.ndarray of shape (n_samples,)
-            Labels from ``classes_``.
-        """
-        proba = self.predict_proba(X)
-        return self.classes_[proba.argmax(axis=1)] if len(proba) else self.classes_[:0]
-
     def transform(self, X: Any) -> np.ndarray:
         """The L2-normalised projected features (the space of the kNN search).
 
