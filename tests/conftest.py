@@ -89,3 +89,22 @@ def tiny_bert_loaded(tiny_bert_dir: Path):
     from skxmc.text import load_encoder
 
     return load_encoder(tiny_bert_dir)
+
+
+TOPICS = {
+    "pet": "the cat sat on the mat with a dog",
+    "econ": "stock market price bank money trade",
+    "sport": "football game team player ball win",
+}
+
+
+def topic_texts(counts: tuple[int, ...], seed: int = 0) -> tuple[list[str], np.ndarray]:
+    """Toy three-topic texts (shuffled topic words, one dropped) for the text classifiers."""
+    rng = np.random.default_rng(seed)
+    texts, labels = [], []
+    for (label, base), n in zip(TOPICS.items(), counts):
+        words = base.split()
+        for _ in range(n):
+            texts.append(" ".join(rng.permutation(words)[: len(words) - 1]))
+            labels.append(label)
+    return texts, np.array(labels)

@@ -24,24 +24,12 @@ from skxmc.losses import (
 from skxmc.sharprecl import SharpReCLClassifier
 from skxmc.text import TrainingInterruptedWarning
 
+from .conftest import topic_texts
+
 torch.set_num_threads(1)
 
-TOPICS = {
-    "pet": "the cat sat on the mat with a dog",
-    "econ": "stock market price bank money trade",
-    "sport": "football game team player ball win",
-}
-
-
 def toy_data(counts=(12, 6, 3), seed=0):
-    rng = np.random.default_rng(seed)
-    texts, labels = [], []
-    for (label, base), n in zip(TOPICS.items(), counts):
-        words = base.split()
-        for _ in range(n):
-            texts.append(" ".join(rng.permutation(words)[: len(words) - 1]))
-            labels.append(label)
-    return texts, np.array(labels)
+    return topic_texts(counts, seed)
 
 
 def make_clf(tiny_bert_dir, **params):
