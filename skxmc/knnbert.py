@@ -14,7 +14,7 @@ from torch import nn
 
 from ._persistence import persistent
 from .losses import queue_contrastive_loss
-from .text._classifier import EncoderModule, TransformerClassifierBase
+from .text._classifier import EncoderModule, TransformerClassifierBase, softmax
 from .text._encoder import batched_inference, encoder_forward, eval_mode
 from .text._training import momentum_update
 
@@ -485,11 +485,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         if len(logits) == 0:
             return proba
         if phi < 1:
-            scores = logits.astype(np.float64)
-            scores -= scores.max(axis=1, keepdims=True)
-            np.exp(scores, out=scores)
-            scores /= scores.sum(axis=1, keepdims=True)
-            proba += (1 - phi) * scores
+            proba += (1 - phi) * softmax(logits)
         if phi > 0:
             proba += phi * self._votes(emb)
         return proba

@@ -80,6 +80,15 @@ def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     return classes, y_encoded.astype(np.int64)
 
 
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax in float64 (stable: the row maximum is subtracted first)."""
+    scores = np.asarray(logits, dtype=np.float64).copy()
+    scores -= scores.max(axis=1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=1, keepdims=True)
+    return scores
+
 class TransformerClassifierBase(PersistenceMixin, ClassifierMixin, BaseEstimator):
     """Base of fine-tuned transformer classifiers with one class per text.
 
@@ -301,11 +310,7 @@ class TransformerClassifierBase(PersistenceMixin, ClassifierMixin, BaseEstimator
         proba : numpy.ndarray of shape (n_samples, n_classes)
             Columns follow ``classes_``.
         """
-        scores = self.decision_function(X).astype(np.float64)
-        scores -= scores.max(axis=1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=1, keepdims=True)
-        return scores
+        return softmax(self.decision_function(X))
 
     def predict(self, X: Any) -> np.ndarray:
         """The most likely class of each text.
