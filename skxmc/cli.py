@@ -170,7 +170,7 @@ def _predict(args: argparse.Namespace) -> int:
         )
     vectorizer = _load_vectorizer(model_dir / VECTORIZER_FILE)
     clf = load(model_dir / RANKER_DIR)
-    texts, _ = _texts_of(args.input)
+    texts = _texts_of(args.input)
     t0 = time.perf_counter()
     labels, scores = clf.predict_topk(vectorizer.transform(texts), k=args.top_k)
     predict_s = time.perf_counter() - t0
@@ -187,8 +187,8 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def _texts_of(path: str) -> tuple[list, Any]:
-    """Texts of a JSON-lines file; labels are optional for prediction."""
+def _texts_of(path: str) -> list[str]:
+    """Texts of a JSON-lines file (labels are optional for prediction, so not read)."""
     from .datasets import _records
 
     texts = []
@@ -197,7 +197,7 @@ def _texts_of(path: str) -> tuple[list, Any]:
         if not isinstance(text, str):
             raise ValueError(f"{path}: line {line_no}: field 'text' must be a string.")
         texts.append(text)
-    return texts, None
+    return texts
 
 
 def _evaluate(args: argparse.Namespace) -> int:
