@@ -13,7 +13,6 @@ post-processor, as PECOS does: ``"l3-hinge"`` multiplies ``exp(-max(1 - v, 0) **
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import numba
@@ -218,14 +217,6 @@ class _numba_threads:
 
     def __exit__(self, *exc: object) -> None:
         numba.set_num_threads(self.previous)
-
-
-def resolve_n_jobs(n_jobs: int | None) -> int:
-    """joblib's convention: ``None`` -> 1, ``-1`` -> all cores, ``-2`` -> all but one."""
-    if n_jobs is None:
-        return 1
-    cores = os.cpu_count() or 1
-    return max(1, cores + 1 + n_jobs if n_jobs < 0 else n_jobs)
 
 
 def combine_scores(raw: np.ndarray, parent: np.ndarray, post_processor: str) -> np.ndarray:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
@@ -20,7 +21,7 @@ from .._persistence import PersistenceMixin, persistent
 from .._ranking import topk_from_sparse
 from ..metrics import precision_at_k
 from ..tree import HierarchicalLabelTree
-from ._beam import POST_PROCESSORS, ChunkedWeights, beam_search, resolve_n_jobs
+from ._beam import POST_PROCESSORS, ChunkedWeights, beam_search
 from ._solver import LayerGroups, fit_layer, row_squared_norms
 
 logger = logging.getLogger("skxmc.linear")
@@ -229,7 +230,7 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         Y_csr, self.classes_ = encode_labels(Y, name="Y", n_samples=X.shape[0])
         if Y_csr.shape[1] == 0:
             raise ValueError("Y has no labels at all; XRLinearClassifier needs at least one.")
-        n_jobs = resolve_n_jobs(self.n_jobs)
+        n_jobs = int(effective_n_jobs(self.n_jobs))
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
 
         t0 = time.perf_counter()
@@ -259,7 +260,7 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
                 # Under the root every instance is a candidate of every first-layer node.
                 matcher = sp.csr_matrix(np.ones((X.shape[0], 1), dtype=np.float32))
             elif self.negative_sampling == "tfn+man":
-                matcher = self._search(X, n_layers=t, top_k=self.beam_size, n_jobs=n_jobs)
+                matcher = self._search(X, n_layers=t, top_k=self.beam_size)
             else:
                 matcher = None
             groups = LayerGroups.from_matrices(Y_t, C, matcher)
@@ -320,7 +321,7 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         self._build_search_structures()
 
     def _search(
-        self, X: sp.csr_matrix, *, n_layers: int | None, top_k: int | None, n_jobs: int
+        self, X: sp.csr_matrix, *, top_k: int | None, n_layers: int | None = None
     ) -> sp.csr_matrix:
         parents, chunks = self._search_cache
         return beam_search(
@@ -332,7 +333,7 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
             top_k=top_k,
             post_processor=self.post_processor,
             n_layers=n_layers,
-            n_jobs=n_jobs,
+            n_jobs=int(effective_n_jobs(self.n_jobs)),
         )
 
     def _validate_X(self, X: Any) -> sp.csr_matrix:
@@ -361,7 +362,7 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         for large label sets); stored scores are the post-processed path scores.
         """
         X = self._validate_X(X)
-        return self._search(X, n_layers=None, top_k=None, n_jobs=resolve_n_jobs(self.n_jobs))
+        return self._search(X, top_k=None)
 
     def predict_proba(self, X: Any) -> sp.csr_matrix:
         """Scores in [0, 1] of the labels reached by the beam search (CSR).
@@ -388,7 +389,7 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         """
         X = self._validate_X(X)
         k = self._resolve_k(k)
-        scores = self._search(X, n_layers=None, top_k=k, n_jobs=resolve_n_jobs(self.n_jobs))
+        scores = self._search(X, top_k=k)
         idx, val = topk_from_sparse(scores, k)
         return LabelSpace(self.classes_).labels_of(idx), val.astype(np.float32)
 
@@ -396,7 +397,7 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         """CSR 0/1 indicator ``(n_samples, n_labels)`` with the ``top_k`` best labels per row."""
         X = self._validate_X(X)
         k = self._resolve_k(None)
-        scores = self._search(X, n_layers=None, top_k=k, n_jobs=resolve_n_jobs(self.n_jobs))
+        scores = self._search(X, top_k=k)
         scores.data = np.ones_like(scores.data)
         return scores
 
