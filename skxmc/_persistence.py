@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ._vectorizers import is_text_vectorizer, vectorizer_from_state, vectorizer_to_state
+
 __all__ = ["load", "persistent", "save"]
 
 CONFIG_NAME = "skxmc-model.json"
@@ -98,6 +100,10 @@ def _encode(value: Any, key: str, store: _ArrayStore) -> Any:
         return {"__dict__": {k: _encode(v, f"{key}.{k}", store) for k, v in value.items()}}
     if isinstance(value, np.ndarray) or sp.issparse(value):
         return store.put(key, value)
+    if is_text_vectorizer(value):
+        state, arrays = vectorizer_to_state(value)
+        return {"__vectorizer__": state,
+                "arrays": {k: store.put(f"{key}.{k}", v) for k, v in arrays.items()}}  # fmt: skip
     if type(value).__name__ in _REGISTRY and hasattr(value, "get_params"):
         nested = {"__estimator__": type(value).__name__,
                   "params": _encode(value.get_params(deep=False), f"{key}.params", store)}
@@ -122,6 +128,9 @@ def _decode(value: Any, arrays: Any) -> Any:
         return {k: _decode(v, arrays) for k, v in value["__dict__"].items()}
     if "__estimator__" in value:
         return _instantiate(value, arrays)
+    if "__vectorizer__" in value:
+        parts = {k: _ArrayStore.get(ref, arrays) for k, ref in value["arrays"].items()}
+        return vectorizer_from_state(value["__vectorizer__"], parts)
     return _ArrayStore.get(value, arrays)
 
 

@@ -13,7 +13,13 @@ weights in model directories (:func:`save_module_weights`, :func:`load_module_we
 
 from __future__ import annotations
 
-from ._device import autocast, move_to_device, resolve_device, resolve_mixed_precision
+from ._device import (
+    autocast,
+    inference_device,
+    move_to_device,
+    resolve_device,
+    resolve_mixed_precision,
+)
 from ._encoder import (
     POOLING_OPTIONS,
     EncoderNotFoundError,
@@ -41,8 +47,11 @@ from ._training import (
 from ._weights import (
     encoder_from_config,
     load_module_weights,
+    load_text_model,
+    module_on_cpu,
     save_encoder_config,
     save_module_weights,
+    save_text_model,
 )
 
 __all__ = [
@@ -65,10 +74,13 @@ __all__ = [
     "encoder_forward",
     "encoder_from_config",
     "eval_mode",
+    "inference_device",
     "is_offline",
     "load_encoder",
     "load_module_weights",
+    "load_text_model",
     "lr_factor",
+    "module_on_cpu",
     "momentum_update",
     "move_to_device",
     "pool",
@@ -77,6 +89,7 @@ __all__ = [
     "resolve_mixed_precision",
     "save_encoder_config",
     "save_module_weights",
+    "save_text_model",
     "seed_everything",
     "sentence_embeddings",
     "tokenize",

@@ -11,14 +11,11 @@ data is prepared (:meth:`_prepare_fit`) and batched (:meth:`_training_batches`).
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 import os
-import warnings
 from abc import abstractmethod
 from numbers import Integral, Real
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,23 +25,15 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from .._persistence import PersistenceMixin
-from ._device import resolve_device
+from ._device import inference_device
 from ._encoder import batched_inference, encoder_forward, eval_mode, load_encoder
 from ._tokenize import TokenizedTexts, check_texts, tokenize
 from ._training import ParamGroup, Trainer, TrainResult
-from ._weights import (
-    encoder_from_config,
-    load_module_weights,
-    save_encoder_config,
-    save_module_weights,
-)
+from ._weights import load_text_model, module_on_cpu, save_text_model
 
 __all__ = ["TransformerClassifierBase", "check_class_labels"]
 
 logger = logging.getLogger("skxmc")
-
-_WEIGHTS = "model.safetensors"
-_ENCODER_DIR = "encoder"
 
 
 def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
@@ -262,13 +251,7 @@ class TransformerClassifierBase(PersistenceMixin, ClassifierMixin, BaseEstimator
     # Inference --------------------------------------------------------------------------
 
     def _inference_device(self) -> torch.device:
-        try:
-            return resolve_device(self.device)
-        except ValueError:
-            # A model trained with device="cuda" and opened on a CPU-only machine.
-            warnings.warn(f"device={self.device!r} is not available here; predicting on CPU.",
-                          RuntimeWarning, stacklevel=3)  # fmt: skip
-            return torch.device("cpu")
+        return inference_device(self.device)
 
     def _forward_all(self, X: Any, method: str, desc: str) -> np.ndarray:
         check_is_fitted(self, "module_")
@@ -353,10 +336,8 @@ class TransformerClassifierBase(PersistenceMixin, ClassifierMixin, BaseEstimator
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        module = state.get("module_")
-        if module is not None and any(t.device.type != "cpu" for t in module.state_dict().values()):
-            # CUDA tensors would only unpickle on a machine with CUDA.
-            state["module_"] = copy.deepcopy(module).to("cpu")
+        if state.get("module_") is not None:
+            state["module_"] = module_on_cpu(state["module_"])
         state.pop("_trainer", None)
         return state
 
@@ -367,16 +348,11 @@ class TransformerClassifierBase(PersistenceMixin, ClassifierMixin, BaseEstimator
         return attributes, arrays
 
     def _save_extra_files(self, directory: str | os.PathLike) -> None:
-        directory = Path(directory)
-        save_encoder_config(self.module_.encoder, self.tokenizer_, directory / _ENCODER_DIR)
-        save_module_weights(self.module_, directory / _WEIGHTS)
+        save_text_model(self.module_, self.tokenizer_, directory)
 
     def _load_extra_files(self, directory: str | os.PathLike) -> None:
-        directory = Path(directory)
-        encoder, self.tokenizer_ = encoder_from_config(directory / _ENCODER_DIR)
-        module = self._build_module(encoder, len(self.classes_))
-        load_module_weights(module, directory / _WEIGHTS)
-        self.module_ = module.eval()
+        self.module_, self.tokenizer_ = load_text_model(
+            directory, lambda encoder: self._build_module(encoder, len(self.classes_)))
 
 
 class EncoderModule(torch.nn.Module):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -159,3 +160,14 @@ def move_to_device(obj: Any, device: torch.device, *, non_blocking: bool = True)
                    for f in dataclasses.fields(obj) if f.init}  # fmt: skip
         return dataclasses.replace(obj, **changes)
     return obj
+
+
+def inference_device(device: str | torch.device | None = "auto") -> torch.device:
+    """The device to predict on: ``device`` when available here, else the CPU with a
+    warning (a model trained with ``device="cuda"`` and opened on a CPU-only machine)."""
+    try:
+        return resolve_device(device)
+    except ValueError:
+        warnings.warn(f"device={device!r} is not available here; predicting on CPU.",
+                      RuntimeWarning, stacklevel=3)  # fmt: skip
+        return torch.device("cpu")

@@ -10,6 +10,7 @@ trained on GPU opens on a CPU-only machine.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 from pathlib import Path
@@ -19,8 +20,8 @@ import torch
 
 from ._encoder import dtype_kwargs, quiet_transformers
 
-__all__ = ["encoder_from_config", "load_module_weights", "save_encoder_config",
-           "save_module_weights"]  # fmt: skip
+__all__ = ["encoder_from_config", "load_module_weights", "load_text_model", "module_on_cpu",
+           "save_encoder_config", "save_module_weights", "save_text_model"]  # fmt: skip
 
 logger = logging.getLogger("skxmc.text")
 
@@ -163,3 +164,40 @@ def encoder_from_config(
         load_module_weights(model, weights)
     model.eval()
     return model, tokenizer
+
+
+ENCODER_DIR = "encoder"
+WEIGHTS_FILE = "model.safetensors"
+
+
+def save_text_model(module: torch.nn.Module, tokenizer: Any, directory: str | os.PathLike) -> None:
+    """Save a fine-tuned text model into an estimator's model directory.
+
+    ``directory/encoder`` gets the encoder's config and tokenizer (no weights), and
+    ``directory/model.safetensors`` the weights of the whole ``module``, whose encoder is
+    ``module.encoder``. :func:`load_text_model` rebuilds it without network access.
+    """
+    directory = Path(directory)
+    save_encoder_config(module.encoder, tokenizer, directory / ENCODER_DIR)
+    save_module_weights(module, directory / WEIGHTS_FILE)
+
+
+def load_text_model(
+    directory: str | os.PathLike, build: Any
+) -> tuple[torch.nn.Module, Any]:
+    """Inverse of :func:`save_text_model`: ``(module, tokenizer)``, the module in eval mode
+    on the CPU. ``build(encoder) -> module`` recreates the module around a randomly
+    initialised encoder of the saved configuration before the weights are loaded."""
+    directory = Path(directory)
+    encoder, tokenizer = encoder_from_config(directory / ENCODER_DIR)
+    module = build(encoder)
+    load_module_weights(module, directory / WEIGHTS_FILE)
+    return module.eval(), tokenizer
+
+
+def module_on_cpu(module: torch.nn.Module | None) -> torch.nn.Module | None:
+    """``module``, or a CPU copy of it when it has tensors elsewhere: what pickling stores,
+    so a model trained on a GPU unpickles on a machine without one."""
+    if module is not None and any(t.device.type != "cpu" for t in module.state_dict().values()):
+        return copy.deepcopy(module).to("cpu")
+    return module
