@@ -23,6 +23,7 @@ from ._persistence import PersistenceMixin, persistent
 from ._vectorizers import default_tfidf
 from .linear import XRLinearClassifier
 from .losses._matching import candidate_scores, text_label_matching_loss, weighted_squared_hinge
+from .losses._snm import sample_negatives, top_k_negatives
 from .metrics import precision_at_k
 from .text import (
     ParamGroup,
@@ -166,6 +167,17 @@ class MatchXMLClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
     matching_weight : float, default=0.5
         lambda of eq. 6: weight of the text-to-label direction, ``1 - lambda`` of the
         label-to-text one.
+    negative_sampling : {"tfn+man", "snm", "tfn+man+snm"}, default="tfn+man"
+        Hard negatives of each text at every stage. ``"tfn+man"``: the tree shortlist
+        described above. ``"snm"``: top-k stochastic negative mining instead (Reddi et
+        al., 2019): per step and text, ``n_sampled`` nodes of the layer drawn uniformly
+        among its negatives, scored by the current model, the ``n_hard_negatives``
+        highest kept (:func:`skxmc.losses.sample_negatives`,
+        :func:`skxmc.losses.top_k_negatives`). ``"tfn+man+snm"``: both.
+    n_sampled : int, default=1024
+        SNM's uniformly drawn candidates per text (capped at the layer size).
+    n_hard_negatives : int, default=32
+        SNM's mined negatives per text.
     max_candidates : int, default=1000
         Most candidate clusters (positives first) per text and stage.
     matcher_beam_size : int, default=10
@@ -269,6 +281,9 @@ class MatchXMLClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         "final_loss": [StrOptions({"matching", "hinge", "matching+hinge"})],
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "matching_weight": [Interval(Real, 0, 1, closed="both")],
+        "negative_sampling": [StrOptions({"tfn+man", "snm", "tfn+man+snm"})],
+        "n_sampled": [Interval(Integral, 1, None, closed="left")],
+        "n_hard_negatives": [Interval(Integral, 1, None, closed="left")],
         "max_candidates": [Interval(Integral, 1, None, closed="left")],
         "matcher_beam_size": [Interval(Integral, 1, None, closed="left")],
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
@@ -301,6 +316,9 @@ class MatchXMLClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         final_loss: str = "matching",
         temperature: float = 0.05,
         matching_weight: float = 0.5,
+        negative_sampling: str = "tfn+man",
+        n_sampled: int = 1024,
+        n_hard_negatives: int = 32,
         max_candidates: int = 1000,
         matcher_beam_size: int = 10,
         max_epochs: int = 1,
@@ -329,6 +347,9 @@ class MatchXMLClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         self.final_loss = final_loss
         self.temperature = temperature
         self.matching_weight = matching_weight
+        self.negative_sampling = negative_sampling
+        self.n_sampled = n_sampled
+        self.n_hard_negatives = n_hard_negatives
         self.max_candidates = max_candidates
         self.matcher_beam_size = matcher_beam_size
         self.max_epochs = max_epochs
@@ -530,6 +551,10 @@ class MatchXMLClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         negative. Negatives: the children of the text's positive parents (teacher forcing)
         and of the parents the previous stage ranks highest (matcher-aware)."""
         n, K = Y_t.shape
+        if self.negative_sampling == "snm":  # negatives are mined at every step instead
+            cand = sp.csr_matrix(Y_t * 2.0, dtype=np.float32)
+            cand.eliminate_zeros()
+            return cand
         if previous is None:  # the top layer: every node is a candidate
             parents = sp.csr_matrix(np.ones((n, 1), dtype=np.float32))
             children = sp.csr_matrix(np.ones((1, K), dtype=np.float32))
@@ -575,12 +600,16 @@ class MatchXMLClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
                      device: torch.device) -> Any:  # fmt: skip
         Y_t = sp.csr_matrix(Y_t)
         temperature, weight = float(self.temperature), float(self.matching_weight)
+        mine = "snm" in self.negative_sampling
 
         def step(batch: Any) -> dict[str, Any]:
             rows = np.asarray(batch.indices)
             z = F.normalize(module.text.features(batch.inputs), dim=-1)
             ids, mask, positive = (torch.from_numpy(a).to(z.device)
                                    for a in _padded_rows(candidates, rows))  # fmt: skip
+            if mine:
+                ids, mask, positive = self._append_mined(module, z, Y_t[rows], ids, mask, positive,
+                                                         trainer.rng)  # fmt: skip
             label_emb = F.normalize(module.labels(ids), dim=-1)
             out: dict[str, Any] = {}
             loss = z.new_zeros(())
@@ -622,6 +651,25 @@ class MatchXMLClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
             return tokens.batches(self.batch_size, shuffle=True, rng=rng)
 
         return trainer.fit(step, batches)
+
+    def _append_mined(self, module: _StageModule, z: torch.Tensor, positives: sp.csr_matrix,
+                      ids: torch.Tensor, mask: torch.Tensor, positive: torch.Tensor,
+                      rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+        """Top-k SNM: ``n_sampled`` uniform negatives per text, the ``n_hard_negatives``
+        best-scored by the current model appended to its candidates (duplicates of
+        candidates already there are masked out)."""
+        n_nodes = module.labels.num_embeddings
+        generator = torch.Generator(device=z.device).manual_seed(int(rng.integers(2**62)))
+        with torch.no_grad():
+            pool = sample_negatives(positives, n_nodes, min(self.n_sampled, n_nodes),
+                                    generator=generator, device=z.device)  # fmt: skip
+            table = F.normalize(module.labels.weight.detach().float(), dim=-1)
+            scores = (z.detach().float() @ table.T).gather(1, pool.clamp(min=0))
+            mined = top_k_negatives(scores, pool, self.n_hard_negatives)
+        duplicate = ((mined.labels[:, :, None] == ids[:, None, :]) & mask[:, None, :]).any(dim=2)
+        keep = mined.mask & ~duplicate
+        return (torch.cat([ids, mined.labels.clamp(min=0)], dim=1), torch.cat([mask, keep], dim=1),
+                torch.cat([positive, torch.zeros_like(keep)], dim=1))  # fmt: skip
 
     def _fit_ranker(self, features: sp.csr_matrix, Y: sp.csr_matrix, base: sp.csr_matrix,
                     fine_tuned: np.ndarray, seed: int) -> XRLinearClassifier:  # fmt: skip

@@ -100,6 +100,8 @@ def test_same_seed_same_model(tiny_bert_dir, data):
     {"final_loss": "matching+hinge", "matching_weight": 1.0},
     {"label_embedding": "label2vec"},
     {"max_steps": 3, "max_candidates": 2, "matcher_beam_size": 1},
+    {"negative_sampling": "snm", "n_sampled": 3, "n_hard_negatives": 2},
+    {"negative_sampling": "tfn+man+snm", "final_loss": "matching+hinge"},
 ], ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
 def test_ablation_switches_train(tiny_bert_dir, data, params):
     (X, Y), (X_test, _) = data
@@ -108,6 +110,28 @@ def test_ablation_switches_train(tiny_bert_dir, data, params):
     assert clf.predict_topk(X_test, k=1)[0].shape == (len(X_test), 1)
     if "max_steps" in params:
         assert all(len(c) == 3 for c in clf.stage_loss_curves_)
+
+
+def test_snm_mined_negatives_exclude_positives_and_duplicates(fitted):
+    import torch
+
+    from skxmc.matchxml import _StageModule
+
+    rng = np.random.default_rng(0)
+    module = _StageModule(fitted.module_, 5, rng.standard_normal((5, 32)).astype(np.float32))
+    clf = clone(fitted).set_params(n_sampled=3, n_hard_negatives=3)
+    positives = sp.csr_matrix(np.array([[1, 0, 0, 0, 1], [0, 1, 0, 0, 0]], dtype=np.float32))
+    z = torch.nn.functional.normalize(torch.randn(2, 32), dim=-1)
+    ids = torch.tensor([[0, 4, 2], [1, 3, 0]])  # row 0: candidate 2 already there
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    positive = torch.tensor([[True, True, False], [True, False, False]])
+    ids2, mask2, pos2 = clf._append_mined(module, z, positives, ids, mask, positive, rng)
+    assert ids2.shape == mask2.shape == pos2.shape == (2, 6)
+    mined0 = set(ids2[0, 3:][mask2[0, 3:]].tolist())
+    assert mined0 == {1, 3}  # the negatives of row 0 except 2, which is a candidate already
+    mined1 = set(ids2[1, 3:][mask2[1, 3:]].tolist())
+    assert len(mined1) >= 2 and not mined1 & {1, 3}  # 3 of {0, 2, 3, 4}, minus the candidate 3
+    assert not pos2[:, 3:].any()
 
 
 def test_max_matcher_size_caps_the_stages(tiny_bert_dir, data):
