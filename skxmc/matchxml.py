@@ -399,7 +399,7 @@ class MatchXMLClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
     def _sentence_embeddings(self, texts: list[str], device: torch.device) -> np.ndarray | None:
         if self.sentence_encoder is None:
             return None
-        if hasattr(self.sentence_encoder, "encode"):
+        if not isinstance(self.sentence_encoder, (str, os.PathLike)):  # (str has .encode too)
             return np.asarray(self.sentence_encoder.encode(texts), dtype=np.float32)
         with SentenceEncoder(self.sentence_encoder, device=device, batch_size=2 * self.batch_size,
                              max_length=self.sentence_max_length,
