@@ -15,12 +15,14 @@ from .tree import HierarchicalLabelTree
 # Estimators built on torch / transformers are imported on first use, so that the linear
 # XMC path (``import skxmc``; XRLinearClassifier) does not pay torch's import time and
 # ~180 MB of memory.
-_LAZY = {"KNNBertClassifier": ".knnbert", "SharpReCLClassifier": ".sharprecl"}
+_LAZY = {"KNNBertClassifier": ".knnbert", "MatchXMLClassifier": ".matchxml", "SNMClassifier": ".snm", "SharpReCLClassifier": ".sharprecl"}
 
 __all__ = [
     "HierarchicalLabelTree",
     "KNNBertClassifier",
     "Label2VecTransformer",
+    "MatchXMLClassifier",
+    "SNMClassifier",
     "SharpReCLClassifier",
     "XRLinearClassifier",
     "__version__",

@@ -2,25 +2,53 @@
 
 Submodules: ``_supcon`` (supervised contrastive losses with a key queue, KNN-BERT),
 ``_rebalanced`` (class-prior-weighted contrastive learning with prototypes, SharpReCL).
-Text-label matching (MatchXML) and ordered weighted losses (stochastic negative mining)
-join them with their estimators.
+Also ``_ordered`` (ordered weighted losses, POWL / BOWL, with their margin functions) and
+``_snm`` (the top-k stochastic negative mining sampler; SNMClassifier, MatchXML).
 """
 
 from __future__ import annotations
 
+from ._matching import candidate_scores, text_label_matching_loss, weighted_squared_hinge
+from ._ordered import (
+    MARGIN_FUNCTIONS,
+    check_owl_weights,
+    margin_loss,
+    ordered_weighted_loss,
+    top_k_weights,
+)
 from ._rebalanced import (
     effective_number_weights,
     logit_adjusted_cross_entropy,
     rebalanced_contrastive_loss,
     rebalanced_targets,
 )
+from ._snm import (
+    MinedNegatives,
+    pad_positives,
+    sample_negatives,
+    sample_shared_negatives,
+    top_k_negatives,
+)
 from ._supcon import queue_contrastive_loss, select_queue_positives
 
 __all__: list[str] = [
+    "MARGIN_FUNCTIONS",
+    "MinedNegatives",
+    "candidate_scores",
+    "check_owl_weights",
     "effective_number_weights",
     "logit_adjusted_cross_entropy",
+    "margin_loss",
+    "ordered_weighted_loss",
+    "pad_positives",
     "queue_contrastive_loss",
     "rebalanced_contrastive_loss",
     "rebalanced_targets",
+    "sample_negatives",
+    "sample_shared_negatives",
     "select_queue_positives",
+    "text_label_matching_loss",
+    "top_k_negatives",
+    "top_k_weights",
+    "weighted_squared_hinge",
 ]
