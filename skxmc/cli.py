@@ -27,43 +27,27 @@ RANKER_DIR = "ranker"
 
 
 def _vectorizer(args: argparse.Namespace) -> Any:
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    from ._vectorizers import default_tfidf
 
-    return TfidfVectorizer(
-        sublinear_tf=True,
-        ngram_range=(1, args.max_ngram),
-        min_df=args.min_df,
-        max_features=args.max_features,
-        dtype=np.float32,
-    )
+    return default_tfidf(ngram_range=(1, args.max_ngram), min_df=args.min_df,
+                         max_features=args.max_features)  # fmt: skip
 
 
 def _save_vectorizer(vectorizer: Any, path: Path) -> None:
-    """Vocabulary, idf weights and settings as JSON (a pickle-free TfidfVectorizer)."""
-    state = {
-        "params": {
-            "sublinear_tf": vectorizer.sublinear_tf,
-            "ngram_range": list(vectorizer.ngram_range),
-            "min_df": vectorizer.min_df,
-            "max_features": vectorizer.max_features,
-            "lowercase": vectorizer.lowercase,
-        },
-        "vocabulary": {term: int(i) for term, i in vectorizer.vocabulary_.items()},
-        "idf": vectorizer.idf_.tolist(),
-    }
+    """Settings, vocabulary and idf weights as JSON (a pickle-free TfidfVectorizer)."""
+    from ._vectorizers import vectorizer_to_state
+
+    state, arrays = vectorizer_to_state(vectorizer)
+    state["arrays"] = {k: v.tolist() for k, v in arrays.items()}
     path.write_text(json.dumps(state), encoding="utf-8")
 
 
 def _load_vectorizer(path: Path) -> Any:
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    from ._vectorizers import vectorizer_from_state
 
     state = json.loads(path.read_text(encoding="utf-8"))
-    params = state["params"]
-    params["ngram_range"] = tuple(params["ngram_range"])
-    vectorizer = TfidfVectorizer(dtype=np.float32, **params)
-    vectorizer.vocabulary_ = state["vocabulary"]
-    vectorizer.idf_ = np.asarray(state["idf"], dtype=np.float64)
-    return vectorizer
+    arrays = {k: np.asarray(v, dtype=np.float64) for k, v in state.pop("arrays", {}).items()}
+    return vectorizer_from_state(state, arrays)
 
 
 def _print_metrics(result: dict[str, float], ks: Sequence[int]) -> None:
