@@ -712,7 +712,7 @@ class MatchXMLClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        features : csr_matrix of float32 of shape (n_samples, n_features_ranker_)
+        features : csr_matrix of float32 of shape (n_samples, ``n_features_ranker_``)
         """
         check_is_fitted(self, "ranker_")
         texts = self._check_texts(X, fitting=False)
