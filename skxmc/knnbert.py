@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from ._persistence import persistent
-from .losses import queue_contrastive_loss
+from .losses import batch_contrastive_loss, queue_contrastive_loss
 from .text._classifier import EncoderModule, TransformerClassifierBase, softmax
 from .text._encoder import batched_inference, encoder_forward, eval_mode
 from .text._training import momentum_update
@@ -149,6 +149,12 @@ class KNNBertClassifier(TransformerClassifierBase):
     contrastive_weight : float, default=0.1
         ``lambda``: share of the contrastive loss; 0 trains with cross-entropy only (no
         key encoder, no queue: the cost of plain fine-tuning).
+    contrastive_keys : {"queue", "batch"}, default="queue"
+        What each text is contrasted with. ``"queue"``: the momentum queue (KNN-BERT).
+        ``"batch"``: the other texts of its batch, with gradients on both sides and no key
+        encoder or queue (supervised contrastive learning in the batch, the paper's
+        "CE + SCL" baseline; :func:`skxmc.losses.batch_contrastive_loss`); the kNN
+        memory then comes from the training texts as without a queue.
     temperature : float, default=0.07
         Temperature of the contrastive loss.
     momentum : float, default=0.999
@@ -240,6 +246,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         **TransformerClassifierBase._parameter_constraints,
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "contrastive_weight": [Interval(Real, 0, 1, closed="both")],
+        "contrastive_keys": [StrOptions({"queue", "batch"})],
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "momentum": [Interval(Real, 0, 1, closed="both")],
         "queue_size": [Interval(Integral, 1, None, closed="left")],
@@ -266,6 +273,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         warmup: float = 0.0,
         dropout: float = 0.1,
         contrastive_weight: float = 0.1,
+        contrastive_keys: str = "queue",
         temperature: float = 0.07,
         momentum: float = 0.999,
         queue_size: int = 32000,
@@ -292,6 +300,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         self.warmup = warmup
         self.dropout = dropout
         self.contrastive_weight = contrastive_weight
+        self.contrastive_keys = contrastive_keys
         self.temperature = temperature
         self.momentum = momentum
         self.queue_size = queue_size
@@ -338,7 +347,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         return _KNNBertModule(encoder, self.pooling, n_classes, self.dropout)
 
     def _uses_queue(self) -> bool:
-        return self.contrastive_weight > 0
+        return self.contrastive_weight > 0 and self.contrastive_keys == "queue"
 
     def _prepare_fit(self, texts: list, y: np.ndarray, rng: np.random.RandomState,
                      **fit_params: Any) -> None:  # fmt: skip
@@ -407,6 +416,11 @@ class KNNBertClassifier(TransformerClassifierBase):
         features = module.features(batch.inputs)
         logits = module.classifier(features)
         ce = nn.functional.cross_entropy(logits.float(), labels)
+        w = self.contrastive_weight
+        if w > 0 and self.contrastive_keys == "batch":
+            cl = batch_contrastive_loss(module.project(features), labels,
+                                        temperature=self.temperature)  # fmt: skip
+            return {"loss": w * cl + (1 - w) * ce, "ce": ce.detach(), "contrastive": cl.detach()}
         if not self._uses_queue():
             return {"loss": ce, "ce": ce.detach()}
         anchors = module.project(features)
@@ -418,7 +432,6 @@ class KNNBertClassifier(TransformerClassifierBase):
                                     n_least_similar=self.n_least_similar,
                                     temperature=self.temperature)  # fmt: skip
         self._enqueue_same_class(batch.indices, device)
-        w = self.contrastive_weight
         return {"loss": w * cl + (1 - w) * ce, "ce": ce.detach(), "contrastive": cl.detach()}
 
     def _enqueue_same_class(self, anchor_rows: np.ndarray, device: torch.device) -> None:

@@ -14,7 +14,7 @@ from sklearn.model_selection import GridSearchCV
 
 import skxmc
 from skxmc.knnbert import KNNBertClassifier, _KNNBertModule
-from skxmc.losses import queue_contrastive_loss, select_queue_positives
+from skxmc.losses import batch_contrastive_loss, queue_contrastive_loss, select_queue_positives
 from skxmc.text import TrainingInterruptedWarning, load_encoder
 
 from .conftest import topic_texts
@@ -209,6 +209,45 @@ def test_baseline_switches(tiny_bert_dir, monkeypatch):
     assert small.memory_indices_.shape == (5,)
     make_clf(tiny_bert_dir, max_epochs=1).fit(X, y)
     assert len(calls) == 3
+
+
+def test_batch_contrastive_loss_matches_its_definition():
+    torch.manual_seed(0)
+    f = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 0, 1, 1, 1, 2])
+    loss = batch_contrastive_loss(f, y, temperature=0.5)
+    z = F.normalize(f, dim=1)
+    expected = []
+    for i in range(6):
+        others = [a for a in range(6) if a != i]
+        positives = [p for p in others if y[p] == y[i]]
+        if not positives:
+            continue
+        denom = torch.logsumexp(torch.stack([z[i] @ z[a] / 0.5 for a in others]), 0)
+        expected.append(torch.stack([denom - z[i] @ z[p] / 0.5 for p in positives]).mean())
+    torch.testing.assert_close(loss.double(), torch.stack(expected).mean(), rtol=1e-5, atol=1e-6)
+    loss.backward()
+    assert torch.isfinite(f.grad).all() and f.grad.abs().sum() > 0
+    lone = batch_contrastive_loss(torch.randn(3, 4, requires_grad=True), torch.tensor([0, 1, 2]))
+    assert float(lone) == 0.0 and lone.requires_grad
+    with pytest.raises(ValueError, match="temperature"):
+        batch_contrastive_loss(f, y, temperature=0.0)
+
+
+def test_in_batch_contrastive_keys_train_without_a_queue(tiny_bert_dir, monkeypatch):
+    import skxmc.knnbert as mod
+
+    X, y = topic_texts((12, 12, 12))
+    calls = []
+    original = mod.batch_contrastive_loss
+    monkeypatch.setattr(mod, "batch_contrastive_loss",
+                        lambda *a, **k: calls.append(1) or original(*a, **k))  # fmt: skip
+    clf = make_clf(tiny_bert_dir, max_epochs=1, contrastive_keys="batch").fit(X, y)
+    assert calls and len(calls) == clf.n_steps_
+    assert clf.module_.key_encoder is None and np.isfinite(clf.loss_curve_).all()
+    # No queue: the kNN memory holds training texts encoded by the final model.
+    assert clf.memory_features_.shape[0] == min(len(X), clf.queue_size)
+    assert clf.predict(X).shape == (len(X),)
 
 
 def test_knn_only_matches_kneighbors(fitted):

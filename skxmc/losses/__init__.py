@@ -29,11 +29,12 @@ from ._snm import (
     sample_shared_negatives,
     top_k_negatives,
 )
-from ._supcon import queue_contrastive_loss, select_queue_positives
+from ._supcon import batch_contrastive_loss, queue_contrastive_loss, select_queue_positives
 
 __all__: list[str] = [
     "MARGIN_FUNCTIONS",
     "MinedNegatives",
+    "batch_contrastive_loss",
     "candidate_scores",
     "check_owl_weights",
     "effective_number_weights",

@@ -122,3 +122,54 @@ def queue_contrastive_loss(
     if n_rows == 0:
         return logits.sum() * 0.0
     return torch.where(chosen, rows, torch.zeros_like(rows)).sum() / n_rows
+
+
+def batch_contrastive_loss(features: torch.Tensor, labels: torch.Tensor, *,
+                           temperature: float = 0.07) -> torch.Tensor:  # fmt: skip
+    """Supervised contrastive loss within a batch (Khosla et al., 2020, the "out" form).
+
+    Each text is an anchor; the other texts of its class are its positives, every other
+    text of the batch is in the denominator (the anchor itself never is)::
+
+        l(i) = -1/|P(i)| sum_{p in P(i)} log(exp(s_ip / T) / sum_{a != i} exp(s_ia / T))
+
+    averaged over the anchors that have a positive. Gradients flow through both sides
+    (no momentum encoder): the "CE + in-batch SCL" baseline of the KNN-BERT paper.
+
+    Parameters
+    ----------
+    features : torch.Tensor of shape (n, dim)
+        Projected features; L2-normalised here.
+    labels : torch.Tensor of int of shape (n,)
+    temperature : float, default=0.07
+
+    Returns
+    -------
+    loss : torch.Tensor (scalar)
+        0 (with a gradient graph) when no text of the batch shares its class.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skxmc.losses import batch_contrastive_loss
+    >>> f = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> round(float(batch_contrastive_loss(f, torch.tensor([0, 0, 1]), temperature=1.0)), 4)
+    0.3133
+    """
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}.")
+    if features.ndim != 2 or len(labels) != len(features):
+        raise ValueError(f"features must be 2-D with one label per row, got shape "
+                         f"{tuple(features.shape)} and {len(labels)} labels.")  # fmt: skip
+    z = F.normalize(features.float(), dim=1)
+    labels = labels.to(z.device).long()
+    itself = torch.eye(len(z), dtype=torch.bool, device=z.device)
+    logits = (z @ z.T / temperature).masked_fill(itself, float("-inf"))
+    log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
+    positive = (labels[:, None] == labels[None, :]) & ~itself
+    n_pos = positive.sum(dim=1)
+    rows = n_pos > 0
+    if not bool(rows.any()):
+        return z.sum() * 0.0
+    per_anchor = log_prob.masked_fill(~positive, 0.0).sum(dim=1)[rows] / n_pos[rows]
+    return -per_anchor.mean()
