@@ -18,13 +18,13 @@ from sklearn.preprocessing import normalize
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
+from ._base import MultiLabelRankerMixin
 from ._labels import LabelSpace, encode_labels
 from ._persistence import PersistenceMixin, persistent
 from ._vectorizers import default_tfidf
 from .linear import XRLinearClassifier
 from .losses._matching import candidate_scores, text_label_matching_loss, weighted_squared_hinge
 from .losses._snm import sample_negatives, top_k_negatives
-from .metrics import precision_at_k
 from .text import (
     ParamGroup,
     SentenceEncoder,
@@ -100,7 +100,7 @@ def _stack_features(tfidf: sp.spmatrix, sentence: np.ndarray | None,
 
 
 @persistent
-class MatchXMLClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
+class MatchXMLClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, BaseEstimator):
     """MatchXML: extreme multi-label text classification with a fine-tuned transformer.
 
     ``fit`` runs the paper's Algorithm 1 on raw texts:
@@ -748,21 +748,12 @@ class MatchXMLClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         features = self.transform(X)
         return self.ranker_.predict(features)
 
-    def score(self, X: Any, y: Any, sample_weight: None = None) -> float:
-        """Precision@1 against ``y`` (labels unseen in ``fit`` count as misses)."""
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported by score (precision@1).")
-        return precision_at_k(y, self.predict_topk(X, k=1), k=1, classes=self.classes_)
-
     # ------------------------------------------------------------------ persistence
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.string = True
         tags.input_tags.two_d_array = False
-        tags.classifier_tags.multi_label = True
-        tags.target_tags.required = True
-        tags.target_tags.multi_output = True
         tags.non_deterministic = True  # GPU kernels and bf16 are not bitwise reproducible
         return tags
 

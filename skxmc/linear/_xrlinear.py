@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 from numbers import Integral, Real
 from typing import Any
 
@@ -16,10 +15,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._base import MultiLabelRankerMixin
 from .._labels import LabelSpace, encode_labels
 from .._persistence import PersistenceMixin, persistent
 from .._ranking import topk_from_sparse
-from ..metrics import precision_at_k
 from ..tree import HierarchicalLabelTree
 from ._beam import POST_PROCESSORS, ChunkedWeights, beam_search
 from ._solver import LayerGroups, fit_layer, row_squared_norms
@@ -63,7 +62,7 @@ def _as_sorted_csr(X: Any) -> sp.csr_matrix:
 
 
 @persistent
-class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
+class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, BaseEstimator):
     """Hierarchical linear ranker for extreme multi-label classification (XR-Linear).
 
     A label tree (:class:`~skxmc.HierarchicalLabelTree`, PIFA embeddings by default)
@@ -341,20 +340,6 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float32, reset=False)
         return _as_sorted_csr(X)
 
-    def _resolve_k(self, k: int | None) -> int:
-        k = self.top_k if k is None else k
-        if isinstance(k, bool) or not isinstance(k, (Integral, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}.")
-        n_labels = len(self.classes_)
-        if k > n_labels:
-            warnings.warn(
-                f"top_k={k} exceeds the {n_labels} labels; returning {n_labels} per sample.",
-                UserWarning,
-                stacklevel=3,
-            )
-            k = n_labels
-        return int(k)
-
     def decision_function(self, X: Any) -> sp.csr_matrix:
         """Scores of every label reached by the beam search, as CSR ``(n_samples, n_labels)``.
 
@@ -401,17 +386,7 @@ class XRLinearClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         scores.data = np.ones_like(scores.data)
         return scores
 
-    def score(self, X: Any, y: Any, sample_weight: None = None) -> float:
-        """Precision@1 of the predictions against the labels ``y`` (any label format
-        ``fit`` accepts; labels unseen in ``fit`` count as misses)."""
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported by score (precision@1).")
-        return precision_at_k(y, self.predict_topk(X, k=1), k=1, classes=self.classes_)
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.classifier_tags.multi_label = True
-        tags.target_tags.required = True
-        tags.target_tags.multi_output = True
         return tags
