@@ -21,6 +21,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._base import MultiLabelRankerMixin
 from ._labels import LabelSpace, encode_labels
 from ._persistence import PersistenceMixin, persistent
 from .losses import (
@@ -30,7 +31,6 @@ from .losses import (
     sample_shared_negatives,
     top_k_weights,
 )
-from .metrics import precision_at_k
 from .text import (
     ParamGroup,
     Trainer,
@@ -118,7 +118,7 @@ def csr_inputs(X: sp.csr_matrix, device: torch.device | str = "cpu") -> tuple[to
 
 
 @persistent
-class SNMClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
+class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, BaseEstimator):
     """Embedding model trained with top-k stochastic negative mining (SNM).
 
     The model of Reddi et al. (2019), "Stochastic Negative Mining for Learning with Large
@@ -463,17 +463,6 @@ class SNMClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
             raise ValueError("X contains NaN or infinity.")
         return sp.csr_matrix(X) if sp.issparse(X) else X
 
-    def _resolve_k(self, k: int | None) -> int:
-        k = self.top_k if k is None else k
-        if isinstance(k, bool) or not isinstance(k, (Integral, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}.")
-        n_labels = len(self.classes_)
-        if k > n_labels:
-            warnings.warn(f"top_k={k} exceeds the {n_labels} labels; returning {n_labels} per "
-                          f"sample.", UserWarning, stacklevel=3)  # fmt: skip
-            k = n_labels
-        return int(k)
-
     def _topk(self, X: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Exact top-k column indices and scores over all classes, in row blocks."""
         n = X.shape[0]
@@ -545,21 +534,11 @@ class SNMClassifier(PersistenceMixin, ClassifierMixin, BaseEstimator):
         idx, vals = self._topk(X, self._resolve_k(None))
         return self._as_csr(idx, np.ones_like(vals))
 
-    def score(self, X: Any, y: Any, sample_weight: None = None) -> float:
-        """Precision@1 of the predictions against the labels ``y`` (any label format
-        ``fit`` accepts; labels unseen in ``fit`` count as misses)."""
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported by score (precision@1).")
-        return precision_at_k(y, self.predict_topk(X, k=1), k=1, classes=self.classes_)
-
     # ------------------------------------------------- tags, pickling, persistence
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
+        tags = super().__sklearn_tags__()  # multi-label ranker tags from the mixin
         tags.input_tags.sparse = True
-        tags.classifier_tags.multi_label = True
-        tags.target_tags.required = True
-        tags.target_tags.multi_output = True
         return tags
 
     def __getstate__(self) -> dict[str, Any]:
