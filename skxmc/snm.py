@@ -3,11 +3,9 @@ top-k stochastic negative mining (Reddi et al., AISTATS 2019)."""
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 import os
-import warnings
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
@@ -34,8 +32,9 @@ from .losses import (
 from .text import (
     ParamGroup,
     Trainer,
+    inference_device,
     load_module_weights,
-    resolve_device,
+    module_on_cpu,
     save_module_weights,
     seed_everything,
 )
@@ -448,14 +447,6 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
 
     # -------------------------------------------------------------- predict
 
-    def _inference_device(self) -> torch.device:
-        try:
-            return resolve_device(self.device)
-        except ValueError:
-            warnings.warn(f"device={self.device!r} is not available here; predicting on CPU.",
-                          RuntimeWarning, stacklevel=3)  # fmt: skip
-            return torch.device("cpu")
-
     def _validate_X(self, X: Any) -> Any:
         check_is_fitted(self, "module_")
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float32, reset=False)
@@ -469,7 +460,7 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         n_labels = len(self.classes_)
         idx_out = np.empty((n, k), dtype=np.int64)
         score_out = np.empty((n, k), dtype=np.float32)
-        device = self._inference_device()
+        device = inference_device(self.device)
         module = self.module_.to(device)
         rows = max(1, min(4096, _SCORE_BLOCK // max(n_labels, 1)))
         with torch.inference_mode():
@@ -543,9 +534,8 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        module = state.get("module_")
-        if module is not None and any(t.device.type != "cpu" for t in module.state_dict().values()):
-            state["module_"] = copy.deepcopy(module).to("cpu")  # CUDA tensors need CUDA
+        if state.get("module_") is not None:
+            state["module_"] = module_on_cpu(state["module_"])  # CUDA tensors need CUDA
         state.pop("_trainer", None)
         return state
 
