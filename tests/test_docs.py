@@ -56,13 +56,13 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
     assert list((out / "_images").glob("sphx_glr_plot_metrics_demo_*.png")), "no gallery figure"
 
 
-def _run_example(name: str, tmp_path: Path) -> list[str]:
+def _run_example(name: str, tmp_path: Path, timeout: int = 300) -> list[str]:
     """Run a gallery example as a script (matplotlib's Agg backend); its stdout lines."""
     _skip_without(("matplotlib",))
     env = {**os.environ, "MPLBACKEND": "Agg"}
     proc = subprocess.run(
         [sys.executable, str(EXAMPLES / name)],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=timeout,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-6000:]
     return proc.stdout.splitlines()
@@ -88,3 +88,14 @@ def test_example_plot_xrlinear_beam_runs(tmp_path: Path) -> None:
     }
     assert sorted(recall) == [1, 2, 5, 10, 20, 50]
     assert recall[10] > recall[1] and recall[10] > 10.0
+
+
+@pytest.mark.slow
+def test_example_plot_matchxml_stages_runs(tmp_path: Path) -> None:
+    """The MatchXML example trains the three models and prints their P@k (minutes on CPU)."""
+    lines = _run_example("plot_matchxml_stages.py", tmp_path, timeout=1200)
+    if any("skipping" in line for line in lines):
+        pytest.skip("MiniLM or Reuters-21578 not available")
+    rows = {line[:28].strip(): line[28:] for line in lines if "P@1" in line}
+    assert set(rows) == {"TF-IDF + XR-Linear", "MatchXML, all stages", "MatchXML, first stage only"}
+    assert all(0 < float(r.split("P@1")[1].split()[0]) <= 100 for r in rows.values())
