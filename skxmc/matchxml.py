@@ -34,14 +34,12 @@ from .text import (
     eval_mode,
     inference_device,
     load_encoder,
-    load_text_model,
-    module_on_cpu,
-    save_text_model,
     seed_everything,
     tokenize,
 )
 from .text._classifier import EncoderModule
 from .text._tokenize import TokenizedTexts
+from .text._weights import FineTunedModelMixin
 from .tree import HierarchicalLabelTree, pifa_embeddings
 
 __all__ = ["MatchXMLClassifier"]
@@ -100,7 +98,8 @@ def _stack_features(tfidf: sp.spmatrix, sentence: np.ndarray | None,
 
 
 @persistent
-class MatchXMLClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, BaseEstimator):
+class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, PersistenceMixin, ClassifierMixin,
+                         BaseEstimator):
     """MatchXML: extreme multi-label text classification with a fine-tuned transformer.
 
     ``fit`` runs the paper's Algorithm 1 on raw texts:
@@ -757,21 +756,5 @@ class MatchXMLClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         tags.non_deterministic = True  # GPU kernels and bf16 are not bitwise reproducible
         return tags
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = super().__getstate__()
-        if state.get("module_") is not None:
-            state["module_"] = module_on_cpu(state["module_"])
-        return state
-
-    def _save_state(self) -> tuple[dict, dict]:
-        attributes, arrays = super()._save_state()
-        for name in ("module_", "tokenizer_"):
-            attributes.pop(name, None)
-        return attributes, arrays
-
-    def _save_extra_files(self, directory: str | os.PathLike) -> None:
-        save_text_model(self.module_, self.tokenizer_, directory)
-
-    def _load_extra_files(self, directory: str | os.PathLike) -> None:
-        self.module_, self.tokenizer_ = load_text_model(
-            directory, lambda encoder: EncoderModule(encoder, self.pooling))
+    def _rebuild_module(self, encoder: torch.nn.Module) -> torch.nn.Module:
+        return EncoderModule(encoder, self.pooling)

@@ -29,7 +29,7 @@ from ._device import inference_device
 from ._encoder import batched_inference, encoder_forward, eval_mode, load_encoder
 from ._tokenize import TokenizedTexts, check_texts, tokenize
 from ._training import ParamGroup, Trainer, TrainResult
-from ._weights import load_text_model, module_on_cpu, save_text_model
+from ._weights import FineTunedModelMixin
 
 __all__ = ["TransformerClassifierBase", "check_class_labels"]
 
@@ -78,7 +78,7 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     scores /= scores.sum(axis=1, keepdims=True)
     return scores
 
-class TransformerClassifierBase(PersistenceMixin, ClassifierMixin, BaseEstimator):
+class TransformerClassifierBase(FineTunedModelMixin, PersistenceMixin, ClassifierMixin, BaseEstimator):
     """Base of fine-tuned transformer classifiers with one class per text.
 
     Not used directly: subclasses define ``__init__`` (keyword-only, storing every
@@ -334,25 +334,8 @@ class TransformerClassifierBase(PersistenceMixin, ClassifierMixin, BaseEstimator
         tags.non_deterministic = True  # GPU kernels and bf16 are not bitwise reproducible
         return tags
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = super().__getstate__()
-        if state.get("module_") is not None:
-            state["module_"] = module_on_cpu(state["module_"])
-        state.pop("_trainer", None)
-        return state
-
-    def _save_state(self) -> tuple[dict, dict]:
-        attributes, arrays = super()._save_state()
-        for name in ("module_", "tokenizer_"):
-            attributes.pop(name, None)
-        return attributes, arrays
-
-    def _save_extra_files(self, directory: str | os.PathLike) -> None:
-        save_text_model(self.module_, self.tokenizer_, directory)
-
-    def _load_extra_files(self, directory: str | os.PathLike) -> None:
-        self.module_, self.tokenizer_ = load_text_model(
-            directory, lambda encoder: self._build_module(encoder, len(self.classes_)))
+    def _rebuild_module(self, encoder: torch.nn.Module) -> torch.nn.Module:
+        return self._build_module(encoder, len(self.classes_))
 
 
 class EncoderModule(torch.nn.Module):

@@ -20,7 +20,7 @@ import torch
 
 from ._encoder import dtype_kwargs, quiet_transformers
 
-__all__ = ["encoder_from_config", "load_module_weights", "load_text_model", "module_on_cpu",
+__all__ = ["FineTunedModelMixin", "encoder_from_config", "load_module_weights", "load_text_model", "module_on_cpu",
            "save_encoder_config", "save_module_weights", "save_text_model"]  # fmt: skip
 
 logger = logging.getLogger("skxmc.text")
@@ -201,3 +201,34 @@ def module_on_cpu(module: torch.nn.Module | None) -> torch.nn.Module | None:
     if module is not None and any(t.device.type != "cpu" for t in module.state_dict().values()):
         return copy.deepcopy(module).to("cpu")
     return module
+
+
+class FineTunedModelMixin:
+    """Pickling and ``save`` / :func:`skxmc.load` of estimators whose fitted state holds a
+    fine-tuned text model: ``module_`` (with the encoder as ``module_.encoder``) and
+    ``tokenizer_``. Goes before :class:`skxmc._persistence.PersistenceMixin` in the bases;
+    subclasses define ``_rebuild_module(encoder)``, which recreates ``module_`` around an
+    encoder of the saved configuration.
+    """
+
+    def _rebuild_module(self, encoder: torch.nn.Module) -> torch.nn.Module:
+        raise NotImplementedError
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        if state.get("module_") is not None:
+            state["module_"] = module_on_cpu(state["module_"])
+        state.pop("_trainer", None)
+        return state
+
+    def _save_state(self) -> tuple[dict, dict]:
+        attributes, arrays = super()._save_state()
+        for name in ("module_", "tokenizer_"):
+            attributes.pop(name, None)
+        return attributes, arrays
+
+    def _save_extra_files(self, directory: str | os.PathLike) -> None:
+        save_text_model(self.module_, self.tokenizer_, directory)
+
+    def _load_extra_files(self, directory: str | os.PathLike) -> None:
+        self.module_, self.tokenizer_ = load_text_model(directory, self._rebuild_module)
