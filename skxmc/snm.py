@@ -45,6 +45,7 @@ logger = logging.getLogger("skxmc")
 
 _WEIGHTS = "model.safetensors"
 _SCORE_BLOCK = 1 << 22  # entries of one (rows, labels) score block at prediction
+_EMBED_ROWS = 4096  # rows per forward pass of the class-centroid initialisation
 
 
 class SNMModule(torch.nn.Module):
@@ -165,6 +166,15 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         Width of the ramp margin (``margin="ramp"`` only).
     scale : float, default=1.0
         Scores (cosines in ``[-1, 1]``) are multiplied by ``scale`` in the loss.
+    label_init : {"centroid", "random"}, default="centroid"
+        Starting class vectors. ``"centroid"``: the normalised mean of the initial
+        network's embeddings of the class's training examples (one forward pass over
+        ``X`` before training; classes without examples start random). ``"random"``:
+        Gaussian rows. Random vectors of tail classes (seen once or twice per epoch) barely
+        move, so the hardest sampled negative is an arbitrary class and top-k mining with
+        a small ``k`` learns noise: on ``tibkat_gnd_en`` (half of the 24,931 labels have
+        one training example) SNM with ``k=1`` reaches P@1 0.03% after one epoch from
+        random vectors and 14.9% from centroids (see ``docs/snm.rst``).
     hidden_size : int, default=512
         Width of the hidden layer.
     embedding_size : int, default=512
@@ -258,6 +268,7 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         "margin": [StrOptions(set(MARGIN_FUNCTIONS))],
         "rho": [Interval(Real, 0, None, closed="neither")],
         "scale": [Interval(Real, 0, None, closed="neither")],
+        "label_init": [StrOptions({"centroid", "random"})],
         "hidden_size": [Interval(Integral, 1, None, closed="left")],
         "embedding_size": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
@@ -288,6 +299,7 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         margin: str = "hinge",
         rho: float = 1.0,
         scale: float = 1.0,
+        label_init: str = "centroid",
         hidden_size: int = 512,
         embedding_size: int = 512,
         learning_rate: float = 1e-3,
@@ -310,6 +322,7 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         self.margin = margin
         self.rho = rho
         self.scale = scale
+        self.label_init = label_init
         self.hidden_size = hidden_size
         self.embedding_size = embedding_size
         self.learning_rate = learning_rate
@@ -367,6 +380,21 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         dense = X.toarray() if sp.issparse(X) else X
         return (torch.as_tensor(np.asarray(dense, dtype=np.float32)).to(device),)
 
+    def _init_label_centroids(self, X: Any, Y: sp.csr_matrix) -> None:
+        """Point every class vector at the mean initial embedding of its examples,
+        keeping the rows' random norms (the scale Adam's steps are tuned to)."""
+        module = self.module_
+        with torch.inference_mode():
+            H = torch.cat([module.embed(self._inputs(X[i : i + _EMBED_ROWS], "cpu"))
+                           for i in range(0, X.shape[0], _EMBED_ROWS)]).numpy()  # fmt: skip
+        centroids = torch.from_numpy(np.asarray(Y.T.tocsr() @ H, dtype=np.float32))
+        norms = centroids.norm(dim=1, keepdim=True)
+        has_examples = norms.squeeze(1) > 0
+        with torch.no_grad():
+            weight = module.labels.weight
+            scale = weight[has_examples].norm(dim=1, keepdim=True)
+            weight[has_examples] = centroids[has_examples] / norms[has_examples] * scale
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, Y: Any) -> SNMClassifier:
         """Train the network and the class vectors.
@@ -400,6 +428,8 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         seed_everything(seed)  # initial weights
         self.module_ = self._build_module()
+        if self.label_init == "centroid":
+            self._init_label_centroids(X, Y_csr)
         k = self.n_hard_negatives
         weights = top_k_weights(k) if self.negative_sampling == "snm" else None
         module, n = self.module_, X.shape[0]

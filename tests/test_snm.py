@@ -234,6 +234,29 @@ def test_chunked_prediction_matches_full_product(monkeypatch):
     np.testing.assert_allclose(full[1], chunked[1], rtol=1e-5, atol=1e-6)
 
 
+def test_label_init_centroid_points_class_vectors_at_their_examples():
+    X, labels = _toy()
+    Y = np.zeros((len(X), 7), dtype=np.float32)  # class 6 has no example
+    for i, row in enumerate(labels):
+        Y[i, row] = 1
+    frozen = dict(FAST, max_epochs=1, learning_rate=1e-12, label_learning_rate=1e-12)
+    by_init = {init: SNMClassifier(label_init=init, **frozen).fit(X, Y)
+               for init in ("centroid", "random")}  # fmt: skip
+    for init, clf in by_init.items():
+        with torch.no_grad():
+            H = clf.module_.embed((torch.from_numpy(X),)).numpy()
+            V = clf.module_.label_vectors().numpy()
+        centroids = normalize(Y.T[:6] @ H)
+        cosines = np.sum(centroids * V[:6], axis=1)
+        if init == "centroid":
+            np.testing.assert_allclose(cosines, 1.0, atol=1e-4)
+        else:
+            assert np.all(cosines < 0.9), cosines
+    # The class without examples keeps its random starting vector.
+    np.testing.assert_allclose(by_init["centroid"].module_.labels.weight[6].detach(),
+                               by_init["random"].module_.labels.weight[6].detach())  # fmt: skip
+
+
 def test_reproducible_with_random_state():
     X, labels = _toy()
     a = SNMClassifier(top_k=3, **FAST).fit(X, labels)
