@@ -15,7 +15,7 @@ from sklearn.model_selection import GridSearchCV
 import skxmc
 from skxmc.knnbert import KNNBertClassifier, _KNNBertModule
 from skxmc.losses import batch_contrastive_loss, queue_contrastive_loss, select_queue_positives
-from skxmc.text import TrainingInterruptedWarning, load_encoder
+from skxmc.text import load_encoder
 
 from .conftest import topic_texts
 
@@ -278,31 +278,6 @@ def test_learns_separable_toy_data(tiny_bert_dir):
     assert clf.score(X, y) >= 0.9
 
 
-def test_same_seed_same_model(tiny_bert_dir):
-    X, y = toy_data()
-    a = make_clf(tiny_bert_dir, max_epochs=1).fit(X, y)
-    b = make_clf(tiny_bert_dir, max_epochs=1).fit(X, y)
-    assert a.loss_curve_ == b.loss_curve_
-    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), rtol=1e-5, atol=1e-6)
-
-
-def test_ctrl_c_stops_cleanly(tiny_bert_dir, monkeypatch):
-    X, y = toy_data()
-    calls = []
-    original = KNNBertClassifier._step
-
-    def interrupt_second(self, batch):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return original(self, batch)
-
-    monkeypatch.setattr(KNNBertClassifier, "_step", interrupt_second)
-    with pytest.warns(TrainingInterruptedWarning):
-        clf = make_clf(tiny_bert_dir).fit(X, y)
-    assert clf.interrupted_ and clf.n_steps_ == 1
-    assert clf.predict(X).shape == (len(X),) and clf.module_.key_encoder is None
-    assert len(clf.memory_features_) > 0
 
 
 def test_pickle_and_save_load_roundtrip(fitted, tmp_path):

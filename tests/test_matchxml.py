@@ -14,7 +14,6 @@ from sklearn.model_selection import GridSearchCV, KFold
 import skxmc
 from skxmc import MatchXMLClassifier, XRLinearClassifier
 from skxmc.metrics import make_topk_scorer, precision_at_k
-from skxmc.text import TrainingInterruptedWarning
 
 TOPICS = {
     "pets": "cat dog mat sat pet fur",
@@ -86,13 +85,6 @@ def test_fit_predict_contract(fitted, data):
     assert clf.score(X_test, Y_test) == pytest.approx(
         precision_at_k(Y_test, clf.predict_topk(X_test, k=1), k=1, classes=clf.classes_))
 
-
-def test_same_seed_same_model(tiny_bert_dir, data):
-    (X, Y), (X_test, _) = data
-    a = make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
-    b = make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
-    np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-5)
-    np.testing.assert_array_equal(a.predict_topk(X_test, k=3)[0], b.predict_topk(X_test, k=3)[0])
 
 
 @pytest.mark.parametrize("params", [
@@ -196,25 +188,6 @@ def test_clone_and_grid_search_over_ranker_params(tiny_bert_dir, data):
     assert search.best_params_["ranker__Cp"] in (0.5, 2.0)
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
 
-
-def test_interrupt_leaves_a_model_that_predicts(tiny_bert_dir, data, monkeypatch):
-    import skxmc.matchxml as module
-
-    (X, Y), (X_test, _) = data
-    calls = []
-    original = module.weighted_squared_hinge
-
-    def interrupt_second(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(module, "weighted_squared_hinge", interrupt_second)
-    with pytest.warns(TrainingInterruptedWarning):
-        clf = make_clf(tiny_bert_dir).fit(X, Y)
-    assert clf.interrupted_ and clf.n_steps_ == 1 and len(clf.stage_sizes_) == 1
-    assert clf.predict(X_test).shape == (len(X_test), len(clf.classes_))
 
 
 def test_edge_inputs(tiny_bert_dir):

@@ -22,7 +22,6 @@ from skxmc.losses import (
     rebalanced_targets,
 )
 from skxmc.sharprecl import SharpReCLClassifier
-from skxmc.text import TrainingInterruptedWarning
 
 from .conftest import topic_texts
 
@@ -307,30 +306,6 @@ def test_precomputed_augmented_views(tiny_bert_dir, monkeypatch):
         make_clf(tiny_bert_dir).fit(X, y, X_augmented=X_aug[:-1])
 
 
-def test_same_seed_same_model(tiny_bert_dir):
-    X, y = toy_data()
-    a = make_clf(tiny_bert_dir, max_epochs=1).fit(X, y)
-    b = make_clf(tiny_bert_dir, max_epochs=1).fit(X, y)
-    assert a.loss_curve_ == b.loss_curve_
-    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), rtol=1e-5, atol=1e-6)
-
-
-def test_ctrl_c_stops_cleanly(tiny_bert_dir, monkeypatch):
-    X, y = toy_data()
-    calls = []
-    original = SharpReCLClassifier._step
-
-    def interrupt_second(self, batch):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return original(self, batch)
-
-    monkeypatch.setattr(SharpReCLClassifier, "_step", interrupt_second)
-    with pytest.warns(TrainingInterruptedWarning):
-        clf = make_clf(tiny_bert_dir, max_epochs=2).fit(X, y)
-    assert clf.interrupted_ and clf.n_steps_ == 1 and len(clf.loss_curve_) == 1
-    assert clf.predict(X).shape == (len(X),)
 
 
 def test_pickle_and_save_load_roundtrip(fitted, tmp_path):

@@ -1,0 +1,105 @@
+"""Contracts every estimator trained by :class:`skxmc.text.Trainer` shares: the same
+``random_state`` gives the same model, and Ctrl-C ends ``fit`` with a warning and a model
+that predicts. One parametrized test per contract instead of a copy per estimator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from skxmc.text import Trainer, TrainingInterruptedWarning
+
+from . import test_knnbert, test_matchxml, test_sharprecl, test_snm
+
+
+def _sharprecl(encoder, **params):
+    return test_sharprecl.make_clf(encoder, **params), test_sharprecl.toy_data()
+
+
+def _knnbert(encoder, **params):
+    return test_knnbert.make_clf(encoder, **params), test_knnbert.toy_data()
+
+
+def _matchxml(encoder, **params):
+    return test_matchxml.make_clf(encoder, **params), test_matchxml.multilabel_texts(48)
+
+
+def _snm(encoder, **params):
+    from skxmc import SNMClassifier
+
+    return SNMClassifier(**{**test_snm.FAST, **params}), test_snm._toy()
+
+
+# name -> (factory(encoder, **params) -> (estimator, (X, y)), uses the tiny BERT)
+ESTIMATORS: dict[str, tuple[Callable[..., tuple[Any, tuple]], bool]] = {
+    "SharpReCLClassifier": (_sharprecl, True),
+    "KNNBertClassifier": (_knnbert, True),
+    "MatchXMLClassifier": (_matchxml, True),
+    "SNMClassifier": (_snm, False),
+}
+
+
+# What else must hold after an interrupted fit, per estimator.
+AFTER_INTERRUPT: dict[str, Callable[[Any], bool]] = {
+    # The momentum key side is dropped and the kNN memory filled, as after a full fit.
+    "KNNBertClassifier": lambda clf: clf.module_.key_encoder is None
+    and len(clf.memory_features_) > 0,
+    # Training stops at the stage it was in; the ranker is still fitted.
+    "MatchXMLClassifier": lambda clf: len(clf.stage_sizes_) == 1,
+}
+
+
+@pytest.fixture(params=list(ESTIMATORS))
+def factory(request):
+    build, needs_encoder = ESTIMATORS[request.param]
+    encoder = request.getfixturevalue("tiny_bert_dir") if needs_encoder else None
+
+    def make(**params):
+        return build(encoder, **params)
+
+    make.name = request.param
+    return make
+
+
+def _scores(clf: Any, X: Any) -> np.ndarray:
+    """What the estimator predicts, as a dense array (probabilities or top-k scores)."""
+    if hasattr(clf, "predict_topk"):
+        return np.asarray(clf.predict_topk(X, k=3)[1])
+    return clf.predict_proba(X)
+
+
+def test_same_random_state_same_model(factory):
+    a, (X, y) = factory(max_epochs=1)
+    b, _ = factory(max_epochs=1)
+    a.fit(X, y)
+    b.fit(X, y)
+    np.testing.assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-5)
+    np.testing.assert_allclose(_scores(a, X), _scores(b, X), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:top_k=.*exceeds")  # toy label sets are small
+def test_ctrl_c_ends_fit_with_a_model_that_predicts(factory, monkeypatch):
+    original_fit = Trainer.fit
+
+    def fit_interrupted_at_second_step(self, step_fn, *args, **kwargs):
+        calls = []
+
+        def step(batch):
+            calls.append(1)
+            if len(calls) == 2:
+                raise KeyboardInterrupt
+            return step_fn(batch)
+
+        return original_fit(self, step, *args, **kwargs)
+
+    monkeypatch.setattr(Trainer, "fit", fit_interrupted_at_second_step)
+    clf, (X, y) = factory(max_epochs=2)
+    with pytest.warns(TrainingInterruptedWarning):
+        clf.fit(X, y)
+    assert clf.interrupted_ and clf.n_steps_ == 1 and len(clf.loss_curve_) == 1
+    assert clf.predict(X[:4]).shape[0] == 4
+    assert np.all(np.isfinite(_scores(clf, X[:4])))
+    assert AFTER_INTERRUPT.get(factory.name, lambda clf: True)(clf)
