@@ -92,8 +92,8 @@ def load(name: str, max_train: int | None, max_test: int | None, seed: int) -> d
 def report(
     rows: list[dict[str, Any]], records: list[dict[str, Any]], args: argparse.Namespace, final: bool
 ) -> None:
-    """Write results/<name>.{json,md}; called after every data set so that an
-    interrupted run keeps what it measured."""
+    """Write results/<name>.{json,md}; called after every row so that an interrupted
+    run keeps what it measured."""
     for reference, column in (
         ("plain CE", "time vs plain CE"),
         ("CE both views", "time vs CE both views"),
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
                          "accuracy": f"{100 * np.mean(accs):.2f} ± {100 * np.std(accs):.2f}",
                          "macro-F1": f"{100 * np.mean(f1s):.2f} ± {100 * np.std(f1s):.2f}",
                          "s/epoch": float(np.mean(epoch_secs))})  # fmt: skip
-        report(rows, records, args, final=False)
+            report(rows, records, args, final=False)  # after every row: a stopped run keeps it
     report(rows, records, args, final=True)
 
 
