@@ -99,3 +99,31 @@ def test_example_plot_matchxml_stages_runs(tmp_path: Path) -> None:
     rows = {line[:28].strip(): line[28:] for line in lines if "P@1" in line}
     assert set(rows) == {"TF-IDF + XR-Linear", "MatchXML, all stages", "MatchXML, first stage only"}
     assert all(0 < float(r.split("P@1")[1].split()[0]) <= 100 for r in rows.values())
+
+
+@pytest.mark.slow
+def test_example_plot_knnbert_fewshot_runs(tmp_path: Path) -> None:
+    """The KNN-BERT example trains both models at three sizes and explains a prediction
+    with five neighbours (minutes on CPU)."""
+    lines = _run_example("plot_knnbert_fewshot.py", tmp_path, timeout=1800)
+    if any("skipping" in line for line in lines):
+        pytest.skip("MiniLM or SST-2 not available")
+    curve = [line for line in lines if line.startswith("n=")]
+    assert [int(line.split(":")[0][2:]) for line in curve] == [16, 64, 256]
+    for line in curve:
+        accuracies = [float(part.split()[-1]) for part in line.split(":")[1].split(",")]
+        assert len(accuracies) == 2 and all(0.3 <= a <= 1.0 for a in accuracies)
+    neighbours = [line for line in lines if line.startswith("  0.") or line.startswith("  1.")]
+    assert len(neighbours) == 5
+    assert all(line.split()[1] in {"positive", "negative"} for line in neighbours)
+
+
+@pytest.mark.slow
+def test_example_plot_sharprecl_imbalance_runs(tmp_path: Path) -> None:
+    """The SharpReCL example trains plain CE and SharpReCL and prints their scores."""
+    lines = _run_example("plot_sharprecl_imbalance.py", tmp_path, timeout=1200)
+    if any("skipping" in line for line in lines):
+        pytest.skip("MiniLM or TREC not available")
+    scores = [line for line in lines if "macro-F1" in line]
+    assert [line.split(":")[0] for line in scores] == ["plain CE", "SharpReCL"]
+    assert all(0.0 <= float(line.split("macro-F1")[1]) <= 1.0 for line in scores)
