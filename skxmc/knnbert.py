@@ -13,14 +13,13 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from ._persistence import persistent
+from ._search import SEARCH_METHODS, InnerProductIndex
 from .losses import batch_contrastive_loss, queue_contrastive_loss
 from .text._classifier import EncoderModule, TransformerClassifierBase, softmax
 from .text._encoder import batched_inference, encoder_forward, eval_mode
 from .text._training import momentum_update
 
 __all__ = ["KNNBertClassifier"]
-
-_CHUNK = 1024  # queries per similarity block in kNN search
 
 
 def _head(hidden: int, out: int, dropout: float) -> nn.Sequential:
@@ -180,6 +179,13 @@ class KNNBertClassifier(TransformerClassifierBase):
         ``contrastive_weight=0``, at most ``queue_size`` random training texts encoded
         by the final model). ``"train"``: every training text, encoded by the final model
         after training (one more pass; no duplicates, no stale features).
+    search : {"auto", "exact", "approximate"}, default="auto"
+        How the neighbours are found. ``"exact"``: cosine against every memory entry
+        (blocked matrix products). ``"approximate"``: a faiss inverted-file index built
+        after ``fit`` / loading (``pip install faiss-cpu``), each query scanning a
+        fraction of the memory. ``"auto"``: approximate from
+        ``skxmc._search.APPROXIMATE_MIN_VECTORS`` memory entries on when faiss is
+        installed, exact below (where exact is as fast; ``benchmarks/knn_search.py``).
     device : str, default="auto"
         ``"auto"``: CUDA when available, else CPU.
     random_state : int, RandomState instance or None, default=None
@@ -256,6 +262,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         "knn_weight": [Interval(Real, 0, 1, closed="both")],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "knn_memory": [StrOptions({"queue", "train"})],
+        "search": [StrOptions(set(SEARCH_METHODS))],
     }
 
     def __init__(
@@ -283,6 +290,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         knn_weight: float = 0.5,
         n_neighbors: int = 10,
         knn_memory: str = "queue",
+        search: str = "auto",
         device: str = "auto",
         random_state: Any = None,
         verbose: int = 0,
@@ -310,6 +318,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         self.knn_weight = knn_weight
         self.n_neighbors = n_neighbors
         self.knn_memory = knn_memory
+        self.search = search
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -332,10 +341,12 @@ class KNNBertClassifier(TransformerClassifierBase):
         -------
         self
         """
+        self.__dict__.pop("_memory_index", None)
         try:
             super().fit(X, y)
             if not hasattr(self, "memory_features_"):
                 self._memory_from_training_texts()
+            self._index_memory()
         finally:
             for name in ("_memory_tokens", "_memory_y", "_memory_seed"):
                 self.__dict__.pop(name, None)
@@ -457,19 +468,34 @@ class KNNBertClassifier(TransformerClassifierBase):
             return np.zeros((0, n_classes), np.float32), np.zeros((0, 0), np.float32)
         return out[:, :n_classes], out[:, n_classes:]
 
+    def _index_memory(self) -> None:
+        """(Re)build the search structure over ``memory_features_`` (after ``fit``,
+        unpickling and loading; never during ``predict``, which leaves the model as is)."""
+        self._memory_index = InnerProductIndex(self.memory_features_, method=self.search)
+
     def _search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact cosine top-``k`` in the memory (rows of memory, similarities)."""
-        memory = torch.from_numpy(np.ascontiguousarray(self.memory_features_, dtype=np.float32))
-        k = min(k, len(memory))
-        sims = np.empty((len(queries), k), dtype=np.float32)
-        rows = np.empty((len(queries), k), dtype=np.int64)
-        q_all = torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32))
-        q_all = nn.functional.normalize(q_all, dim=1)
-        with torch.inference_mode():
-            for start in range(0, len(queries), _CHUNK):
-                s, i = (q_all[start : start + _CHUNK] @ memory.T).topk(k, dim=1)
-                sims[start : start + len(s)], rows[start : start + len(s)] = s.numpy(), i.numpy()
-        return sims, rows
+        """Cosine top-``k`` in the memory (similarities, rows of memory)."""
+        index = self.__dict__.get("_memory_index")
+        if index is None or index.requested_method != self.search:
+            # search changed by set_params after fit: a one-off structure for this call
+            index = InnerProductIndex(self.memory_features_, method=self.search)
+        norms = np.linalg.norm(queries, axis=1, keepdims=True)
+        return index.search(queries / np.maximum(norms, 1e-12), k)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.pop("_memory_index", None)  # faiss indexes do not pickle; rebuilt on load
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        if "memory_features_" in self.__dict__:
+            self._index_memory()
+
+    def _load_state(self, attributes: dict, arrays: dict) -> None:
+        super()._load_state(attributes, arrays)
+        if "memory_features_" in self.__dict__:
+            self._index_memory()
 
     def _votes(self, embeddings: np.ndarray) -> np.ndarray:
         _, rows = self._search(embeddings, self.n_neighbors)

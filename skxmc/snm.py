@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import MultiLabelRankerMixin
 from ._labels import LabelSpace, encode_labels
 from ._persistence import PersistenceMixin, persistent
+from ._search import SEARCH_METHODS, InnerProductIndex, resolve_search
 from .losses import (
     MARGIN_FUNCTIONS,
     ordered_weighted_loss,
@@ -44,8 +45,7 @@ __all__ = ["SNMClassifier", "SNMModule", "csr_inputs"]
 logger = logging.getLogger("skxmc")
 
 _WEIGHTS = "model.safetensors"
-_SCORE_BLOCK = 1 << 22  # entries of one (rows, labels) score block at prediction
-_EMBED_ROWS = 4096  # rows per forward pass of the class-centroid initialisation
+_EMBED_ROWS = 4096  # rows per forward pass (class-centroid initialisation, prediction)
 
 
 class SNMModule(torch.nn.Module):
@@ -200,6 +200,13 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         Labels returned per sample by ``predict``, ``predict_topk`` and
         ``decision_function``; values above the number of labels are clipped with a
         warning.
+    search : {"auto", "exact", "approximate"}, default="auto"
+        How ``predict*`` find each sample's best labels. ``"exact"``: every class vector,
+        in blocks (never a dense ``(n_samples, n_labels)``). ``"approximate"``: a faiss
+        inverted-file index over the class vectors, built after ``fit`` / loading
+        (``pip install faiss-cpu``); each sample scans a fraction of the labels.
+        ``"auto"``: approximate from ``skxmc._search.APPROXIMATE_MIN_VECTORS`` labels on
+        when faiss is installed, exact below (``benchmarks/knn_search.py``).
     device : str, default="auto"
         ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``...
     random_state : int, RandomState instance or None, default=None
@@ -279,6 +286,7 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
         "top_k": [Interval(Integral, 1, None, closed="left")],
+        "search": [StrOptions(set(SEARCH_METHODS))],
         "device": [str],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -310,6 +318,7 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         batch_size: int = 256,
         max_epochs: int = 10,
         top_k: int = 10,
+        search: str = "auto",
         device: str = "auto",
         random_state: Any = None,
         verbose: int = 0,
@@ -333,6 +342,7 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         self.batch_size = batch_size
         self.max_epochs = max_epochs
         self.top_k = top_k
+        self.search = search
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -469,6 +479,7 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         finally:
             self._trainer = None
         module.eval()
+        self._index_labels()
         self.loss_curve_ = [float(v) for v in result.loss_curve]
         self.n_iter_ = math.ceil(result.epochs)
         self.n_steps_ = int(result.n_steps)
@@ -484,24 +495,35 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
             raise ValueError("X contains NaN or infinity.")
         return sp.csr_matrix(X) if sp.issparse(X) else X
 
+    def _index_labels(self) -> None:
+        """Build the approximate label index when ``search`` asks for one (after ``fit``,
+        unpickling and loading; never during ``predict``). The exact search needs none."""
+        self.__dict__.pop("_label_index", None)
+        module = self.__dict__.get("module_")
+        if module is None or resolve_search(self.search, len(self.classes_)) != "approximate":
+            return
+        with torch.inference_mode():
+            self._label_index = InnerProductIndex(module.label_vectors(), method=self.search)
+
     def _topk(self, X: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact top-k column indices and scores over all classes, in row blocks."""
+        """Top-k column indices and scores over the classes (``search``), in row blocks."""
         n = X.shape[0]
-        n_labels = len(self.classes_)
         idx_out = np.empty((n, k), dtype=np.int64)
         score_out = np.empty((n, k), dtype=np.float32)
         device = inference_device(self.device)
         module = self.module_.to(device)
-        rows = max(1, min(4096, _SCORE_BLOCK // max(n_labels, 1)))
         with torch.inference_mode():
             was_training = module.training
             module.eval()
-            W = module.label_vectors()
-            for start in range(0, n, rows):
-                h = module.embed(self._inputs(X[start : start + rows], device))
-                vals, idx = torch.topk(h @ W.T, k, dim=1)
-                idx_out[start : start + rows] = idx.cpu().numpy()
-                score_out[start : start + rows] = vals.float().cpu().numpy()
+            index = self.__dict__.get("_label_index")
+            if index is None or index.requested_method != self.search:
+                index = InnerProductIndex(module.label_vectors(), method=self.search,
+                                          device=device)  # fmt: skip
+            for start in range(0, n, _EMBED_ROWS):
+                h = module.embed(self._inputs(X[start : start + _EMBED_ROWS], device))
+                vals, idx = index.search(h, k)
+                idx_out[start : start + len(h)] = idx
+                score_out[start : start + len(h)] = vals
             module.train(was_training)
         return idx_out, score_out
 
@@ -567,7 +589,12 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         if state.get("module_") is not None:
             state["module_"] = module_on_cpu(state["module_"])  # CUDA tensors need CUDA
         state.pop("_trainer", None)
+        state.pop("_label_index", None)  # faiss indexes do not pickle; rebuilt on load
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._index_labels()
 
     def _save_state(self) -> tuple[dict, dict]:
         attributes, arrays = super()._save_state()
@@ -581,3 +608,4 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         module = self._build_module()
         load_module_weights(module, Path(directory) / _WEIGHTS)
         self.module_ = module.eval()
+        self._index_labels()

@@ -223,12 +223,14 @@ def test_decision_function_csr_matches_topk():
 
 
 def test_chunked_prediction_matches_full_product(monkeypatch):
+    import skxmc._search as search_module
     import skxmc.snm as snm_module
 
     X, labels = _toy()
     clf = SNMClassifier(top_k=3, **FAST).fit(X, labels)
     full = clf.predict_topk(X)
-    monkeypatch.setattr(snm_module, "_SCORE_BLOCK", 12)  # 2 rows per block
+    monkeypatch.setattr(search_module, "_SCORE_BLOCK", 12)  # 1 query per score block
+    monkeypatch.setattr(snm_module, "_EMBED_ROWS", 7)  # 7 rows per forward pass
     chunked = clf.predict_topk(X)
     np.testing.assert_array_equal(full[0], chunked[0])
     np.testing.assert_allclose(full[1], chunked[1], rtol=1e-5, atol=1e-6)
