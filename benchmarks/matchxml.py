@@ -30,6 +30,7 @@ Writes ``benchmarks/results/matchxml.json`` and ``.md`` after every row.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
 from pathlib import Path
@@ -71,18 +72,31 @@ class DiskCachedSentences:
         if path.is_file():
             with np.load(path, allow_pickle=False) as npz:
                 self.matrix = npz["embeddings"]
-                self.index = {t: i for i, t in enumerate(npz["texts"].tolist())}
+                if "keys" in npz.files:
+                    self.index = {k: i for i, k in enumerate(npz["keys"].tolist())}
+                else:  # first format: the texts themselves (a fixed-width array, GBs)
+                    self.index = {_key(t): i for i, t in enumerate(npz["texts"].tolist())}
+                    self._write()
+
+    def _write(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(self.path, embeddings=self.matrix, keys=np.array(list(self.index), dtype="U32"))
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        new = [t for t in dict.fromkeys(texts) if t not in self.index]
+        keys = [_key(t) for t in texts]
+        new = {k: t for k, t in zip(keys, texts) if k not in self.index}
         if new:
-            emb = self.encoder.encode(new)
+            emb = self.encoder.encode(list(new.values()))
             self.matrix = emb if not len(self.matrix) else np.concatenate([self.matrix, emb])
-            self.index.update({t: len(self.index) + i for i, t in enumerate(new)})
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            texts_arr = np.array(list(self.index), dtype=str)
-            np.savez(self.path, embeddings=self.matrix, texts=texts_arr)
-        return self.matrix[[self.index[t] for t in texts]]
+            self.index.update({k: len(self.index) + i for i, k in enumerate(new)})
+            self._write()
+        return self.matrix[[self.index[k] for k in keys]]
+
+
+def _key(text: str) -> str:
+    """Cache key of a text: numpy stores strings at the longest one's width (a 36k-char
+    tibkat record made the texts array of 50k records 7 GB), a digest is 32 chars."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
 def vectorizer() -> TfidfVectorizer:

@@ -30,10 +30,12 @@ __all__ = ["APPROXIMATE_MIN_VECTORS", "SEARCH_METHODS", "InnerProductIndex", "re
 SEARCH_METHODS = ("auto", "exact", "approximate")
 
 # "auto" switches to the faiss index from this many stored vectors on. Measured with
-# benchmarks/knn_search.py (384-d clustered vectors, one thread): at 100k vectors
-# the exact search costs about as much per query as the index does at
-# recall@10 >= 0.95, and the index takes seconds to build; above it the index wins by a
-# growing factor.
+# benchmarks/knn_search.py (384-d clustered vectors, 1,000 queries, one thread; results in
+# benchmarks/results/knn_search.md): exact search costs 2.3 ms per query at 100k vectors,
+# 9.3 ms at 300k and 44 ms at 1M, against 0.8 / 2.7 / 8.8 ms for the index (recall@10
+# 1.0), which takes 10 / 41 / 141 s to build. Below ~200k the exact search is cheap next
+# to encoding a text (~10 ms with MiniLM on a CPU thread), so the build and the
+# approximation do not pay off; above it the search starts to dominate prediction.
 APPROXIMATE_MIN_VECTORS = 200_000
 
 # Scores held at once by the exact search (float32): 256 MB, whatever the number of
@@ -46,6 +48,7 @@ _KMEANS_SEED = 1234
 # Vectors per cell used to train the k-means (faiss warns below 39 per centroid).
 _TRAIN_PER_CELL = 40
 _MIN_PER_CELL = 39
+_MIN_SCANNED = 8192
 
 
 def _import_faiss() -> Any:
@@ -93,7 +96,8 @@ class InnerProductIndex:
         Cells of the approximate index; None: ``4 * sqrt(n_vectors)`` (at most
         ``n_vectors / 39``, the fewest training vectors per cell faiss accepts).
     n_probe : int or None, default=None
-        Cells scanned per query; None: ``max(8, n_cells // 16)``.
+        Cells scanned per query; None: ``max(8, n_cells // 16)``, raised so that about
+        8,192 vectors are scanned at least.
 
     Examples
     --------
@@ -141,7 +145,12 @@ class InnerProductIndex:
         sample = vectors[np.linspace(0, n - 1, n_train).astype(np.int64)]
         index.train(sample)
         index.add(vectors)
-        index.nprobe = min(cells, n_probe if n_probe is not None else max(8, cells // 16))
+        if n_probe is None:
+            # a sixteenth of the cells, and at least ~_MIN_SCANNED vectors: small indexes
+            # have small cells, and too few scanned vectors lose neighbours (measured
+            # recall@10 0.62 at 20k vectors with 32 of 512 cells, benchmarks/knn_search.py)
+            n_probe = max(8, cells // 16, math.ceil(cells * _MIN_SCANNED / n))
+        index.nprobe = min(cells, n_probe)
         self.n_cells, self.n_probe = cells, index.nprobe
         return index
 

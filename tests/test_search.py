@@ -60,7 +60,7 @@ def test_resolve_search(monkeypatch):
 
 def test_approximate_finds_the_exact_neighbours_on_clustered_data():
     pytest.importorskip("faiss")
-    vectors, queries = _clustered(4000), _clustered(200, seed=1)
+    vectors, queries = _clustered(20000), _clustered(200, seed=1)
     index = InnerProductIndex(vectors, method="approximate")
     assert index.method == "approximate" and 1 < index.n_probe < index.n_cells
     scores, rows = index.search(queries, 10)
