@@ -167,6 +167,9 @@ def main() -> None:
     parser.add_argument("--max-matcher-size", type=int, default=256,
                         help="deepest fine-tuned layer size on tibkat (Reuters: all layers)")
     parser.add_argument("--max-train", type=int, default=None, help="subsample (smoke runs)")
+    parser.add_argument("--dev-fraction", type=float, default=None,
+                        help="hold out this random fraction of train as the evaluation set "
+                             "(seed 0) and never read test: for choosing settings")  # fmt: skip
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--verbose", type=int, default=0)
@@ -176,7 +179,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     data_dir = get_data_dir()
     profile = {k: getattr(args, k) for k in ("max_length", "sentence_max_length", "batch_size",
-                                             "steps", "learning_rate", "max_train", "threads",
+                                             "steps", "learning_rate", "max_train",
+                                             "dev_fraction", "threads",
                                              "seed")}  # fmt: skip
     profile["max_matcher_size"] = f"{args.max_matcher_size} on tibkat, all layers elsewhere"
     payload: dict[str, Any] = {"command": "python benchmarks/matchxml.py " + " ".join(sys.argv[1:]),
@@ -190,7 +194,14 @@ def main() -> None:
         train_texts, Y_train = list(train[0]), list(train[1])
         if args.max_train:
             train_texts, Y_train = train_texts[: args.max_train], Y_train[: args.max_train]
-        data = {"train": (train_texts, Y_train), "test": (list(test[0]), list(test[1])),
+        evaluation = (list(test[0]), list(test[1]))
+        if args.dev_fraction:
+            order = np.random.default_rng(0).permutation(len(train_texts))
+            n_dev = round(args.dev_fraction * len(order))
+            dev, kept = np.sort(order[:n_dev]), np.sort(order[n_dev:])
+            evaluation = ([train_texts[i] for i in dev], [Y_train[i] for i in dev])
+            train_texts, Y_train = [train_texts[i] for i in kept], [Y_train[i] for i in kept]
+        data = {"train": (train_texts, Y_train), "test": evaluation,
                 "max_matcher_size": args.max_matcher_size if name.startswith("tibkat") else None}  # fmt: skip
         sentence = DiskCachedSentences(
             SentenceEncoder(args.encoder, device="cpu", max_length=args.sentence_max_length,
@@ -203,11 +214,13 @@ def main() -> None:
             rows.append(result)
             print({k: (round(v, 2) if isinstance(v, float) else v) for k, v in result.items()},
                   flush=True)  # fmt: skip
-            payload["results"][name] = {"n_train": len(train_texts), "n_test": len(test[0]),
+            split = "dev (held out of train)" if args.dev_fraction else "test"
+            payload["results"][name] = {"n_train": len(train_texts), "evaluated_on": split,
+                                        "n_evaluated": len(evaluation[0]),
                                         "rows": rows}  # fmt: skip
             columns = ["row", "P@1", "P@3", "P@5", "nDCG@5", "PSP@1", "PSP@3", "PSP@5",
                        "fit s", "predict s", "peak RSS MB"]  # fmt: skip
-            section = (f"### {name} ({len(train_texts)} train / {len(test[0])} test)\n\n"
+            section = (f"### {name} ({len(train_texts)} train / {len(evaluation[0])} {split})\n\n"
                        + markdown_table(rows, columns))  # fmt: skip
             tables_now = [*tables, section]
             header = (f"# MatchXML on CPU (benchmarks/matchxml.py)\n\nCommand: `{payload['command']}`  \n"
