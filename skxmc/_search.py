@@ -31,11 +31,11 @@ SEARCH_METHODS = ("auto", "exact", "approximate")
 
 # "auto" switches to the faiss index from this many stored vectors on. Measured with
 # benchmarks/knn_search.py (384-d clustered vectors, 1,000 queries, one thread; results in
-# benchmarks/results/knn_search.md): exact search costs 2.3 ms per query at 100k vectors,
-# 9.3 ms at 300k and 44 ms at 1M, against 0.8 / 2.7 / 8.8 ms for the index (recall@10
-# 1.0), which takes 10 / 41 / 141 s to build. Below ~200k the exact search is cheap next
-# to encoding a text (~10 ms with MiniLM on a CPU thread), so the build and the
-# approximation do not pay off; above it the search starts to dominate prediction.
+# benchmarks/results/knn_search*.md): exact search costs 0.4 / 3.2 / 8.8 / 42 ms per query
+# at 20k / 100k / 300k / 1M vectors, the index 2.1 / 1.5 / 2.8 / 9.8 ms (recall@10 1.0;
+# 0.90 / 0.98 / 0.999 on a harder, more spread set), after a build of 2 / 13 / 48 / 165 s.
+# Below ~200k the exact search is cheap next to encoding a text (~10 ms with MiniLM on a
+# CPU thread), so the build and the approximation do not pay off; above it they do.
 APPROXIMATE_MIN_VECTORS = 200_000
 
 # Scores held at once by the exact search (float32): 256 MB, whatever the number of
