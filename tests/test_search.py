@@ -39,7 +39,7 @@ def test_exact_matches_brute_force_in_any_block_size(monkeypatch):
 
 def test_k_is_clipped_to_the_number_of_vectors_and_shapes_are_checked():
     index = InnerProductIndex(np.eye(3, dtype=np.float32), method="exact")
-    scores, rows = index.search(np.ones((2, 3), np.float32), 10)
+    _, rows = index.search(np.ones((2, 3), np.float32), 10)
     assert rows.shape == (2, 3) and sorted(rows[0]) == [0, 1, 2]
     with pytest.raises(ValueError, match=r"queries must have shape \(n, 3\)"):
         index.search(np.ones((2, 4), np.float32), 1)
@@ -79,7 +79,7 @@ def test_approximate_never_returns_missing_rows():
     vectors = _clustered(400)
     # one probed cell of ~40 vectors cannot give 60 hits: the search widens to all cells
     index = InnerProductIndex(vectors, method="approximate", n_cells=10, n_probe=1)
-    scores, rows = index.search(_clustered(5, seed=2), 60)
+    _, rows = index.search(_clustered(5, seed=2), 60)
     assert (rows >= 0).all() and all(len(set(r)) == 60 for r in rows)
     assert index.n_probe == 1  # restored after the wider search
     with pytest.raises(TypeError, match="not picklable"):
