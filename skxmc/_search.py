@@ -178,13 +178,13 @@ class InnerProductIndex:
         if self._index is None:
             return self._exact(queries, k)
         scores, rows = self._index.search(queries, k)
-        # a probe can find fewer than k vectors in its cells (rows -1): scan more cells
+        # a probe can find fewer than k vectors in its cells (rows -1): scan every cell for
+        # those queries, through per-call parameters (the shared index is never modified,
+        # so concurrent predict calls stay safe)
         short = np.flatnonzero((rows < 0).any(axis=1))
         if short.size:
-            saved = self._index.nprobe
-            self._index.nprobe = self.n_cells
-            scores[short], rows[short] = self._index.search(queries[short], k)
-            self._index.nprobe = saved
+            every_cell = _import_faiss().SearchParametersIVF(nprobe=self.n_cells)
+            scores[short], rows[short] = self._index.search(queries[short], k, params=every_cell)
         return scores, rows.astype(np.int64, copy=False)
 
     def _exact(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
