@@ -113,6 +113,66 @@ def metrics(Y_true: list, labels: np.ndarray, scores: np.ndarray, classes: np.nd
     return {k: 100 * float(v) for k, v in out.items()}
 
 
+def matchxml_params(args: argparse.Namespace, data: dict, sentence: DiskCachedSentences,
+                    ranker: XRLinearClassifier) -> dict[str, Any]:  # fmt: skip
+    """``MatchXMLClassifier`` parameters of the CPU profile (shared with
+    ``matchxml_final_features.py``)."""
+    return {
+        "encoder": args.encoder, "max_length": args.max_length, "batch_size": args.batch_size,
+        "vectorizer": vectorizer(), "sentence_encoder": sentence,
+        "max_matcher_size": data["max_matcher_size"], "max_steps": args.steps,
+        "learning_rate": args.learning_rate, "ranker": ranker, "device": "cpu",
+        "random_state": args.seed, "verbose": args.verbose,
+    }  # fmt: skip
+
+
+def load_split(name: str, args: argparse.Namespace) -> dict:
+    """Train and evaluation texts / labels of one dataset: test, or with
+    ``args.dev_fraction`` a random part of train held out (seed 0; test never read)."""
+    data_dir = get_data_dir()
+    train = load_text_jsonl(data_dir / name / "train.jsonl.gz")
+    train_texts, Y_train = list(train[0]), list(train[1])
+    if args.max_train:
+        train_texts, Y_train = train_texts[: args.max_train], Y_train[: args.max_train]
+    if args.dev_fraction:
+        order = np.random.default_rng(0).permutation(len(train_texts))
+        n_dev = round(args.dev_fraction * len(order))
+        dev, kept = np.sort(order[:n_dev]), np.sort(order[n_dev:])
+        evaluation = ([train_texts[i] for i in dev], [Y_train[i] for i in dev])
+        train_texts, Y_train = [train_texts[i] for i in kept], [Y_train[i] for i in kept]
+    else:
+        test = load_text_jsonl(data_dir / name / "test.jsonl.gz")
+        evaluation = (list(test[0]), list(test[1]))
+    return {"train": (train_texts, Y_train), "test": evaluation,
+            "max_matcher_size": args.max_matcher_size if name.startswith("tibkat") else None}  # fmt: skip
+
+
+def sentence_cache(args: argparse.Namespace, name: str) -> DiskCachedSentences:
+    return DiskCachedSentences(
+        SentenceEncoder(args.encoder, device="cpu", max_length=args.sentence_max_length,
+                        batch_size=64),
+        RESULTS / "cache" / f"sentences_{name}_{args.sentence_max_length}.npz")  # fmt: skip
+
+
+def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
+    """The CPU profile's options (shared with ``matchxml_final_features.py``)."""
+    parser.add_argument("--encoder", default=None, help="encoder directory (default: MiniLM)")
+    parser.add_argument("--max-length", type=int, default=32)
+    parser.add_argument("--sentence-max-length", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=300, help="optimiser steps per stage")
+    parser.add_argument("--learning-rate", type=float, default=1e-4)
+    parser.add_argument("--max-matcher-size", type=int, default=256,
+                        help="deepest fine-tuned layer size on tibkat (Reuters: all layers)")
+    parser.add_argument("--max-train", type=int, default=None, help="subsample (smoke runs)")
+    parser.add_argument("--dev-fraction", type=float, default=None,
+                        help="hold out this random fraction of train as the evaluation set "
+                             "(seed 0) and never read test: for choosing settings")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--verbose", type=int, default=0)
+
+
 def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCachedSentences) -> dict:
     train_texts, Y_train, test_texts, Y_test = data["train"] + data["test"]
     ranker = XRLinearClassifier(relevance_weighted=True, n_jobs=args.threads)
@@ -133,13 +193,7 @@ def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCached
         predict_s = time.perf_counter() - t0
         extra: dict[str, Any] = {}
     else:
-        params = {
-            "encoder": args.encoder, "max_length": args.max_length, "batch_size": args.batch_size,
-            "vectorizer": vectorizer(), "sentence_encoder": sentence,
-            "max_matcher_size": data["max_matcher_size"], "max_steps": args.steps,
-            "learning_rate": args.learning_rate, "ranker": ranker, "device": "cpu",
-            "random_state": args.seed, "verbose": args.verbose,
-        }  # fmt: skip
+        params = matchxml_params(args, data, sentence, ranker)
         params.update(ABLATIONS[row])
         model = MatchXMLClassifier(**params).fit(train_texts, Y_train)
         fit_s = time.perf_counter() - t0
@@ -158,26 +212,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", nargs="+", default=["tibkat_gnd_en", "reuters21578_allcats"])
     parser.add_argument("--rows", nargs="+", default=ROWS, choices=ROWS)
-    parser.add_argument("--encoder", default=None, help="encoder directory (default: MiniLM)")
-    parser.add_argument("--max-length", type=int, default=32)
-    parser.add_argument("--sentence-max-length", type=int, default=64)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=300, help="optimiser steps per stage")
-    parser.add_argument("--learning-rate", type=float, default=1e-4)
-    parser.add_argument("--max-matcher-size", type=int, default=256,
-                        help="deepest fine-tuned layer size on tibkat (Reuters: all layers)")
-    parser.add_argument("--max-train", type=int, default=None, help="subsample (smoke runs)")
-    parser.add_argument("--dev-fraction", type=float, default=None,
-                        help="hold out this random fraction of train as the evaluation set "
-                             "(seed 0) and never read test: for choosing settings")  # fmt: skip
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--verbose", type=int, default=0)
+    add_profile_arguments(parser)
     parser.add_argument("--name", default="matchxml")
     args = parser.parse_args()
     args.encoder = encoder_path(args.encoder)
     torch.set_num_threads(args.threads)
-    data_dir = get_data_dir()
     profile = {k: getattr(args, k) for k in ("max_length", "sentence_max_length", "batch_size",
                                              "steps", "learning_rate", "max_train",
                                              "dev_fraction", "threads",
@@ -189,24 +228,9 @@ def main() -> None:
                                "torch_threads": torch.get_num_threads(), "results": {}}  # fmt: skip
     tables = []
     for name in args.datasets:
-        train = load_text_jsonl(data_dir / name / "train.jsonl.gz")
-        test = load_text_jsonl(data_dir / name / "test.jsonl.gz")
-        train_texts, Y_train = list(train[0]), list(train[1])
-        if args.max_train:
-            train_texts, Y_train = train_texts[: args.max_train], Y_train[: args.max_train]
-        evaluation = (list(test[0]), list(test[1]))
-        if args.dev_fraction:
-            order = np.random.default_rng(0).permutation(len(train_texts))
-            n_dev = round(args.dev_fraction * len(order))
-            dev, kept = np.sort(order[:n_dev]), np.sort(order[n_dev:])
-            evaluation = ([train_texts[i] for i in dev], [Y_train[i] for i in dev])
-            train_texts, Y_train = [train_texts[i] for i in kept], [Y_train[i] for i in kept]
-        data = {"train": (train_texts, Y_train), "test": evaluation,
-                "max_matcher_size": args.max_matcher_size if name.startswith("tibkat") else None}  # fmt: skip
-        sentence = DiskCachedSentences(
-            SentenceEncoder(args.encoder, device="cpu", max_length=args.sentence_max_length,
-                            batch_size=64),
-            RESULTS / "cache" / f"sentences_{name}_{args.sentence_max_length}.npz")  # fmt: skip
+        data = load_split(name, args)
+        train_texts, evaluation = data["train"][0], data["test"]
+        sentence = sentence_cache(args, name)
         rows = []
         for row in args.rows:
             print(f"[{time.strftime('%H:%M:%S')}] {name}: {row}", flush=True)

@@ -97,6 +97,19 @@ def _stack_features(tfidf: sp.spmatrix, sentence: np.ndarray | None,
     return X
 
 
+def refined_label_embeddings(fine_tuned: np.ndarray, Y: sp.csr_matrix,
+                             prior: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:  # fmt: skip
+    """Label embeddings of the ranker's refined tree (reference implementation): PIFA of
+    the fine-tuned text embeddings stacked with the preliminary tree's label embeddings
+    ``prior``, row-normalised."""
+    pifa = pifa_embeddings(fine_tuned, Y)
+    if sp.issparse(prior):
+        E = sp.hstack([sp.csr_matrix(pifa), prior], format="csr")
+    else:
+        E = np.hstack([np.asarray(pifa), np.asarray(prior, dtype=np.float32)])
+    return normalize(E, norm="l2", copy=False)
+
+
 @persistent
 class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, PersistenceMixin, ClassifierMixin,
                          BaseEstimator):
@@ -676,21 +689,13 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
             relevance_weighted=True)  # fmt: skip
         refine = "tree" in ranker.get_params() and ranker.get_params()["tree"] is None
         if refine:
-            # Refined tree (reference implementation): PIFA of the fine-tuned embeddings,
-            # stacked with the preliminary label embeddings, row-normalised.
-            pifa = pifa_embeddings(fine_tuned, Y)
             embedder = self.tree_.label_embedder_
             if embedder is not None and getattr(embedder, "embeddings_", None) is not None:
                 prior = embedder.embeddings_
             else:
                 prior = pifa_embeddings(base, Y)
-            if sp.issparse(prior):
-                E = sp.hstack([sp.csr_matrix(pifa), prior], format="csr")
-            else:
-                E = np.hstack([np.asarray(pifa), np.asarray(prior, dtype=np.float32)])
-            E = normalize(E, norm="l2", copy=False)
             ranker.set_params(tree=HierarchicalLabelTree(
-                label_embedding=E, branching_factor=self.branching_factor,
+                label_embedding=refined_label_embeddings(fine_tuned, Y, prior), branching_factor=self.branching_factor,
                 max_leaf_size=self.max_leaf_size, random_state=seed,
                 n_jobs=ranker.get_params().get("n_jobs")))  # fmt: skip
         ranker.fit(features, Y)

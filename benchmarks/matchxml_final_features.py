@@ -1,0 +1,167 @@
+"""Which final features and which tree for MatchXML's ranker? Variants on one fine-tuned encoder.
+
+On tibkat at the CPU profile, MatchXML (45.18 P@1 on test) scored below the
+[TF-IDF | static sentence] row without fine-tuning (46.79). MatchXML's ranker differs from
+that row in two ways: the fine-tuned text embedding is appended as a block of the same
+norm as [TF-IDF | sentence], and the ranker's tree is the "refined" one (PIFA of the
+fine-tuned embeddings stacked with the label2vec embeddings) instead of PIFA on the
+features. This script fine-tunes once (``MatchXMLClassifier`` with the profile of
+``matchxml.py``), keeps the train / evaluation features and the label2vec embeddings in
+``benchmarks/results/cache/`` and trains only the ranker for every variant:
+
+* ``weight``: scale of the fine-tuned block (0 drops it; 1 is MatchXML's features);
+* ``tree``: ``refined`` (MatchXML's) or ``pifa`` (PIFA of the variant's own features, the
+  ``XRLinearClassifier`` default).
+
+Use ``--dev-fraction 0.1`` to choose (the evaluation set is then held out of train and
+test is never read). Usage::
+
+    python benchmarks/matchxml_final_features.py --dataset tibkat_gnd_en --steps 150 \\
+        --threads 1 --sentence-max-length 32 --dev-fraction 0.1 \\
+        [--variants 0:pifa 1:refined 1:pifa 0.5:refined 0.5:pifa 0:refined]
+
+Writes ``benchmarks/results/<name>.json`` and ``.md`` after every variant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from sklearn.utils import check_random_state
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS, encoder_path, markdown_table, peak_rss_mb, write_results
+from matchxml import add_profile_arguments, load_split, matchxml_params, metrics, sentence_cache
+
+from skxmc import HierarchicalLabelTree, MatchXMLClassifier, XRLinearClassifier
+from skxmc._labels import encode_labels, indices_to_labels
+from skxmc.matchxml import refined_label_embeddings
+
+DEFAULT_VARIANTS = ["0:pifa", "1:refined", "1:pifa", "0.5:refined", "0.5:pifa", "0:refined"]
+
+
+def cached_features(args: argparse.Namespace, data: dict) -> dict[str, Any]:
+    """Fit MatchXML once per profile and keep what the ranker variants need."""
+    profile = {k: getattr(args, k) for k in ("dataset", "max_length", "sentence_max_length",
+                                             "batch_size", "steps", "learning_rate",
+                                             "max_matcher_size", "max_train", "dev_fraction",
+                                             "seed")}  # fmt: skip
+    digest = hashlib.blake2b(repr(sorted(profile.items())).encode(), digest_size=6).hexdigest()
+    path = RESULTS / "cache" / f"matchxml_final_features_{args.dataset}_{digest}.npz"
+    if path.is_file():
+        print(f"features from {path}", flush=True)
+        with np.load(path, allow_pickle=False) as npz:
+            out = {k: npz[k] for k in npz.files}
+        out["train"] = sp.load_npz(path.with_suffix(".train.npz"))
+        out["test"] = sp.load_npz(path.with_suffix(".test.npz"))
+        return out
+    (train_texts, Y_train), (test_texts, _) = data["train"], data["test"]
+    ranker = XRLinearClassifier(relevance_weighted=True, n_jobs=args.threads)
+    params = matchxml_params(args, data, sentence_cache(args, args.dataset), ranker)
+    t0 = time.perf_counter()
+    model = MatchXMLClassifier(**params).fit(train_texts, Y_train)
+    fit_s = time.perf_counter() - t0
+    embedder = model.tree_.label_embedder_
+    out = {
+        "train": model.transform(train_texts), "test": model.transform(test_texts),
+        "prior": np.asarray(embedder.embeddings_, dtype=np.float32),
+        "n_fine_tuned": np.int64(model.module_.encoder.config.hidden_size),
+        "fit_s": np.float64(fit_s),
+    }  # fmt: skip
+    # the fitted model's own ranker on the same features: "1:refined" must reproduce it
+    indices, scores = model.ranker_.predict_topk(out["test"], k=5)  # ranker fitted on Y's columns
+    labels = indices_to_labels(indices, model.classes_)
+    as_fitted = metrics(data["test"][1], labels, scores, model.classes_, Y_train)
+    out["as_fitted_names"] = np.array(list(as_fitted), dtype="U16")
+    out["as_fitted_values"] = np.array(list(as_fitted.values()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sp.save_npz(path.with_suffix(".train.npz"), out["train"])
+    sp.save_npz(path.with_suffix(".test.npz"), out["test"])
+    np.savez(path, **{k: v for k, v in out.items() if k not in ("train", "test")})
+    return out
+
+
+def weighted(features: sp.csr_matrix, n_fine_tuned: int, weight: float) -> sp.csr_matrix:
+    """MatchXML's features with the fine-tuned block (the last columns) scaled by weight."""
+    base = features[:, : features.shape[1] - n_fine_tuned]
+    if weight == 0:
+        return sp.csr_matrix(base, dtype=np.float32)
+    scale = np.ones(features.shape[1], dtype=np.float32)
+    scale[-n_fine_tuned:] = weight
+    return sp.csr_matrix(features @ sp.diags(scale), dtype=np.float32)
+
+
+def run_variant(spec: str, feats: dict, data: dict, args: argparse.Namespace) -> dict:
+    weight_text, tree_kind = spec.split(":")
+    weight, n_ft = float(weight_text), int(feats["n_fine_tuned"])
+    (_, Y_train), (_, Y_test) = data["train"], data["test"]
+    X_train = weighted(feats["train"], n_ft, weight)
+    X_test = weighted(feats["test"], n_ft, weight)
+    # the seed MatchXMLClassifier(random_state=seed).fit draws for its trees
+    seed = int(check_random_state(args.seed).randint(np.iinfo(np.int32).max))
+    ranker = XRLinearClassifier(relevance_weighted=True, n_jobs=args.threads)
+    if tree_kind == "refined":
+        Y_csr, _ = encode_labels(Y_train, name="Y", n_samples=len(Y_train))
+        fine_tuned = feats["train"][:, -n_ft:].toarray()
+        E = refined_label_embeddings(fine_tuned, Y_csr, feats["prior"])
+        ranker.set_params(tree=HierarchicalLabelTree(label_embedding=E, random_state=seed,
+                                                     n_jobs=args.threads))  # fmt: skip
+    elif tree_kind != "pifa":
+        raise SystemExit(f"variant {spec!r}: the tree must be 'refined' or 'pifa'")
+    t0 = time.perf_counter()
+    ranker.fit(X_train, Y_train)
+    fit_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    labels, scores = ranker.predict_topk(X_test, k=5)
+    predict_s = time.perf_counter() - t0
+    return {"variant": spec, "weight": weight, "tree": tree_kind,
+            **metrics(Y_test, labels, scores, ranker.classes_, Y_train),
+            "ranker fit s": fit_s, "predict s": predict_s, "peak RSS MB": peak_rss_mb()}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", default="tibkat_gnd_en")
+    parser.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS,
+                        help="WEIGHT:TREE, TREE one of refined, pifa")  # fmt: skip
+    add_profile_arguments(parser)
+    parser.add_argument("--name", default="matchxml_final_features")
+    args = parser.parse_args()
+    args.encoder = encoder_path(args.encoder)
+    torch.set_num_threads(args.threads)
+    data = load_split(args.dataset, args)
+    feats = cached_features(args, data)
+    split = "dev (held out of train)" if args.dev_fraction else "test"
+    command = "python benchmarks/matchxml_final_features.py " + " ".join(sys.argv[1:])
+    header = (f"# MatchXML ranker features and tree (benchmarks/matchxml_final_features.py)\n\n"
+              f"Command: `{command}`  \n"
+              f"One fine-tuning run ({float(feats['fit_s']):.0f} s); ranker "
+              f"`XRLinearClassifier(relevance_weighted=True)` per variant. "
+              f"{args.dataset}: {len(data['train'][0])} train / {len(data['test'][0])} {split}."
+              f"\n\n")  # fmt: skip
+    rows = []
+    columns = ["variant", "P@1", "P@3", "P@5", "nDCG@5", "PSP@1", "PSP@5", "ranker fit s",
+               "predict s"]  # fmt: skip
+    rows.append({"variant": "MatchXML as fitted",
+                 **dict(zip(feats["as_fitted_names"].tolist(), feats["as_fitted_values"]))})  # fmt: skip
+    for spec in args.variants:
+        print(f"[{time.strftime('%H:%M:%S')}] {spec}", flush=True)
+        rows.append(run_variant(spec, feats, data, args))
+        print({k: (round(v, 2) if isinstance(v, float) else v) for k, v in rows[-1].items()},
+              flush=True)  # fmt: skip
+        write_results(args.name, {"command": command, "rows": rows,
+                                  "config": {k: str(v) for k, v in vars(args).items()}},
+                      header + markdown_table(rows, columns))  # fmt: skip
+    print(header + markdown_table(rows, columns))
+
+
+if __name__ == "__main__":
+    main()
