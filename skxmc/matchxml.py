@@ -84,14 +84,18 @@ def _normalized_rows(A: np.ndarray) -> np.ndarray:
 
 
 def _stack_features(tfidf: sp.spmatrix, sentence: np.ndarray | None,
-                    fine_tuned: np.ndarray | None) -> sp.csr_matrix:  # fmt: skip
+                    fine_tuned: np.ndarray | None, weight: float = 1.0) -> sp.csr_matrix:  # fmt: skip
     """MatchXML's ranker features: ``[TF-IDF | sentence]`` (each block and then the stack
-    row-normalised), then the normalised fine-tuned embedding appended."""
+    row-normalised), then the normalised fine-tuned embedding times ``weight`` appended
+    (left out when ``weight`` is 0)."""
     X = normalize(sp.csr_matrix(tfidf, dtype=np.float32), norm="l2", copy=True)
     if sentence is not None:
         X = normalize(sp.hstack([X, sp.csr_matrix(_normalized_rows(sentence))], format="csr"))
-    if fine_tuned is not None:
-        X = sp.hstack([X, sp.csr_matrix(_normalized_rows(fine_tuned))], format="csr")
+    if fine_tuned is not None and weight > 0:
+        block = _normalized_rows(fine_tuned)
+        if weight != 1:
+            block *= np.float32(weight)
+        X = sp.hstack([X, sp.csr_matrix(block)], format="csr")
     X = sp.csr_matrix(X, dtype=np.float32)
     X.sort_indices()
     return X
@@ -209,7 +213,18 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         Warm-up of every stage: a fraction of its steps (< 1) or a number of steps.
     ranker : XRLinearClassifier or None, default=None
         The final ranker template (cloned). None: ``XRLinearClassifier(
-        relevance_weighted=True)``. Its ``tree`` left None gets the refined tree.
+        relevance_weighted=True)``. Its ``tree`` left None gets the tree chosen by
+        ``ranker_tree``.
+    ranker_tree : {"refined", "pifa"}, default="refined"
+        Tree of the ranker when its ``tree`` is None. ``"refined"`` (the reference
+        implementation): PIFA of the fine-tuned embeddings stacked with the preliminary
+        tree's label embeddings. ``"pifa"``: the ranker's own default, PIFA of its
+        input features.
+    fine_tuned_weight : float, default=1.0
+        Scale of the L2-normalised fine-tuned embedding appended to the ranker's
+        features, whose ``[TF-IDF | sentence]`` part has norm 1. 0 leaves it out (the
+        fine-tuned encoder then only shapes the refined tree, and ``predict`` does not
+        run it).
     device : str, default="auto"
         ``"auto"`` (CUDA when available, with bfloat16 autocast), ``"cpu"``, ``"cuda"``.
     random_state : int, RandomState instance or None, default=0
@@ -305,6 +320,8 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         "weight_decay": [Interval(Real, 0, None, closed="left")],
         "warmup": [Interval(Real, 0, None, closed="left")],
         "ranker": [HasMethods(["fit", "predict_topk"]), None],
+        "ranker_tree": [StrOptions({"refined", "pifa"})],
+        "fine_tuned_weight": [Interval(Real, 0, None, closed="left")],
         "device": [str],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -340,6 +357,8 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         weight_decay: float = 0.1,
         warmup: float = 0.1,
         ranker: Any = None,
+        ranker_tree: str = "refined",
+        fine_tuned_weight: float = 1.0,
         device: str = "auto",
         random_state: Any = 0,
         verbose: int = 0,
@@ -371,6 +390,8 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         self.weight_decay = weight_decay
         self.warmup = warmup
         self.ranker = ranker
+        self.ranker_tree = ranker_tree
+        self.fine_tuned_weight = fine_tuned_weight
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -492,7 +513,7 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         # 4. Ranker features, refined tree, ranker.
         t0 = time.perf_counter()
         fine_tuned = self._embed(tokens, device, "encoding")
-        features = _stack_features(tfidf, sentence, fine_tuned)
+        features = _stack_features(tfidf, sentence, fine_tuned, self.fine_tuned_weight)
         self.n_features_ranker_ = features.shape[1]
         times["encoding"] = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -687,7 +708,8 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
                     fine_tuned: np.ndarray, seed: int) -> XRLinearClassifier:  # fmt: skip
         ranker = clone(self.ranker) if self.ranker is not None else XRLinearClassifier(
             relevance_weighted=True)  # fmt: skip
-        refine = "tree" in ranker.get_params() and ranker.get_params()["tree"] is None
+        refine = (self.ranker_tree == "refined" and "tree" in ranker.get_params()
+                  and ranker.get_params()["tree"] is None)  # fmt: skip
         if refine:
             embedder = self.tree_.label_embedder_
             if embedder is not None and getattr(embedder, "embeddings_", None) is not None:
@@ -700,8 +722,9 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
                 n_jobs=ranker.get_params().get("n_jobs")))  # fmt: skip
         ranker.fit(features, Y)
         if refine:
-            # The refined tree lives in ranker_.tree_; the embeddings it was built from
-            # (as large as the label set) are not kept in the model.
+            # The refined tree lives in ranker_.tree_ (which keeps the embeddings it was
+            # built from as its label_embedding parameter); the ranker's own parameter goes
+            # back to None so that ranker_.get_params() shows the user's template.
             ranker.tree = None
         return ranker
 
@@ -723,10 +746,11 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         device = inference_device(self.device)
         tfidf = self.vectorizer_.transform(texts)
         sentence = self._sentence_embeddings(texts, device)
-        fine_tuned = self._embed(self._tokenize(texts), device, "encoding") if texts else None
         if not texts:
             return sp.csr_matrix((0, self.n_features_ranker_), dtype=np.float32)
-        return _stack_features(tfidf, sentence, fine_tuned)
+        weight = self.fine_tuned_weight
+        fine_tuned = self._embed(self._tokenize(texts), device, "encoding") if weight > 0 else None
+        return _stack_features(tfidf, sentence, fine_tuned, weight)
 
     def decision_function(self, X: Any) -> sp.csr_matrix:
         """Scores of the labels reached by the ranker's beam search (CSR ``(n, n_labels)``)."""

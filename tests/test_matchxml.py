@@ -104,6 +104,37 @@ def test_ablation_switches_train(tiny_bert_dir, data, params):
         assert all(len(c) == 3 for c in clf.stage_loss_curves_)
 
 
+@pytest.mark.parametrize("weight", [0.0, 0.5])
+def test_fine_tuned_weight_scales_the_ranker_block(tiny_bert_dir, data, weight):
+    (X, Y), (X_test, _) = data
+    clf = make_clf(tiny_bert_dir, max_epochs=1, fine_tuned_weight=weight).fit(X, Y)
+    hidden = clf.module_.encoder.config.hidden_size
+    n_tfidf = len(clf.vectorizer_.vocabulary_)
+    assert clf.n_features_ranker_ == n_tfidf + (hidden if weight else 0)
+    features = clf.transform(X_test)
+    # [TF-IDF] has norm 1, the fine-tuned block norm `weight`
+    np.testing.assert_allclose(features.multiply(features).sum(axis=1).A1, 1 + weight**2,
+                               rtol=1e-4)  # fmt: skip
+    block = features[:, n_tfidf:].toarray()
+    np.testing.assert_allclose(np.linalg.norm(block, axis=1), weight, rtol=1e-4, atol=1e-6)
+    assert clf.predict_topk(X_test, k=1)[0].shape == (len(X_test), 1)
+
+
+def test_ranker_tree_refined_vs_pifa(tiny_bert_dir, data):
+    (X, Y), (X_test, _) = data
+    refined = make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
+    pifa = make_clf(tiny_bert_dir, max_epochs=1, ranker_tree="pifa").fit(X, Y)
+    # same fine-tuning (same seed), so the same ranker features; only the tree differs
+    np.testing.assert_allclose(refined.transform(X_test).toarray(),
+                               pifa.transform(X_test).toarray(), rtol=1e-5, atol=1e-6)  # fmt: skip
+    assert isinstance(refined.ranker_.tree_.label_embedding, np.ndarray | sp.spmatrix)
+    assert pifa.ranker_.tree_.label_embedding == "pifa"
+    # a ranker given its own tree keeps it whatever ranker_tree says
+    own = make_clf(tiny_bert_dir, max_epochs=1, ranker=XRLinearClassifier(
+        tree=skxmc.HierarchicalLabelTree(label_embedding="pifa", max_leaf_size=3))).fit(X, Y)
+    assert own.ranker_.tree_.max_leaf_size == 3
+
+
 def test_snm_mined_negatives_exclude_positives_and_duplicates(fitted):
     import torch
 
