@@ -48,6 +48,8 @@ ROWS: dict[str, dict[str, Any]] = {
     # machinery itself (prototypes, sampling, mixup, loss).
     "CE both views": {"contrastive_weight": 0.0, "logit_adjustment": 0.0},
     "SharpReCL": {},
+    # one encoder pass per text: originals, prototypes and synthetic samples only
+    "SharpReCL 1 view": {"n_views": 1, "augmentation": None},
     "w/o SS": {"simple_sampling": False},
     "w/o HM": {"hard_mixup": False},
     "w/o SSHM": {"simple_sampling": False, "hard_mixup": False},

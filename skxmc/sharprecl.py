@@ -87,7 +87,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
     max_length : int, default=128
         Truncation length in tokens (the paper: 256).
     batch_size : int, default=32
-        Texts per training batch; each is encoded twice (two views). The paper: 128.
+        Texts per training batch; each is encoded twice with ``n_views=2``. The paper: 128.
     max_epochs : int, default=3
         Passes over the training data.
     max_steps : int or None, default=None
@@ -111,6 +111,12 @@ class SharpReCLClassifier(TransformerClassifierBase):
         ``fit(X, y, X_augmented=...)`` take precedence.
     augmentation_strength : float, default=0.1
         Share of the words the built-in augmentations change.
+    n_views : {1, 2}, default=2
+        Views of each text per batch. 2 (the paper): the original and its augmented
+        copy, each the other's positive. 1: the original texts only (``augmentation`` is
+        not used): the contrastive loss contrasts them with each other, the prototypes
+        and the synthetic samples. One encoder pass per text instead of two, so an epoch
+        costs about what plain fine-tuning costs.
     temperature : float, default=0.3
         Temperature of the contrastive loss.
     contrastive_weight : float, default=1.0
@@ -196,6 +202,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         **TransformerClassifierBase._parameter_constraints,
         "augmentation": [StrOptions({"synonym", "delete_swap"}), callable, None],
         "augmentation_strength": [Interval(Real, 0, 1, closed="both")],
+        "n_views": [Interval(Integral, 1, 2, closed="both")],
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "contrastive_weight": [Interval(Real, 0, None, closed="left")],
         "projection_dim": [Interval(Integral, 1, None, closed="left")],
@@ -224,6 +231,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         warmup: float = 0.0,
         augmentation: Any = "delete_swap",
         augmentation_strength: float = 0.1,
+        n_views: int = 2,
         temperature: float = 0.3,
         contrastive_weight: float = 1.0,
         projection_dim: int = 100,
@@ -252,6 +260,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         self.warmup = warmup
         self.augmentation = augmentation
         self.augmentation_strength = augmentation_strength
+        self.n_views = n_views
         self.temperature = temperature
         self.contrastive_weight = contrastive_weight
         self.projection_dim = projection_dim
@@ -296,6 +305,11 @@ class SharpReCLClassifier(TransformerClassifierBase):
         return _SharpReCLModule(encoder, self.pooling, n_classes, self.projection_dim)
 
     def _two_views(self, X_augmented: Any) -> bool:
+        if self.n_views == 1:
+            if X_augmented is not None:
+                raise ValueError("X_augmented was given but n_views=1 trains on the original "
+                                 "texts only; pass n_views=2 to use the augmented views.")  # fmt: skip
+            return False
         # The logit-adjusted CE baseline without augmentation trains on one view, so that
         # it costs what plain fine-tuning costs.
         return not (self.contrastive_weight == 0 and self.augmentation is None

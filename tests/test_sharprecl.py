@@ -266,14 +266,16 @@ def test_options_and_ablations_train(tiny_bert_dir, params):
     assert np.isfinite(clf.loss_curve_).all() and clf.predict(X[:2]).shape == (2,)
 
 
-def test_contrastive_weight_zero_single_view_costs_less(tiny_bert_dir, monkeypatch):
+def test_single_view_modes_cost_one_pass_per_text(tiny_bert_dir, monkeypatch):
     X, y = toy_data()
-    widths = []
+    widths, terms = [], []
     original = SharpReCLClassifier._step
 
     def spy(self, batch):
         widths.append(len(batch))
-        return original(self, batch)
+        out = original(self, batch)
+        terms.append(set(out))
+        return out
 
     monkeypatch.setattr(SharpReCLClassifier, "_step", spy)
     make_clf(tiny_bert_dir, max_epochs=1, contrastive_weight=0.0, augmentation=None).fit(X, y)
@@ -281,6 +283,15 @@ def test_contrastive_weight_zero_single_view_costs_less(tiny_bert_dir, monkeypat
     widths.clear()
     make_clf(tiny_bert_dir, max_epochs=1).fit(X, y)
     assert sum(widths) == 2 * len(X)
+    # the single-view SharpReCL: contrastive loss on, one encoder pass per text
+    widths.clear()
+    terms.clear()
+    clf = make_clf(tiny_bert_dir, max_epochs=1, n_views=1).fit(X, y)
+    assert sum(widths) == len(X)
+    assert all("contrastive" in t for t in terms)
+    assert np.isfinite(clf.loss_curve_).all()
+    with pytest.raises(ValueError, match="n_views=1"):
+        make_clf(tiny_bert_dir, max_epochs=1, n_views=1).fit(X, y, X_augmented=X)
 
 
 def test_precomputed_augmented_views(tiny_bert_dir, monkeypatch):
