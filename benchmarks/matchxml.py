@@ -53,10 +53,12 @@ from skxmc.text import SentenceEncoder
 
 TFIDF = {"sublinear_tf": True, "ngram_range": (1, 2), "min_df": 2, "max_features": 200_000}
 ROWS = ["tfidf", "tfidf+sentence", "matchxml", "pifa-tree", "hinge-final", "no-sentence",
-        "snm-negatives"]
+        "snm-negatives", "dev-chosen-ranker"]
 ABLATIONS = {"matchxml": {}, "pifa-tree": {"label_embedding": "pifa"},
              "hinge-final": {"final_loss": "hinge"}, "no-sentence": {"sentence_encoder": None},
-             "snm-negatives": {"negative_sampling": "tfn+man+snm"}}
+             "snm-negatives": {"negative_sampling": "tfn+man+snm"},
+             # ranker settings chosen on the tibkat dev split by matchxml_final_features.py
+             "dev-chosen-ranker": {"ranker_tree": "pifa", "fine_tuned_weight": 0.25}}
 KS = (1, 3, 5)
 
 
