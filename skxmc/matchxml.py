@@ -512,12 +512,18 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
 
         # 4. Ranker features, refined tree, ranker.
         t0 = time.perf_counter()
-        fine_tuned = self._embed(tokens, device, "encoding")
+        ranker = clone(self.ranker) if self.ranker is not None else XRLinearClassifier(
+            relevance_weighted=True)  # fmt: skip
+        refine = self._refines_tree(ranker)
+        # the training texts' fine-tuned embeddings feed the features and the refined tree;
+        # with neither, encoding them again would be wasted
+        fine_tuned = (self._embed(tokens, device, "encoding")
+                      if self.fine_tuned_weight > 0 or refine else None)  # fmt: skip
         features = _stack_features(tfidf, sentence, fine_tuned, self.fine_tuned_weight)
         self.n_features_ranker_ = features.shape[1]
         times["encoding"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        self.ranker_ = self._fit_ranker(features, Y_csr, base, fine_tuned, seed)
+        self.ranker_ = self._fit_ranker(ranker, refine, features, Y_csr, base, fine_tuned, seed)
         times["ranker"] = time.perf_counter() - t0
         self.fit_times_ = times
         self._log("ranker: %d features, trained in %.1f s", features.shape[1], times["ranker"])
@@ -704,12 +710,15 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         return (torch.cat([ids, mined.labels.clamp(min=0)], dim=1), torch.cat([mask, keep], dim=1),
                 torch.cat([positive, torch.zeros_like(keep)], dim=1))  # fmt: skip
 
-    def _fit_ranker(self, features: sp.csr_matrix, Y: sp.csr_matrix, base: sp.csr_matrix,
-                    fine_tuned: np.ndarray, seed: int) -> XRLinearClassifier:  # fmt: skip
-        ranker = clone(self.ranker) if self.ranker is not None else XRLinearClassifier(
-            relevance_weighted=True)  # fmt: skip
-        refine = (self.ranker_tree == "refined" and "tree" in ranker.get_params()
-                  and ranker.get_params()["tree"] is None)  # fmt: skip
+    def _refines_tree(self, ranker: Any) -> bool:
+        """Whether the ranker gets the refined tree: asked for, and the template has no
+        tree of its own."""
+        params = ranker.get_params()
+        return self.ranker_tree == "refined" and "tree" in params and params["tree"] is None
+
+    def _fit_ranker(self, ranker: Any, refine: bool, features: sp.csr_matrix, Y: sp.csr_matrix,
+                    base: sp.csr_matrix, fine_tuned: np.ndarray | None,
+                    seed: int) -> XRLinearClassifier:  # fmt: skip
         if refine:
             embedder = self.tree_.label_embedder_
             if embedder is not None and getattr(embedder, "embeddings_", None) is not None:

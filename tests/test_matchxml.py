@@ -120,6 +120,27 @@ def test_fine_tuned_weight_scales_the_ranker_block(tiny_bert_dir, data, weight):
     assert clf.predict_topk(X_test, k=1)[0].shape == (len(X_test), 1)
 
 
+def test_no_fine_tuned_features_and_pifa_tree_skip_encoding(tiny_bert_dir, data, monkeypatch):
+    (X, Y), (X_test, _) = data
+    calls = []
+    original = MatchXMLClassifier._embed
+
+    def spy(self, tokens, device, desc):
+        calls.append(desc)
+        return original(self, tokens, device, desc)
+
+    monkeypatch.setattr(MatchXMLClassifier, "_embed", spy)
+    clf = make_clf(tiny_bert_dir, max_epochs=1, fine_tuned_weight=0.0, ranker_tree="pifa")
+    clf.fit(X, Y)
+    assert "encoding" not in calls  # only the stages' bootstraps ran the encoder
+    calls.clear()
+    clf.predict_topk(X_test, k=1)
+    assert calls == []
+    # the refined tree needs the training texts' embeddings even at weight 0
+    make_clf(tiny_bert_dir, max_epochs=1, fine_tuned_weight=0.0).fit(X, Y)
+    assert "encoding" in calls
+
+
 def test_ranker_tree_refined_vs_pifa(tiny_bert_dir, data):
     (X, Y), (X_test, _) = data
     refined = make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
