@@ -514,16 +514,16 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         t0 = time.perf_counter()
         ranker = clone(self.ranker) if self.ranker is not None else XRLinearClassifier(
             relevance_weighted=True)  # fmt: skip
-        refine = self._refines_tree(ranker)
         # the training texts' fine-tuned embeddings feed the features and the refined tree;
         # with neither, encoding them again would be wasted
         fine_tuned = (self._embed(tokens, device, "encoding")
-                      if self.fine_tuned_weight > 0 or refine else None)  # fmt: skip
+                      if self.fine_tuned_weight > 0 or self._refines_tree(ranker)
+                      else None)  # fmt: skip
         features = _stack_features(tfidf, sentence, fine_tuned, self.fine_tuned_weight)
         self.n_features_ranker_ = features.shape[1]
         times["encoding"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        self.ranker_ = self._fit_ranker(ranker, refine, features, Y_csr, base, fine_tuned, seed)
+        self.ranker_ = self._fit_ranker(ranker, features, Y_csr, base, fine_tuned, seed)
         times["ranker"] = time.perf_counter() - t0
         self.fit_times_ = times
         self._log("ranker: %d features, trained in %.1f s", features.shape[1], times["ranker"])
@@ -716,17 +716,19 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         params = ranker.get_params()
         return self.ranker_tree == "refined" and "tree" in params and params["tree"] is None
 
-    def _fit_ranker(self, ranker: Any, refine: bool, features: sp.csr_matrix, Y: sp.csr_matrix,
+    def _fit_ranker(self, ranker: Any, features: sp.csr_matrix, Y: sp.csr_matrix,
                     base: sp.csr_matrix, fine_tuned: np.ndarray | None,
                     seed: int) -> XRLinearClassifier:  # fmt: skip
+        refine = self._refines_tree(ranker)
         if refine:
             embedder = self.tree_.label_embedder_
             if embedder is not None and getattr(embedder, "embeddings_", None) is not None:
                 prior = embedder.embeddings_
             else:
                 prior = pifa_embeddings(base, Y)
+            embeddings = refined_label_embeddings(fine_tuned, Y, prior)
             ranker.set_params(tree=HierarchicalLabelTree(
-                label_embedding=refined_label_embeddings(fine_tuned, Y, prior), branching_factor=self.branching_factor,
+                label_embedding=embeddings, branching_factor=self.branching_factor,
                 max_leaf_size=self.max_leaf_size, random_state=seed,
                 n_jobs=ranker.get_params().get("n_jobs")))  # fmt: skip
         ranker.fit(features, Y)
