@@ -24,8 +24,11 @@ CSR indices are sorted once. Libraries and settings (all with 2 threads):
   train = ``fit(X, Y)`` (Y a CSR 0/1 matrix), predict = ``predict_topk(X, k=10)``.
   ``skxmc-man``: the same with ``negative_sampling="tfn+man"``. The numba kernels are
   compiled once per run in an untimed warm-up child (cache in
-  ``benchmarks/results/cache/numba``); the timed children load them from that cache
-  (the load is inside the timings, as for a user with a warm cache). Save and load times
+  ``benchmarks/results/cache/numba``); the timed children load them from that cache.
+  Loading them (and numba's target initialisation) is a one-time cost per process: the
+  child measures it before loading the data (a first tiny fit + predict minus an identical
+  second one) and reports it as ``numba start-up s``; ``train s`` is the fit after it,
+  and the target checks use train + start-up (a cold process). Save and load times
   of the model are measured after the peak-memory reading and reported in the JSON only.
 * ``libpecos``: PIFA (``LabelEmbeddingFactory.create(Y, X, method="pifa")``) ->
   ``Indexer.gen(..., indexer_type="hierarchicalkmeans", nr_splits=16, max_leaf_size=100)``
@@ -275,6 +278,27 @@ def _pairs_from_lists(preds: list, n: int, k: int) -> tuple[np.ndarray, np.ndarr
     return idx, sc
 
 
+def _skxmc_tiny_runs(negative_sampling: tuple[str, ...], n_rows: int) -> float:
+    """Seconds for fit + predict_topk of XRLinearClassifier on a random sparse problem.
+
+    Big enough for a 3-layer tree and grown buffers, so that every code path (and numba
+    specialisation) of the real runs is exercised.
+    """
+    from skxmc import XRLinearClassifier
+
+    rng = np.random.default_rng(0)
+    X = sp.random(n_rows, 2000, density=0.01, format="csr", dtype=np.float32, random_state=rng)
+    Y = sp.random(n_rows, 2000, density=0.002, format="csr", dtype=np.float32, random_state=rng)
+    Y.data[:] = 1.0
+    X.sort_indices()
+    Y.sort_indices()
+    start = time.perf_counter()
+    for ns in negative_sampling:
+        clf = XRLinearClassifier(n_jobs=THREADS, negative_sampling=ns)
+        clf.fit(X, Y).predict_topk(X, k=TOP_K)
+    return time.perf_counter() - start
+
+
 def _run_skxmc(lib, X_tr, Y_tr, X_te, workdir, extra):
     import skxmc
     from skxmc import XRLinearClassifier
@@ -408,23 +432,17 @@ def child_main(args: argparse.Namespace) -> int:
         out.write_text(json.dumps(result))
         return 0
     if lib == "skxmc-warmup":
-        from skxmc import XRLinearClassifier
-
-        # Big enough for a 3-layer tree and grown buffers, so that the code paths (and
-        # numba specialisations) of the real runs are compiled here, not in the timings.
-        rng = np.random.default_rng(0)
-        X = sp.random(3000, 2000, density=0.01, format="csr", dtype=np.float32, random_state=rng)
-        Y = sp.random(3000, 2000, density=0.002, format="csr", dtype=np.float32, random_state=rng)
-        Y.data[:] = 1.0
-        X.sort_indices()
-        Y.sort_indices()
-        start = time.perf_counter()
-        for ns in ("tfn", "tfn+man"):
-            clf = XRLinearClassifier(n_jobs=THREADS, negative_sampling=ns).fit(X, Y)
-            clf.predict_topk(X, k=TOP_K)
-        result["warmup_s"] = time.perf_counter() - start
+        # compiles every kernel of both negative-sampling modes into the on-disk cache
+        result["warmup_s"] = _skxmc_tiny_runs(("tfn", "tfn+man"), n_rows=3000)
         out.write_text(json.dumps(result))
         return 0
+    if lib in ("skxmc", "skxmc-man"):
+        # numba's one-time cost in this process (target initialisation and loading the
+        # cached kernels): the first tiny run pays it, an identical second run does not
+        ns = ("tfn+man",) if lib == "skxmc-man" else ("tfn",)
+        first = _skxmc_tiny_runs(ns, n_rows=600)
+        second = _skxmc_tiny_runs(ns, n_rows=600)
+        result["startup_s"] = max(first - second, 0.0)
     if lib == "omikuji":  # trains from its own file: only the test features are needed
         (X_te,) = load_cached(Path(args.data), ("X_test",))
     else:
@@ -564,9 +582,19 @@ def target_checks(rows: list[dict[str, Any]]) -> list[str]:
                 d = r[m] - ref[m]
                 if d < -0.3:
                     misses.append(f"{label} {d:+.2f} pts")
-            for t, label in (("train_s", "train"), ("predict_s", "predict")):
-                if r[t] > ref[t]:
-                    misses.append(f"{label} {r[t]:.2f} s > {ref[t]:.2f} s ({r[t] / ref[t]:.2f}x)")
+            startup = r.get("startup_s", 0.0)
+            cold = r["train_s"] + startup
+            if cold > ref["train_s"]:
+                misses.append(
+                    f"train + numba start-up {cold:.2f} s > {ref['train_s']:.2f} s "
+                    f"({cold / ref['train_s']:.2f}x; fit alone {r['train_s']:.2f} s, "
+                    f"{r['train_s'] / ref['train_s']:.2f}x)"
+                )
+            if r["predict_s"] > ref["predict_s"]:
+                misses.append(
+                    f"predict {r['predict_s']:.2f} s > {ref['predict_s']:.2f} s "
+                    f"({r['predict_s'] / ref['predict_s']:.2f}x)"
+                )
             if r["peak_rss_mb"] > 1.5 * ref["peak_rss_mb"]:
                 misses.append(
                     f"peak RSS {r['peak_rss_mb']:.0f} MB > 1.5x {ref['peak_rss_mb']:.0f} MB "
@@ -759,7 +787,7 @@ def main() -> int:
             for t in ("train_s", "predict_s", "peak_rss_mb", "rss_after_data_mb"):
                 row[t] = _median([r[t] for r in ok])
                 row[t + "_all"] = [round(r[t], 3) for r in ok]
-            for extra in ("save_s", "load_s"):
+            for extra in ("save_s", "load_s", "startup_s"):
                 if extra in ok[0]:
                     row[extra] = _median([r[extra] for r in ok])
             row["settings"] = ok[0].get("settings")
@@ -790,6 +818,7 @@ def main() -> int:
                     "P@5": "",
                     "nDCG@5": "",
                     "PSP@5": "",
+                    "numba start-up s": "",
                     "train s": "",
                     "predict s": "",
                     "peak RSS MB": "",
@@ -805,6 +834,7 @@ def main() -> int:
                 "P@5": _fmt(r["precision@5"]),
                 "nDCG@5": _fmt(r["ndcg@5"]),
                 "PSP@5": _fmt(r["psprecision@5"]),
+                "numba start-up s": _fmt(r["startup_s"]) if "startup_s" in r else "",
                 "train s": _fmt(r["train_s"]),
                 "predict s": _fmt(r["predict_s"]),
                 "peak RSS MB": _fmt(r["peak_rss_mb"], 0),
@@ -818,6 +848,7 @@ def main() -> int:
         "P@5",
         "nDCG@5",
         "PSP@5",
+        "numba start-up s",
         "train s",
         "predict s",
         "peak RSS MB",
@@ -839,7 +870,12 @@ def main() -> int:
         "(interpreter, imports and its copy of the data included). libpecos: train time "
         "includes saving the model, predict time loading the predict-only model "
         "(`is_predict_only=True`, its fast path). omikuji: train time includes parsing its "
-        "XC-format training file; predict is one call per sample (its Python API).",
+        "XC-format training file; predict is one call per sample (its Python API). "
+        "skxmc: numba's one-time cost per process (target initialisation, loading the "
+        "cached kernels) is measured before the data is loaded, as the time of a first tiny "
+        "fit + predict minus that of an identical second one, and reported as 'numba "
+        "start-up s'; 'train s' is the fit after it. The targets below are checked on "
+        "train + start-up (a cold process), the fit alone is given beside it.",
         "",
     ]
     for ds, info in payload["datasets"].items():
