@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -95,6 +96,55 @@ def rerender(name: str) -> None:
     (RESULTS / f"{name}.md").write_text(text + "\n")
 
 
+def combine(out: str, names: list[str], datasets: list[str] | None = None,
+            rows: list[str] | None = None,
+            metrics: tuple[str, ...] = ("accuracy", "macro_f1")) -> str:  # fmt: skip
+    """Pool the per-seed runs of several fine-tuning result files into one table.
+
+    For runs of one protocol split over several invocations (e.g. one seed per run):
+    every ``(dataset, row)`` gets the mean ± std (x100, population std as in the
+    benchmarks) of ``metrics`` over all its seeds, with the seeds and source files named.
+    A seed measured twice must have given the same numbers (training is deterministic
+    per seed on CPU); otherwise this raises. Writes ``results/<out>.{json,md}``.
+    """
+    pooled: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+    commands = []
+    for name in names:
+        data = json.loads((RESULTS / f"{name}.json").read_text())
+        command = data.get("command")
+        state = "" if data.get("complete", True) else ", partial"
+        commands.append((f"`{command}`" if command else "command not recorded")
+                        + f" ({name}{state})")  # fmt: skip
+        for run in data["runs"]:
+            if (datasets and run["dataset"] not in datasets) or (rows and run["row"] not in rows):
+                continue
+            seeds = pooled.setdefault((run["dataset"], run["row"]), {})
+            previous = seeds.get(run["seed"])
+            if previous is not None and any(previous[m] != run[m] for m in metrics):
+                raise ValueError(f"{name}: {run['dataset']} / {run['row']} seed {run['seed']} "
+                                 "differs from an earlier file's run")  # fmt: skip
+            seeds[run["seed"]] = run
+    columns = ["dataset", "row", *metrics, "seeds"]
+    table_rows = []
+    for (dataset, row), seeds in pooled.items():
+        entry: dict[str, Any] = {"dataset": dataset, "row": row,
+                                 "seeds": " ".join(str(k) for k in sorted(seeds))}  # fmt: skip
+        for m in metrics:
+            values = [100 * float(seeds[k][m]) for k in sorted(seeds)]
+            entry[m] = f"{statistics.fmean(values):.2f} ± {statistics.pstdev(values):.2f}"
+        table_rows.append(entry)
+    command = "python benchmarks/_common.py combine " + " ".join([out, *names])
+    if datasets:
+        command += " --datasets " + " ".join(datasets)
+    if rows:
+        command += " --rows " + " ".join(f'"{r}"' if " " in r else r for r in rows)
+    text = (f"Command: `{command}`  \nPooled from: " + "; ".join(commands) + "\n\n"
+            + markdown_table(table_rows, columns))  # fmt: skip
+    write_results(out, {"command": command, "sources": names, "columns": columns,
+                        "summary": table_rows}, text)  # fmt: skip
+    return text
+
+
 def encoder_path(arg: str | None) -> str:
     """``--encoder`` if given, else the MiniLM folder shipped by the ``models`` extra."""
     if arg:
@@ -110,6 +160,20 @@ def encoder_path(arg: str | None) -> str:
 
 if __name__ == "__main__":
     # python benchmarks/_common.py rerender NAME...
+    # python benchmarks/_common.py combine OUT NAME... [--datasets D...] [--rows R...]
     if len(sys.argv) > 2 and sys.argv[1] == "rerender":
         for result_name in sys.argv[2:]:
             rerender(result_name)
+    elif len(sys.argv) > 3 and sys.argv[1] == "combine":
+        import argparse
+
+        parser = argparse.ArgumentParser(prog="_common.py combine")
+        parser.add_argument("out")
+        parser.add_argument("names", nargs="+")
+        parser.add_argument("--datasets", nargs="+")
+        parser.add_argument("--rows", nargs="+")
+        opts = parser.parse_args(sys.argv[2:])
+        print(combine(opts.out, opts.names, opts.datasets, opts.rows))
+    else:
+        sys.exit("usage: _common.py rerender NAME... | combine OUT NAME... [--datasets ...] "
+                 "[--rows ...]")
