@@ -103,9 +103,12 @@ def combine(out: str, names: list[str], datasets: list[str] | None = None,
 
     For runs of one protocol split over several invocations (e.g. one seed per run):
     every ``(dataset, row)`` gets the mean ± std (x100, population std as in the
-    benchmarks) of ``metrics`` over all its seeds, with the seeds and source files named.
+    benchmarks) of ``metrics`` over all its seeds, with the seeds and source files named,
+    and the mean fit seconds per epoch when the runs recorded them (compare those only
+    between files that ran side by side on an equally loaded machine).
     A seed measured twice must have given the same numbers (training is deterministic
-    per seed on CPU); otherwise this raises. Writes ``results/<out>.{json,md}``.
+    per seed on CPU), otherwise this raises; the first file naming it supplies its run
+    (and fit time). Writes ``results/<out>.{json,md}``.
     """
     pooled: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
     commands = []
@@ -123,8 +126,7 @@ def combine(out: str, names: list[str], datasets: list[str] | None = None,
             if previous is not None and any(previous[m] != run[m] for m in metrics):
                 raise ValueError(f"{name}: {run['dataset']} / {run['row']} seed {run['seed']} "
                                  "differs from an earlier file's run")  # fmt: skip
-            seeds[run["seed"]] = run
-    columns = ["dataset", "row", *metrics, "seeds"]
+            seeds.setdefault(run["seed"], run)  # the first file naming a seed supplies it
     table_rows = []
     for (dataset, row), seeds in pooled.items():
         entry: dict[str, Any] = {"dataset": dataset, "row": row,
@@ -132,7 +134,14 @@ def combine(out: str, names: list[str], datasets: list[str] | None = None,
         for m in metrics:
             values = [100 * float(seeds[k][m]) for k in sorted(seeds)]
             entry[m] = f"{statistics.fmean(values):.2f} ± {statistics.pstdev(values):.2f}"
+        if all("fit_seconds" in run and run.get("epochs") for run in seeds.values()):
+            entry["s/epoch"] = statistics.fmean(
+                run["fit_seconds"] / run["epochs"] for run in seeds.values()
+            )
         table_rows.append(entry)
+    columns = ["dataset", "row", *metrics, "seeds"]
+    if any("s/epoch" in entry for entry in table_rows):
+        columns.insert(-1, "s/epoch")
     command = "python benchmarks/_common.py combine " + " ".join([out, *names])
     if datasets:
         command += " --datasets " + " ".join(datasets)
