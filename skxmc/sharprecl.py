@@ -117,8 +117,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
         not used): the contrastive loss contrasts them with each other, the prototypes
         and the synthetic samples. One encoder pass per text instead of two, so an epoch
         costs about what plain fine-tuning costs (1.00-1.03x measured, against 1.8-2.1x
-        for two views), for a macro-F1 within about one std of two views on six data
-        sets (``docs/text_classifiers.rst``).
+        for two views); its macro-F1 was within one std of two views on five of six data
+        sets and 1.0 point lower on ohsumed (``docs/text_classifiers.rst``).
     temperature : float, default=0.3
         Temperature of the contrastive loss.
     contrastive_weight : float, default=1.0
