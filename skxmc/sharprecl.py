@@ -116,8 +116,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
         copy, each the other's positive. 1: the original texts only (``augmentation`` is
         not used): the contrastive loss contrasts them with each other, the prototypes
         and the synthetic samples. One encoder pass per text instead of two, so an epoch
-        costs about what plain fine-tuning costs (1.00-1.03x measured, against 1.8-2.1x
-        for two views); its macro-F1 was within one std of two views on five of six data
+        costs about what plain fine-tuning costs (0.97-1.03x measured on four data sets,
+        against 1.45-2.2x for two views on six); its macro-F1 was within one std of two views on five of six data
         sets and 1.0 point lower on ohsumed (``docs/text_classifiers.rst``).
     temperature : float, default=0.3
         Temperature of the contrastive loss.
