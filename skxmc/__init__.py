@@ -7,7 +7,8 @@ from typing import Any
 
 __version__ = "0.1.0.dev0"
 
-from ._persistence import load
+from ._labels import as_label_sets
+from ._persistence import load, save
 from .label2vec import Label2VecTransformer
 from .linear import XRLinearClassifier
 from .tree import HierarchicalLabelTree
@@ -15,7 +16,12 @@ from .tree import HierarchicalLabelTree
 # Estimators built on torch / transformers are imported on first use, so that the linear
 # XMC path (``import skxmc``; XRLinearClassifier) does not pay torch's import time and
 # ~180 MB of memory.
-_LAZY = {"KNNBertClassifier": ".knnbert", "MatchXMLClassifier": ".matchxml", "SNMClassifier": ".snm", "SharpReCLClassifier": ".sharprecl"}
+_LAZY = {
+    "KNNBertClassifier": ".knnbert",
+    "MatchXMLClassifier": ".matchxml",
+    "SNMClassifier": ".snm",
+    "SharpReCLClassifier": ".sharprecl",
+}
 
 __all__ = [
     "HierarchicalLabelTree",
@@ -26,7 +32,9 @@ __all__ = [
     "SharpReCLClassifier",
     "XRLinearClassifier",
     "__version__",
+    "as_label_sets",
     "load",
+    "save",
 ]
 
 

@@ -17,13 +17,26 @@ Accepted label inputs
 
 A Python list of lists is always read as label collections, never as an indicator matrix:
 ``[[0, 1], [2]]`` means "labels 0 and 1" and "label 2". Pass a numpy array or a scipy
-sparse matrix for an indicator matrix.
+sparse matrix for an indicator matrix. A list whose rows are all 0/1 sequences of one
+length (``Y.tolist()`` of an indicator) is ambiguous and raises an error saying how to
+pass either meaning.
+
+Label sets and scikit-learn's model selection
+---------------------------------------------
+scikit-learn rejects lists of label lists wherever it inspects ``y`` (``check_cv`` with an
+integer ``cv``, the default of ``GridSearchCV`` and ``cross_val_score``): "legacy
+multi-label data representation". :func:`as_label_sets` returns the same labels as a 1-D
+object array of ``frozenset`` rows, which sklearn slices like any 1-D array and types as
+"unknown" (so ``cv=5`` means ``KFold(5)``, as for any multi-label target). The loaders of
+:mod:`skxmc.datasets` return this form, and every skxmc function that takes labels accepts
+it.
 """
 
 from __future__ import annotations
 
 import itertools
 import numbers
+import warnings
 from collections.abc import Hashable, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
@@ -33,11 +46,18 @@ import scipy.sparse as sp
 
 __all__ = [
     "EncodedLabels",
+    "LabelSet",
     "LabelSpace",
+    "as_label_sets",
     "check_label_matrix",
     "encode_labels",
+    "encode_target",
     "indices_to_labels",
 ]
+
+#: The kinds of label input, as :func:`encode_target` reports them (the names follow
+#: sklearn's ``type_of_target`` where it has one).
+TARGET_TYPES = ("multiclass", "multilabel-indicator", "multilabel-sparse", "multilabel-sequences")
 
 _COLLECTION_TYPES = (list, tuple, Set, np.ndarray)
 
@@ -138,8 +158,9 @@ def _coerce(Y: Any, name: str) -> Any:
     return Y
 
 
-def _label_rows(Y: Any, name: str) -> list:
-    """Return ``Y`` as a list of label collections, validating each row's container."""
+def _label_rows(Y: Any, name: str, *, check_indicator: bool = True) -> tuple[list, bool]:
+    """Return ``Y`` as a list of label collections, validating each row's container, and
+    whether ``Y`` was a 1-D target (one label per sample)."""
     if isinstance(Y, (str, bytes)):
         raise ValueError(
             f"{name} must be a sequence of label collections (e.g. [['a', 'b'], ['c']]) or a "
@@ -164,7 +185,7 @@ def _label_rows(Y: Any, name: str) -> list:
                 f"{next(r for r in floats if not float(r).is_integer())!r}; labels must be "
                 f"identifiers (str or int), not continuous values."
             )
-        return [[row] for row in rows]
+        return [[row] for row in rows], True
     for i, row in enumerate(rows):
         if isinstance(row, (str, bytes)):
             raise ValueError(
@@ -177,7 +198,32 @@ def _label_rows(Y: Any, name: str) -> list:
                 f"must be a sequence of label collections (lists, tuples or sets). "
                 f"For single-label targets pass [[label] for label in y]."
             )
-    return rows
+    if check_indicator:
+        _reject_indicator_rows(rows, name)
+    return rows, False
+
+
+def _is_01(x: Any) -> bool:
+    return isinstance(x, (numbers.Integral, np.integer)) and (x == 0 or x == 1)
+
+
+def _reject_indicator_rows(rows: list, name: str) -> None:
+    """Raise when every row is a 0/1 list / tuple of one length >= 2: that is an indicator
+    matrix passed as nested lists (``Y.tolist()``), which would otherwise silently become
+    a problem with the two labels 0 and 1."""
+    first = rows[0] if rows else None
+    if not isinstance(first, (list, tuple)) or len(first) < 2:
+        return
+    width = len(first)
+    for row in rows:
+        if not isinstance(row, (list, tuple)) or len(row) != width or not all(map(_is_01, row)):
+            return
+    raise ValueError(
+        f"{name} is a list of 0/1 rows of length {width}, which could be an indicator matrix "
+        f"({width} labels) or label collections (labels 0 and 1). Pass np.asarray({name}) "
+        f"for an indicator matrix, or skxmc.as_label_sets({name}, indicator=False) (rows of "
+        f"sets) for label collections."
+    )
 
 
 def _normalise_label(label: Any, name: str) -> Hashable:
@@ -219,8 +265,11 @@ def _as_label_array(flat: list, name: str) -> np.ndarray:
     if not flat:
         return np.empty(0, dtype=np.int64)
     kinds = {
-        "int" if isinstance(x, numbers.Integral) and not isinstance(x, bool) else
-        "str" if isinstance(x, str) else "other"
+        "int"
+        if isinstance(x, numbers.Integral) and not isinstance(x, bool)
+        else "str"
+        if isinstance(x, str)
+        else "other"
         for x in flat
     }
     if kinds == {"int"}:
@@ -294,11 +343,179 @@ def encode_labels(
     if _is_sparse(Y) or _is_numeric_array(Y):
         Y_csr = check_label_matrix(Y, name=name, n_samples=n_samples)
         return Y_csr, np.arange(Y_csr.shape[1])
-    rows = _label_rows(Y, name)
+    rows, _ = _label_rows(Y, name)
     _check_n_rows(len(rows), n_samples, name)
     flat, indptr = _flatten(rows, name)
     classes, indices = _sorted_unique(_as_label_array(flat, name), name)
     return _build_csr(indptr, indices, len(classes)), classes
+
+
+def encode_target(
+    Y: Any, *, classes: Any = None, name: str = "Y", n_samples: int | None = None
+) -> tuple[sp.csr_matrix, np.ndarray, str]:
+    """Encode the target of an estimator's ``fit``: ``(Y_csr, classes, target_type)``.
+
+    Like :func:`encode_labels`, and also reports which kind of label input ``Y`` was, so
+    that the estimator's outputs can follow it (see ``TARGET_TYPES``): ``"multiclass"``
+    (a 1-D target), ``"multilabel-indicator"`` (a dense 0/1 array),
+    ``"multilabel-sparse"`` (a scipy sparse 0/1 matrix) or ``"multilabel-sequences"``
+    (label collections).
+
+    Parameters
+    ----------
+    Y : sparse matrix, ndarray or sequence of label collections
+        Labels in any accepted format (see the module docstring).
+    classes : array-like of shape (n_labels,), default=None
+        A fixed label space, as ``MultiLabelBinarizer(classes=...)`` takes: the columns of
+        the encoded matrix, in this order. Labels of ``Y`` outside it are dropped with a
+        warning. For indicator input it names the columns (its length must match). None:
+        the sorted labels seen in ``Y`` (``arange(n_labels)`` for matrices).
+    name : str, default="Y"
+        Argument name used in error messages.
+    n_samples : int, optional
+        Expected number of rows.
+
+    Returns
+    -------
+    Y_csr : csr_matrix of float32, shape (n_samples, n_labels)
+    classes : ndarray of shape (n_labels,)
+    target_type : str
+    """
+    Y = _coerce(Y, name)
+    if _is_sparse(Y) or _is_numeric_array(Y):
+        kind = "multilabel-sparse" if _is_sparse(Y) else "multilabel-indicator"
+        Y_csr = check_label_matrix(Y, name=name, n_samples=n_samples)
+        if classes is None:
+            return Y_csr, np.arange(Y_csr.shape[1]), kind
+        fixed = _check_classes(classes)
+        if len(fixed) != Y_csr.shape[1]:
+            raise ValueError(
+                f"classes has {len(fixed)} labels but the indicator matrix {name} has "
+                f"{Y_csr.shape[1]} columns; for matrix input classes names the columns."
+            )
+        return Y_csr, fixed, kind
+    rows, single = _label_rows(Y, name)
+    kind = "multiclass" if single else "multilabel-sequences"
+    _check_n_rows(len(rows), n_samples, name)
+    if classes is None:
+        flat, indptr = _flatten(rows, name)
+        found, indices = _sorted_unique(_as_label_array(flat, name), name)
+        return _build_csr(indptr, indices, len(found)), found, kind
+    fixed = _check_classes(classes)
+    enc = LabelSpace(fixed).transform(rows, name=name)
+    if enc.n_unknown.any():
+        warnings.warn(
+            f"{int(enc.n_unknown.sum())} label(s) of {name} in {int((enc.n_unknown > 0).sum())} "
+            f"row(s) are not in classes and are ignored.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return enc.Y, fixed, kind
+
+
+def _check_classes(classes: Any) -> np.ndarray:
+    """Validate a user-given label space: 1-D, hashable, no duplicates."""
+    if isinstance(classes, (str, bytes)):
+        raise ValueError(f"classes must be a sequence of labels, got the string {classes!r}.")
+    flat = list(classes.tolist() if isinstance(classes, np.ndarray) else classes)
+    if not flat:
+        raise ValueError("classes is empty; it must hold at least one label.")
+    arr = _as_label_array(flat, "classes")
+    if arr.ndim != 1:
+        raise ValueError("classes must be 1-D.")
+    if len(set(arr.tolist())) != len(arr):
+        raise ValueError("classes holds duplicate labels.")
+    return arr
+
+
+class LabelSet(frozenset):
+    """The labels of one sample: a ``frozenset`` that refuses to be ordered.
+
+    Ordering label sets has no meaning, and refusing it turns one silent misuse into an
+    error: ``cross_val_predict(..., method="decision_function" / "predict_proba")`` sorts a
+    1-D target to re-encode it as classes, which would make every distinct label set one
+    class of a multi-class problem.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"LabelSet({set(self)!r})" if self else "LabelSet()"
+
+    def _no_order(self, other: Any) -> bool:
+        # ValueError, not TypeError: sklearn's encoders catch TypeError and replace the
+        # message with one that does not say what to do.
+        raise ValueError(
+            "Label sets have no order. If this comes from sklearn's cross_val_predict with "
+            "method='decision_function' or 'predict_proba' (which re-encode a 1-D target as "
+            "classes), pass a dense 0/1 indicator instead, e.g. "
+            "MultiLabelBinarizer(classes=classes).fit_transform(Y); method='predict' works "
+            "on label sets when the estimator has classes=classes."
+        )
+
+    __lt__ = __le__ = __gt__ = __ge__ = _no_order
+
+
+def as_label_sets(Y: Any, *, classes: Any = None, indicator: bool | None = None) -> np.ndarray:
+    """Labels as a 1-D object array of :class:`LabelSet` (``frozenset``) rows, the form
+    that sklearn's model selection accepts with its default ``cv``.
+
+    scikit-learn rejects a list of label lists in ``GridSearchCV``, ``cross_val_score``,
+    ``cross_validate`` and ``RandomizedSearchCV`` with an integer ``cv`` ("legacy
+    multi-label data representation"). An object array of sets is typed "unknown" there,
+    so ``cv=5`` splits it with ``KFold``, and skxmc's estimators, metrics and scorers read
+    it as label collections. :mod:`skxmc.datasets` loaders return this form.
+
+    Parameters
+    ----------
+    Y : sparse matrix, ndarray or sequence of label collections
+        Labels in any format skxmc accepts: label collections, or a 0/1 indicator matrix
+        (sparse, or a numpy array) whose columns are ``classes``.
+    classes : array-like of shape (n_labels,), default=None
+        Label identifiers of the indicator's columns; None: the column indices.
+    indicator : bool, default=None
+        How to read a Python list of 0/1 rows of one length (ambiguous): True as an
+        indicator matrix, False as label collections; None raises for such input.
+
+    Returns
+    -------
+    ndarray of object of shape (n_samples,)
+        One :class:`LabelSet` per sample (empty for samples without labels).
+
+    Examples
+    --------
+    >>> from skxmc import as_label_sets
+    >>> Y = as_label_sets([["physics", "optics"], [], ["optics"]])
+    >>> Y.shape, Y.dtype
+    ((3,), dtype('O'))
+    >>> sorted(Y[0])
+    ['optics', 'physics']
+    >>> Y[1]
+    LabelSet()
+    >>> from sklearn.utils.multiclass import type_of_target
+    >>> type_of_target(Y)  # not rejected: GridSearchCV(cv=5) uses KFold
+    'unknown'
+    """
+    if isinstance(Y, list) and indicator:
+        Y = np.asarray(Y)
+    Y = _coerce(Y, "Y")
+    if _is_sparse(Y) or _is_numeric_array(Y):
+        Y_csr = check_label_matrix(Y, name="Y")
+        names = np.arange(Y_csr.shape[1]) if classes is None else _check_classes(classes)
+        if len(names) != Y_csr.shape[1]:
+            raise ValueError(f"classes has {len(names)} labels but Y has {Y_csr.shape[1]} columns.")
+        rows = [LabelSet(r.tolist()) for r in LabelSpace(names).inverse_transform(Y_csr)]
+    else:
+        rows, _ = _label_rows(Y, "Y", check_indicator=indicator is None)
+        rows = [LabelSet(_normalise_row(row, "Y")) for row in rows]
+    out = np.empty(len(rows), dtype=object)
+    out[:] = rows
+    return out
+
+
+def _normalise_row(row: Any, name: str) -> list:
+    items = row.tolist() if isinstance(row, np.ndarray) else row
+    return [_normalise_label(x, name) for x in items]
 
 
 class LabelSpace:
@@ -343,15 +560,13 @@ class LabelSpace:
         get = self._index.get
         return np.fromiter((get(x, -1) for x in labels.tolist()), np.int64, len(labels))
 
-    def transform(
-        self, Y: Any, *, name: str = "Y", n_samples: int | None = None
-    ) -> EncodedLabels:
+    def transform(self, Y: Any, *, name: str = "Y", n_samples: int | None = None) -> EncodedLabels:
         """Convert ``Y`` to CSR over this label space; unknown labels are dropped and counted."""
         Y = _coerce(Y, name)
         if _is_sparse(Y) or _is_numeric_array(Y):
             Y_csr = check_label_matrix(Y, name=name, n_samples=n_samples, n_labels=self.n_labels)
             return EncodedLabels(Y_csr, np.zeros(Y_csr.shape[0], dtype=np.int64))
-        rows = _label_rows(Y, name)
+        rows, _ = _label_rows(Y, name)
         _check_n_rows(len(rows), n_samples, name)
         flat, indptr = _flatten(rows, name)
         labels = _as_label_array(flat, name)

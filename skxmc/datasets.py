@@ -15,6 +15,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import Bunch
 
+from ._labels import as_label_sets
+
 __all__ = ["get_data_dir", "load_demo", "load_text_jsonl", "load_xc_bow", "make_imbalanced"]
 
 PathLike = str | os.PathLike
@@ -50,7 +52,7 @@ def load_text_jsonl(
     *,
     text_field: str = "text",
     text_pair_field: str = "text_pair",
-) -> tuple[list, list[list] | np.ndarray]:
+) -> tuple[list, np.ndarray]:
     """Load a text classification set stored as JSON lines (``.jsonl`` or ``.jsonl.gz``).
 
     Each line is one object: multi-label ``{"text": str, "labels": [...]}`` or single-label
@@ -70,7 +72,11 @@ def load_text_jsonl(
     Returns
     -------
     texts : list of str, or list of (str, str) tuples for sentence-pair sets
-    labels : list of label lists (multi-label files) or ndarray of labels (single-label)
+    labels : ndarray of shape (n_samples,)
+        Multi-label files: an object array of label sets (``frozenset``; see
+        :func:`skxmc.as_label_sets`: the form sklearn's ``GridSearchCV`` and
+        ``cross_val_score`` accept with their default ``cv``). Single-label files: the
+        labels.
 
     Examples
     --------
@@ -79,8 +85,11 @@ def load_text_jsonl(
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.jsonl"
     >>> _ = path.write_text('{"text": "a cat", "labels": ["pet"]}\\n'
     ...                     '{"text": "a car", "labels": []}\\n')
-    >>> load_text_jsonl(path)
-    (['a cat', 'a car'], [['pet'], []])
+    >>> texts, labels = load_text_jsonl(path)
+    >>> texts
+    ['a cat', 'a car']
+    >>> labels
+    array([LabelSet({'pet'}), LabelSet()], dtype=object)
     """
     texts: list = []
     labels: list = []
@@ -117,7 +126,7 @@ def load_text_jsonl(
         labels.append(value)
     if kind == "label":
         return texts, np.asarray(labels)
-    return texts, labels
+    return texts, as_label_sets(labels, indicator=False)
 
 
 def load_xc_bow(path: PathLike) -> tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -244,7 +253,9 @@ def load_demo() -> Bunch:
     Returns
     -------
     Bunch
-        ``train_texts``, ``train_labels``, ``test_texts``, ``test_labels`` (lists), and
+        ``train_texts``, ``test_texts`` (lists of str), ``train_labels``,
+        ``test_labels`` (object arrays of ``frozenset`` label sets, which every skxmc
+        estimator, metric and sklearn's model selection with its default ``cv`` accept) and
         ``description``.
 
     Examples

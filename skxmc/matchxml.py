@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from ._base import MultiLabelRankerMixin
-from ._labels import LabelSpace, encode_labels
+from ._labels import LabelSpace, encode_target
 from ._persistence import PersistenceMixin, persistent
 from ._vectorizers import default_tfidf
 from .linear import XRLinearClassifier
@@ -225,6 +225,17 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         features, whose ``[TF-IDF | sentence]`` part has norm 1. 0 leaves it out (the
         fine-tuned encoder then only shapes the refined tree, and ``predict`` does not
         run it).
+    top_k : int, default=10
+        Labels returned per text by ``predict`` and ``predict_topk``; values above the
+        number of labels are clipped with a warning.
+    classes : array-like of shape (n_labels,), default=None
+        A fixed label space (as ``MultiLabelBinarizer(classes=...)``): the columns of every
+        output, in this order; labels of ``Y`` outside it are ignored with a warning. Set it
+        for ``cross_val_predict`` on label collections. None: the labels seen in ``fit``.
+    sparse_output : bool, default=False
+        Return CSR from ``predict``, ``decision_function`` and ``predict_proba`` whatever
+        the target. False: outputs follow ``Y`` (1-D labels for a 1-D target, dense for a
+        dense indicator, CSR for sparse ``Y`` or label collections).
     device : str, default="auto"
         ``"auto"`` (CUDA when available, with bfloat16 autocast), ``"cpu"``, ``"cuda"``.
     random_state : int, RandomState instance or None, default=0
@@ -239,6 +250,8 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
     ----------
     classes_ : ndarray of shape (n_labels,)
         Label identifiers (column order of every output).
+    target_type_ : str
+        The kind of ``Y`` seen in ``fit`` (see :class:`XRLinearClassifier`).
     vectorizer_ : TfidfVectorizer or CountVectorizer
         The fitted sparse feature extractor.
     tree_ : HierarchicalLabelTree
@@ -322,6 +335,9 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         "ranker": [HasMethods(["fit", "predict_topk"]), None],
         "ranker_tree": [StrOptions({"refined", "pifa"})],
         "fine_tuned_weight": [Interval(Real, 0, None, closed="left")],
+        "top_k": [Interval(Integral, 1, None, closed="left")],
+        "classes": ["array-like", None],
+        "sparse_output": ["boolean"],
         "device": [str],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -359,6 +375,9 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         ranker: Any = None,
         ranker_tree: str = "refined",
         fine_tuned_weight: float = 1.0,
+        top_k: int = 10,
+        classes: Any = None,
+        sparse_output: bool = False,
         device: str = "auto",
         random_state: Any = 0,
         verbose: int = 0,
@@ -392,6 +411,9 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         self.ranker = ranker
         self.ranker_tree = ranker_tree
         self.fine_tuned_weight = fine_tuned_weight
+        self.top_k = top_k
+        self.classes = classes
+        self.sparse_output = sparse_output
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -463,7 +485,9 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         self : MatchXMLClassifier
         """
         texts = self._check_texts(X, fitting=True)
-        Y_csr, self.classes_ = encode_labels(Y, name="Y", n_samples=len(texts))
+        Y_csr, self.classes_, self.target_type_ = encode_target(
+            Y, classes=self.classes, name="Y", n_samples=len(texts)
+        )
         if Y_csr.shape[1] == 0:
             raise ValueError("Y has no labels at all; MatchXMLClassifier needs at least one.")
         rs = check_random_state(self.random_state)
@@ -731,6 +755,8 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
                 label_embedding=embeddings, branching_factor=self.branching_factor,
                 max_leaf_size=self.max_leaf_size, random_state=seed,
                 n_jobs=ranker.get_params().get("n_jobs")))  # fmt: skip
+        if "sparse_output" in ranker.get_params():
+            ranker.set_params(sparse_output=True)  # this class formats the outputs
         ranker.fit(features, Y)
         if refine:
             # The refined tree lives in ranker_.tree_ (which keeps the embeddings it was
@@ -763,29 +789,37 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         fine_tuned = self._embed(self._tokenize(texts), device, "encoding") if weight > 0 else None
         return _stack_features(tfidf, sentence, fine_tuned, weight)
 
-    def decision_function(self, X: Any) -> sp.csr_matrix:
-        """Scores of the labels reached by the ranker's beam search (CSR ``(n, n_labels)``)."""
-        features = self.transform(X)
-        return self.ranker_.decision_function(features)
+    @property
+    def _score_floor(self) -> float:
+        return getattr(self.ranker_, "_score_floor", 0.0)
 
-    def predict_proba(self, X: Any) -> sp.csr_matrix:
-        """Scores in [0, 1] of the labels reached by the beam search (CSR); they rank
-        labels but are not calibrated probabilities."""
+    def _rank_scores(self, X: Any, k: int | None) -> sp.csr_matrix:
+        """The ranker's scores of the ``k`` best labels of each text (all the labels its
+        beam reaches when None), CSR ``(n_samples, n_labels)``."""
         features = self.transform(X)
-        return self.ranker_.predict_proba(features)
+        if k is None:
+            return sp.csr_matrix(self.ranker_.decision_function(features))
+        # The ranker was fitted on the label matrix: its classes are column indices.
+        columns, scores = self.ranker_.predict_topk(features, k=k)
+        columns = np.asarray(columns, dtype=np.int64)
+        keep = columns >= 0
+        rows = np.repeat(np.arange(len(columns)), keep.sum(axis=1))
+        shape = (len(columns), len(self.classes_))
+        S = sp.csr_matrix((scores[keep], (rows, columns[keep])), shape=shape, dtype=np.float32)
+        S.sort_indices()
+        return S
+
+    def _proba_of(self, scores: sp.csr_matrix) -> sp.csr_matrix:
+        proba_of = getattr(self.ranker_, "_proba_of", None)
+        return scores if proba_of is None else proba_of(scores)
 
     def predict_topk(self, X: Any, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best labels of each text and their scores, best first (see
-        :meth:`XRLinearClassifier.predict_topk`)."""
-        # The ranker was fitted on the label matrix: its classes are column indices.
+        :meth:`XRLinearClassifier.predict_topk`); ``k=None``: ``top_k``."""
+        k = self._resolve_k(k)
         features = self.transform(X)
         columns, scores = self.ranker_.predict_topk(features, k=k)
         return LabelSpace(self.classes_).labels_of(columns), scores
-
-    def predict(self, X: Any) -> sp.csr_matrix:
-        """CSR 0/1 indicator ``(n_samples, n_labels)`` of the ranker's ``top_k`` labels."""
-        features = self.transform(X)
-        return self.ranker_.predict(features)
 
     # ------------------------------------------------------------------ persistence
 

@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import MultiLabelRankerMixin
-from ._labels import LabelSpace, encode_labels
+from ._labels import LabelSpace, encode_target
 from ._persistence import PersistenceMixin, persistent
 from ._search import SEARCH_METHODS, InnerProductIndex, resolve_search
 from .losses import (
@@ -197,9 +197,17 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
     max_epochs : int, default=10
         Passes over the training data.
     top_k : int, default=10
-        Labels returned per sample by ``predict``, ``predict_topk`` and
-        ``decision_function``; values above the number of labels are clipped with a
-        warning.
+        Labels returned per sample by ``predict`` and ``predict_topk`` and scored by CSR
+        ``decision_function`` / ``predict_proba`` (dense outputs score every label);
+        values above the number of labels are clipped with a warning.
+    classes : array-like of shape (n_labels,), default=None
+        A fixed label space (as ``MultiLabelBinarizer(classes=...)``): the columns of every
+        output, in this order; labels of ``Y`` outside it are ignored with a warning. Set it
+        for ``cross_val_predict`` on label collections. None: the labels seen in ``fit``.
+    sparse_output : bool, default=False
+        Return CSR from ``predict``, ``decision_function`` and ``predict_proba`` whatever
+        the target. False: outputs follow ``Y`` (1-D labels for a 1-D target, dense for a
+        dense indicator, CSR for sparse ``Y`` or label collections).
     search : {"auto", "exact", "approximate"}, default="auto"
         How ``predict*`` find each sample's best labels. ``"exact"``: every class vector,
         in blocks (never a dense ``(n_samples, n_labels)``). ``"approximate"``: a faiss
@@ -209,8 +217,10 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         when faiss is installed, exact below (``benchmarks/knn_search.py``).
     device : str, default="auto"
         ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``...
-    random_state : int, RandomState instance or None, default=None
-        Seeds initial weights, batch order and negative sampling.
+    random_state : int, RandomState instance or None, default=0
+        Seeds initial weights, batch order and negative sampling. The default makes two
+        fits on the same data give the same model on CPU (as every skxmc estimator);
+        None draws a new seed from numpy's global random state at every fit.
     verbose : int, default=0
         0 silent; >= 1 a progress bar and a summary line.
     checkpoint_dir : str, path-like or None, default=None
@@ -220,6 +230,8 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
     ----------
     classes_ : ndarray of shape (n_labels,)
         Label identifiers; column ``j`` of every output matrix is ``classes_[j]``.
+    target_type_ : str
+        The kind of ``Y`` seen in ``fit`` (see :class:`XRLinearClassifier`).
     module_ : SNMModule
         The trained network and class vectors (on CPU after unpickling / loading).
     n_features_in_ : int
@@ -286,6 +298,8 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
         "top_k": [Interval(Integral, 1, None, closed="left")],
+        "classes": ["array-like", None],
+        "sparse_output": ["boolean"],
         "search": [StrOptions(set(SEARCH_METHODS))],
         "device": [str],
         "random_state": ["random_state"],
@@ -318,9 +332,11 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         batch_size: int = 256,
         max_epochs: int = 10,
         top_k: int = 10,
+        classes: Any = None,
+        sparse_output: bool = False,
         search: str = "auto",
         device: str = "auto",
-        random_state: Any = None,
+        random_state: Any = 0,
         verbose: int = 0,
         checkpoint_dir: str | os.PathLike | None = None,
     ) -> None:
@@ -342,6 +358,8 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         self.batch_size = batch_size
         self.max_epochs = max_epochs
         self.top_k = top_k
+        self.classes = classes
+        self.sparse_output = sparse_output
         self.search = search
         self.device = device
         self.random_state = random_state
@@ -430,7 +448,9 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         self.sparse_input_ = bool(sp.issparse(X))
         if self.sparse_input_:
             X = sp.csr_matrix(X, dtype=np.float32)
-        Y_csr, self.classes_ = encode_labels(Y, name="Y", n_samples=X.shape[0])
+        Y_csr, self.classes_, self.target_type_ = encode_target(
+            Y, classes=self.classes, name="Y", n_samples=X.shape[0]
+        )
         n_labels = Y_csr.shape[1]
         if n_labels == 0 or Y_csr.nnz == 0:
             raise ValueError("Y has no labels at all; SNMClassifier needs at least one positive.")
@@ -534,22 +554,22 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         out.sort_indices()
         return out
 
-    def decision_function(self, X: Any) -> sp.csr_matrix:
-        """Scores (cosines) of each sample's ``top_k`` best labels, as CSR
-        ``(n_samples, n_labels)``; other labels are not stored (a dense ``(n, L)`` would
-        not fit for large label sets).
+    # Cosine scores: -1 is the lowest a label can get.
+    _score_floor = -1.0
 
-        Parameters
-        ----------
-        X : {sparse matrix, ndarray} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        scores : csr_matrix of float32 of shape (n_samples, n_labels)
-        """
+    def _rank_scores(self, X: Any, k: int | None) -> sp.csr_matrix:
+        """Cosines of the ``k`` best labels of each row, CSR ``(n_samples, n_labels)``;
+        ``k=None``: every label for dense outputs, ``top_k`` for CSR ones."""
         X = self._validate_X(X)
-        idx, vals = self._topk(X, self._resolve_k(None))
+        if k is None:
+            k = len(self.classes_) if self._dense_output() else self._resolve_k(None)
+        idx, vals = self._topk(X, k)
         return self._as_csr(idx, vals)
+
+    def _proba_of(self, scores: sp.csr_matrix) -> sp.csr_matrix:
+        """Cosines mapped linearly from [-1, 1] to [0, 1]."""
+        scores.data = np.clip((scores.data + 1.0) / 2.0, 0.0, 1.0).astype(np.float32)
+        return scores
 
     def predict_topk(self, X: Any, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best labels of each sample and their scores, best first.
@@ -570,12 +590,6 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         X = self._validate_X(X)
         idx, vals = self._topk(X, self._resolve_k(k))
         return LabelSpace(self.classes_).labels_of(idx), vals
-
-    def predict(self, X: Any) -> sp.csr_matrix:
-        """CSR 0/1 indicator ``(n_samples, n_labels)`` with the ``top_k`` best labels per row."""
-        X = self._validate_X(X)
-        idx, vals = self._topk(X, self._resolve_k(None))
-        return self._as_csr(idx, np.ones_like(vals))
 
     # ------------------------------------------------- tags, pickling, persistence
 

@@ -6,6 +6,7 @@ import gzip
 import json
 
 import numpy as np
+from sklearn.utils.multiclass import type_of_target
 import pytest
 
 from skxmc.datasets import get_data_dir, load_demo, load_text_jsonl, load_xc_bow
@@ -28,7 +29,8 @@ def test_jsonl_multilabel_and_gzip_detected_by_content(tmp_path):
     for path in (_write(tmp_path, "a.jsonl", body), _write(tmp_path, "b.data", body, gz=True)):
         texts, labels = load_text_jsonl(path)
         assert texts == ["a", "b"]
-        assert labels == [["x", "y"], []]
+        assert labels.dtype == object and labels.shape == (2,)
+        assert labels.tolist() == [frozenset({"x", "y"}), frozenset()]
 
 
 def test_jsonl_single_label_returns_array(tmp_path):
@@ -117,5 +119,7 @@ def test_get_data_dir_honours_env(tmp_path, monkeypatch):
 def test_demo_data_ships_with_the_package():
     demo = load_demo()
     assert len(demo.train_texts) == 6000 and len(demo.test_texts) == 1500
-    assert all(isinstance(r, list) for r in demo.train_labels)
+    # label sets: the form sklearn's default cv accepts (issue 17)
+    assert all(isinstance(r, frozenset) for r in demo.train_labels)
+    assert type_of_target(demo.train_labels) == "unknown"
     assert "CC BY-SA 4.0" in demo.description

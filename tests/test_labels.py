@@ -8,7 +8,15 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skxmc._labels import LabelSpace, check_label_matrix, encode_labels, indices_to_labels
+from skxmc._labels import (
+    LabelSet,
+    LabelSpace,
+    as_label_sets,
+    check_label_matrix,
+    encode_labels,
+    encode_target,
+    indices_to_labels,
+)
 
 
 def test_label_lists_to_csr_sorted_classes():
@@ -154,7 +162,9 @@ def test_matrix_width_must_match_label_space():
 # --- properties -------------------------------------------------------------------------
 
 label_sets = st.lists(
-    st.lists(st.sampled_from(["a", "b", "c", "dd", "e e", "ü"]), max_size=4), min_size=1, max_size=30
+    st.lists(st.sampled_from(["a", "b", "c", "dd", "e e", "ü"]), max_size=4),
+    min_size=1,
+    max_size=30,
 )
 
 
@@ -191,7 +201,58 @@ def test_round_trip_indicator_matrix(rows):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.integers(-5, 5000), max_size=5), min_size=1, max_size=20))
 def test_int_labels_round_trip(rows):
-    Y, classes = encode_labels(rows)
+    # rows of sets: never mistaken for an indicator given as 0/1 lists (refused, see below)
+    Y, classes = encode_labels([set(r) for r in rows])
     assert np.all(classes[:-1] < classes[1:])
     back = LabelSpace(classes).inverse_transform(Y)
     assert [set(r.tolist()) for r in back] == [set(r) for r in rows]
+
+
+@pytest.mark.parametrize(
+    "rows", [[[0, 1], [1, 0]], [[0, 0]], [[1, 0, 1], [0, 0, 0]], [(0, 1), (1, 1)]]
+)
+def test_list_of_01_rows_is_ambiguous_and_refused(rows):
+    with pytest.raises(ValueError, match=r"np.asarray\(Y\).*indicator=False"):
+        encode_labels(rows)
+    # both explicit meanings work
+    Y, classes = encode_labels(np.asarray(rows))
+    assert Y.shape == (len(rows), len(rows[0]))
+    Y, classes = encode_labels(as_label_sets(rows, indicator=False))
+    assert set(classes.tolist()) <= {0, 1}
+
+
+@pytest.mark.parametrize("rows", [[[0, 1], [2]], [[0, 1], [1, 0, 1]], [[5, 1]], [[0, 1], []]])
+def test_label_lists_that_are_not_01_rows_pass(rows):
+    encode_labels(rows)
+
+
+def test_as_label_sets_forms_agree_and_dodge_sklearn_legacy_check():
+    from sklearn.utils.multiclass import type_of_target
+
+    lists = [["b", "a"], [], ["c"]]
+    sets = as_label_sets(lists)
+    assert type_of_target(sets) == "unknown"
+    Y, classes = encode_labels(lists)
+    np.testing.assert_array_equal(as_label_sets(Y, classes=classes), sets)
+    assert as_label_sets(Y.toarray(), classes=classes).tolist() == sets.tolist()
+    assert all(isinstance(r, LabelSet) for r in sets)
+    with pytest.raises(ValueError, match="no order"):
+        sorted(sets)
+    with pytest.raises(ValueError, match="classes has 2 labels"):
+        as_label_sets(Y, classes=["a", "b"])
+
+
+def test_encode_target_kinds_and_fixed_classes():
+    assert encode_target(["a", "b"])[2] == "multiclass"
+    assert encode_target([["a"], ["b", "c"]])[2] == "multilabel-sequences"
+    assert encode_target(np.eye(2, dtype=int))[2] == "multilabel-indicator"
+    assert encode_target(sp.eye(2, format="csr"))[2] == "multilabel-sparse"
+    Y, classes, _ = encode_target([["a"], ["b", "c"]], classes=["c", "b", "a", "z"])
+    assert classes.tolist() == ["c", "b", "a", "z"]
+    assert Y.toarray().tolist() == [[0, 0, 1, 0], [1, 1, 0, 0]]
+    with pytest.warns(UserWarning, match="not in classes"):
+        encode_target([["a"], ["q"]], classes=["a"])
+    with pytest.raises(ValueError, match="duplicate"):
+        encode_target([["a"]], classes=["a", "a"])
+    with pytest.raises(ValueError, match="3 columns"):
+        encode_target(np.eye(3, dtype=int), classes=["a", "b"])

@@ -15,15 +15,15 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import MultiLabelRankerMixin
-from .._labels import LabelSpace, encode_labels
+from .._base import MultiLabelRankerMixin, check_not_raw_text
+from .._labels import LabelSpace, encode_target
 from .._persistence import PersistenceMixin, persistent
 from .._ranking import topk_from_sparse
 from ..tree import HierarchicalLabelTree
 from ._beam import POST_PROCESSORS, ChunkedWeights, beam_search
 from ._solver import LayerGroups, fit_layer, row_squared_norms
 
-logger = logging.getLogger("skxmc.linear")
+logger = logging.getLogger(__name__)
 
 __all__ = ["XRLinearClassifier"]
 
@@ -105,20 +105,36 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     top_k : int, default=10
         Labels returned per sample by ``predict`` and ``predict_topk``. Values above the
         number of labels are clipped with a warning.
+    classes : array-like of shape (n_labels,), default=None
+        A fixed label space (as ``MultiLabelBinarizer(classes=...)``): the columns of every
+        output, in this order; labels of ``Y`` outside it are ignored with a warning. Set it
+        for ``cross_val_predict`` on label collections, where each fold would otherwise
+        learn its own columns. None: the labels seen in ``fit``.
+    sparse_output : bool, default=False
+        Return CSR from ``predict``, ``decision_function`` and ``predict_proba`` whatever
+        the target. False: outputs follow ``Y`` as in sklearn's ``OneVsRestClassifier``
+        (1-D labels for a 1-D target, dense for a dense indicator, CSR for sparse ``Y`` or
+        label collections). Set it with a dense ``Y`` of many labels.
     post_processor : {"l3-hinge", "sigmoid", "noop"}, default="l3-hinge"
         How a node's score combines with its parent's: ``exp(-max(1 - v, 0) ** 3)`` or a
         sigmoid multiplied along the path, or the raw score of the last layer.
     n_jobs : int or None, default=None
         Threads for tree building, training and prediction (joblib semantics).
     random_state : int, RandomState instance or None, default=0
-        Seeds the tree and the coordinate-descent orders.
+        Seeds the tree and the coordinate-descent orders. The default makes two fits on
+        the same data give the same model (PECOS's behaviour); None draws a new seed from
+        numpy's global random state at every fit.
     verbose : int, default=0
-        Log one line per layer to the ``skxmc`` logger when > 0.
+        Print one line per layer when > 0 (also logged at DEBUG level to this module's
+        logger).
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_labels,)
         Label identifiers; column ``j`` of every output matrix is ``classes_[j]``.
+    target_type_ : str
+        The kind of ``Y`` seen in ``fit`` (``"multiclass"``, ``"multilabel-indicator"``,
+        ``"multilabel-sparse"`` or ``"multilabel-sequences"``); outputs follow it.
     tree_ : HierarchicalLabelTree
         The fitted label tree.
     weights_ : list of csc_matrix
@@ -148,6 +164,13 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     >>> labels, scores = clf[-1].predict_topk(clf[0].transform(["flights to rome"]))
     >>> labels.tolist()
     [['travel', 'italy']]
+
+    With one label per sample it is a multi-class classifier:
+
+    >>> y = ["travel", "travel", "programming", "programming", "travel", "travel"]
+    >>> make_pipeline(TfidfVectorizer(), XRLinearClassifier()).fit(texts, y).predict(
+    ...     ["numpy sparse matrix"]).tolist()
+    ['programming']
     """
 
     _parameter_constraints: dict = {
@@ -163,6 +186,8 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         "relevance_weighted": ["boolean"],
         "beam_size": [Interval(Integral, 1, None, closed="left")],
         "top_k": [Interval(Integral, 1, None, closed="left")],
+        "classes": ["array-like", None],
+        "sparse_output": ["boolean"],
         "post_processor": [StrOptions(set(POST_PROCESSORS))],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
@@ -184,6 +209,8 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         relevance_weighted: bool = False,
         beam_size: int = 10,
         top_k: int = 10,
+        classes: Any = None,
+        sparse_output: bool = False,
         post_processor: str = "l3-hinge",
         n_jobs: int | None = None,
         random_state: Any = 0,
@@ -201,6 +228,8 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         self.relevance_weighted = relevance_weighted
         self.beam_size = beam_size
         self.top_k = top_k
+        self.classes = classes
+        self.sparse_output = sparse_output
         self.post_processor = post_processor
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -217,16 +246,20 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         X : {sparse matrix, ndarray} of shape (n_samples, n_features)
             Features (e.g. TF-IDF), converted to CSR float32.
         Y : sparse matrix, ndarray or sequence of label collections
-            Labels: a 0/1 indicator ``(n_samples, n_labels)`` or one collection of labels
-            per sample. Samples without labels are allowed.
+            Labels: a 0/1 indicator ``(n_samples, n_labels)``, one collection of labels
+            per sample (samples without labels are allowed; see
+            :func:`skxmc.as_label_sets`), or a 1-D target with one label per sample.
 
         Returns
         -------
         self : XRLinearClassifier
         """
+        check_not_raw_text(X, type(self).__name__)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float32, reset=True)
         X = _as_sorted_csr(X)
-        Y_csr, self.classes_ = encode_labels(Y, name="Y", n_samples=X.shape[0])
+        Y_csr, self.classes_, self.target_type_ = encode_target(
+            Y, classes=self.classes, name="Y", n_samples=X.shape[0]
+        )
         if Y_csr.shape[1] == 0:
             raise ValueError("Y has no labels at all; XRLinearClassifier needs at least one.")
         n_jobs = int(effective_n_jobs(self.n_jobs))
@@ -340,23 +373,19 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float32, reset=False)
         return _as_sorted_csr(X)
 
-    def decision_function(self, X: Any) -> sp.csr_matrix:
-        """Scores of every label reached by the beam search, as CSR ``(n_samples, n_labels)``.
+    @property
+    def _score_floor(self) -> float:
+        # Post-processed path scores lie in [0, 1]; raw "noop" scores are unbounded.
+        return 0.0 if self.post_processor != "noop" else float(np.finfo(np.float32).min)
 
-        Labels outside the beam are not stored (a dense ``(n, L)`` would not fit in memory
-        for large label sets); stored scores are the post-processed path scores.
-        """
-        X = self._validate_X(X)
-        return self._search(X, top_k=None)
+    def _rank_scores(self, X: Any, k: int | None) -> sp.csr_matrix:
+        """Path scores of the ``k`` best labels of each row (all the labels the beam
+        reaches when None), CSR ``(n_samples, n_labels)``."""
+        return self._search(self._validate_X(X), top_k=k)
 
-    def predict_proba(self, X: Any) -> sp.csr_matrix:
-        """Scores in [0, 1] of the labels reached by the beam search (CSR).
-
-        With ``post_processor="l3-hinge"`` or ``"sigmoid"`` these are the path scores of
-        :meth:`decision_function`; with ``"noop"`` a sigmoid of the raw scores. They rank
-        labels well but are not calibrated probabilities.
-        """
-        scores = self.decision_function(X)
+    def _proba_of(self, scores: sp.csr_matrix) -> sp.csr_matrix:
+        """With ``post_processor="l3-hinge"`` or ``"sigmoid"`` the path scores already lie
+        in [0, 1]; with ``"noop"`` a sigmoid of the raw scores."""
         if self.post_processor == "noop":
             scores.data = (1.0 / (1.0 + np.exp(-scores.data))).astype(np.float32)
         return scores
@@ -377,14 +406,6 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         scores = self._search(X, top_k=k)
         idx, val = topk_from_sparse(scores, k)
         return LabelSpace(self.classes_).labels_of(idx), val.astype(np.float32)
-
-    def predict(self, X: Any) -> sp.csr_matrix:
-        """CSR 0/1 indicator ``(n_samples, n_labels)`` with the ``top_k`` best labels per row."""
-        X = self._validate_X(X)
-        k = self._resolve_k(None)
-        scores = self._search(X, top_k=k)
-        scores.data = np.ones_like(scores.data)
-        return scores
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
