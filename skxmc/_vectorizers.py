@@ -1,7 +1,7 @@
 """scikit-learn text vectorisers as JSON (settings, vocabulary, idf): saving without pickle.
 
-Used by :mod:`skxmc._persistence` (a vectoriser as an estimator parameter or fitted
-attribute, e.g. MatchXML's TF-IDF) and by the command line's model directories.
+Used by :mod:`skxmc._persistence`: a vectoriser as a pipeline step, an estimator parameter
+or a fitted attribute (e.g. MatchXML's TF-IDF).
 """
 
 from __future__ import annotations
@@ -19,8 +19,12 @@ def default_tfidf(**overrides: Any) -> Any:
     """skxmc's default TF-IDF for XMC text: unigrams + bigrams, sublinear tf, float32."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    params = {"sublinear_tf": True, "ngram_range": (1, 2), "max_features": 200_000,
-              "dtype": np.float32}  # fmt: skip
+    params = {
+        "sublinear_tf": True,
+        "ngram_range": (1, 2),
+        "max_features": 200_000,
+        "dtype": np.float32,
+    }
     params.update(overrides)
     return TfidfVectorizer(**params)
 
@@ -54,12 +58,15 @@ def vectorizer_to_state(vectorizer: Any) -> tuple[dict[str, Any], dict[str, np.n
     """``(json_part, arrays)`` of a (possibly fitted) TF-IDF / count vectoriser."""
     if not is_text_vectorizer(vectorizer):
         raise TypeError(f"cannot save a {type(vectorizer).__name__} without pickle.")
-    state: dict[str, Any] = {"class": type(vectorizer).__name__,
-                             "params": _jsonable_params(vectorizer)}  # fmt: skip
+    state: dict[str, Any] = {
+        "class": type(vectorizer).__name__,
+        "params": _jsonable_params(vectorizer),
+    }
     arrays: dict[str, np.ndarray] = {}
     if hasattr(vectorizer, "vocabulary_"):
         state["vocabulary"] = {str(t): int(i) for t, i in vectorizer.vocabulary_.items()}
-        idf = getattr(vectorizer, "idf_", None) if type(vectorizer).__name__ == "TfidfVectorizer" else None
+        is_tfidf = type(vectorizer).__name__ == "TfidfVectorizer"
+        idf = getattr(vectorizer, "idf_", None) if is_tfidf else None
         if idf is not None:
             arrays["idf"] = np.asarray(idf, dtype=np.float64)
     return state, arrays

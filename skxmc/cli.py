@@ -1,8 +1,11 @@
 """The ``skxmc`` command line: ``demo``, ``fit``, ``predict``, ``evaluate``.
 
 ``fit`` trains TF-IDF + :class:`~skxmc.XRLinearClassifier` on a JSON-lines file and saves
-both into a model directory (JSON + ``.npz``, no pickle); ``predict`` writes the top-k
-labels of a JSON-lines file; ``evaluate`` scores predictions against the true labels.
+the pipeline with :func:`skxmc.save` (JSON + ``.npz``, no pickle), so ``skxmc.load`` opens
+it; ``predict`` writes the top-k labels of a JSON-lines file (``-``: standard input) with
+any model directory of :func:`skxmc.save` whose model has ``predict_topk`` on texts;
+``evaluate`` scores predictions against the true labels. A closed standard output (``|
+head``) ends a command quietly, Ctrl-C exits with status 130.
 """
 
 from __future__ import annotations
@@ -10,9 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,46 +24,52 @@ import numpy as np
 
 from . import __version__
 
-logger = logging.getLogger("skxmc")
+logger = logging.getLogger(__name__)
 
-VECTORIZER_FILE = "vectorizer.json"
-RANKER_DIR = "ranker"
+STDIN = "-"
 
 
 def _vectorizer(args: argparse.Namespace) -> Any:
     from ._vectorizers import default_tfidf
 
-    return default_tfidf(ngram_range=(1, args.max_ngram), min_df=args.min_df,
-                         max_features=args.max_features)  # fmt: skip
+    return default_tfidf(
+        ngram_range=(1, args.max_ngram), min_df=args.min_df, max_features=args.max_features
+    )
 
 
-def _save_vectorizer(vectorizer: Any, path: Path) -> None:
-    """Settings, vocabulary and idf weights as JSON (a pickle-free TfidfVectorizer)."""
-    from ._vectorizers import vectorizer_to_state
-
-    state, arrays = vectorizer_to_state(vectorizer)
-    state["arrays"] = {k: v.tolist() for k, v in arrays.items()}
-    path.write_text(json.dumps(state), encoding="utf-8")
+def _label_lists(labels: Any) -> list[list]:
+    """Each record's labels as a list; a single-label file (``"label"``) gives one each, so
+    that the command line always ranks labels."""
+    return [list(y) if isinstance(y, (list, tuple, set, frozenset)) else [y] for y in labels]
 
 
-def _load_vectorizer(path: Path) -> Any:
-    from ._vectorizers import vectorizer_from_state
-
-    state = json.loads(path.read_text(encoding="utf-8"))
-    arrays = {k: np.asarray(v, dtype=np.float64) for k, v in state.pop("arrays", {}).items()}
-    return vectorizer_from_state(state, arrays)
-
-
-def _print_metrics(result: dict[str, float], ks: Sequence[int]) -> None:
+def _print_metrics(result: dict[str, float], ks: Sequence[int], *, normalized: bool) -> None:
     header = " | ".join(f"@{k}" for k in ks)
     print(f"| metric | {header} |")
     print("|---|" + "---|" * len(ks))
-    names = [("P", "precision"), ("R", "recall"), ("nDCG", "ndcg"), ("PSP", "psprecision"),
-             ("PSnDCG", "psndcg")]
+    ps = "" if normalized else " (un-normalised)"
+    names = [
+        ("P", "precision"),
+        ("R", "recall"),
+        ("nDCG", "ndcg"),
+        (f"PSP{ps}", "psprecision"),
+        (f"PSnDCG{ps}", "psndcg"),
+    ]
     for name, key in names:
         if f"{key}@{ks[0]}" in result:
             row = " | ".join(f"{100 * result[f'{key}@{k}']:.2f}" for k in ks)
             print(f"| {name} | {row} |")
+    if "psprecision@" + str(ks[0]) in result:
+        if normalized:
+            print(
+                "PSP, PSnDCG: propensity-scored (Jain et al., 2016), normalised by the best "
+                "achievable ranking, as the XMC literature reports them."
+            )
+        else:
+            print(
+                "PSP, PSnDCG (un-normalised): sums of inverse propensities, in percent; "
+                "they can exceed 100."
+            )
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -85,6 +95,7 @@ def _demo(args: argparse.Namespace) -> int:
         predictions,
         ks=(1, 3, 5),
         inv_propensity=inverse_propensity(Y_train),
+        normalize=True,
         classes=clf.classes_,
     )
     unseen = LabelSpace(clf.classes_).transform(demo.test_labels, name="test_labels").n_unknown
@@ -97,48 +108,50 @@ def _demo(args: argparse.Namespace) -> int:
         f"model: TF-IDF ({X_train.shape[1]} features) + XRLinearClassifier "
         f"({clf.tree_.n_layers_} layers, beam {clf.beam_size})"
     )
-    _print_metrics({k: v for k, v in result.items() if not k.startswith(("recall", "psndcg"))},
-                   (1, 3, 5))
+    shown = {k: v for k, v in result.items() if not k.startswith(("recall", "psndcg"))}
+    _print_metrics(shown, (1, 3, 5), normalized=True)
     print(f"fit {fit_s:.2f} s (TF-IDF + tree + ranker), predict {predict_s:.2f} s")
     return 0
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from ._persistence import CONFIG_NAME
+    from ._persistence import holds_model, save
     from .datasets import load_text_jsonl
     from .linear import XRLinearClassifier
+    from .pipeline import make_pipeline
 
     model_dir = Path(args.model_dir)
-    if model_dir.exists() and any(model_dir.iterdir()) and not args.overwrite:
-        raise FileExistsError(
-            f"--model-dir {str(model_dir)!r} is not empty; pass --overwrite to replace a model "
-            f"saved there (other folders are never replaced)."
-        )
-    if args.overwrite and model_dir.exists() and any(model_dir.iterdir()):
-        if not (model_dir / RANKER_DIR / CONFIG_NAME).is_file():
+    # Checked before training too, so that a wrong --model-dir does not cost a fit.
+    if model_dir.exists() and not model_dir.is_dir():
+        raise FileExistsError(f"--model-dir {str(model_dir)!r} exists and is a file.")
+    if model_dir.exists() and any(model_dir.iterdir()):
+        if not args.overwrite:
+            raise FileExistsError(
+                f"--model-dir {str(model_dir)!r} is not empty; pass --overwrite to replace a "
+                f"model saved there (other folders are never replaced)."
+            )
+        if not holds_model(model_dir):
             raise FileExistsError(
                 f"--model-dir {str(model_dir)!r} holds no skxmc model; refusing to overwrite it."
             )
     texts, labels = load_text_jsonl(args.train)
-    if isinstance(labels, np.ndarray):
-        labels = [[label] for label in labels.tolist()]
+    logger.info("read %d training records from %s", len(texts), args.train)
+    labels = _label_lists(labels)
     t0 = time.perf_counter()
     vectorizer = _vectorizer(args)
-    X = vectorizer.fit_transform(texts)
     clf = XRLinearClassifier(
         beam_size=args.beam_size,
         top_k=args.top_k,
         negative_sampling=args.negative_sampling,
         n_jobs=args.n_jobs,
         verbose=args.verbose,
-    ).fit(X, labels)
+    )
+    pipe = make_pipeline(vectorizer, clf).fit(texts, labels)
     fit_s = time.perf_counter() - t0
-    model_dir.mkdir(parents=True, exist_ok=True)
-    clf.save(model_dir / RANKER_DIR, overwrite=args.overwrite)
-    _save_vectorizer(vectorizer, model_dir / VECTORIZER_FILE)
+    save(pipe, model_dir, overwrite=args.overwrite)
     print(
-        f"trained on {len(texts)} samples, {len(clf.classes_)} labels, {X.shape[1]} features "
-        f"in {fit_s:.2f} s; saved to {model_dir}"
+        f"trained on {len(texts)} samples, {len(clf.classes_)} labels, "
+        f"{len(vectorizer.vocabulary_)} features in {fit_s:.2f} s; saved to {model_dir}"
     )
     return 0
 
@@ -147,23 +160,30 @@ def _predict(args: argparse.Namespace) -> int:
     from ._persistence import load
 
     model_dir = Path(args.model_dir)
-    if not (model_dir / VECTORIZER_FILE).is_file():
-        raise FileNotFoundError(
-            f"--model-dir {str(model_dir)!r} holds no model saved by 'skxmc fit' "
-            f"({VECTORIZER_FILE} is missing)."
+    # load() reads skxmc.save directories and the older ranker/ + vectorizer.json layout.
+    model = load(model_dir)
+    if not hasattr(model, "predict_topk"):
+        raise ValueError(
+            f"--model-dir {str(model_dir)!r} holds a {type(model).__name__}, which has no "
+            f"predict_topk; save a pipeline ending in an skxmc ranker."
         )
-    vectorizer = _load_vectorizer(model_dir / VECTORIZER_FILE)
-    clf = load(model_dir / RANKER_DIR)
     texts = _texts_of(args.input)
+    if not texts:  # as other filters: no input, no output
+        logger.info("no records in %s; nothing to predict", args.input)
+        return 0
     t0 = time.perf_counter()
-    labels, scores = clf.predict_topk(vectorizer.transform(texts), k=args.top_k)
+    labels, scores = model.predict_topk(texts, k=args.top_k)
     predict_s = time.perf_counter() - t0
-    out = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
+    out = sys.stdout if args.output == STDIN else open(args.output, "w", encoding="utf-8")
     try:
         for row_labels, row_scores in zip(labels.tolist(), scores.tolist()):
             kept = [(lab, sc) for lab, sc in zip(row_labels, row_scores) if np.isfinite(sc)]
-            out.write(json.dumps({"labels": [lab for lab, _ in kept],
-                                  "scores": [round(sc, 6) for _, sc in kept]}) + "\n")
+            record = {
+                "labels": [lab for lab, _ in kept],
+                "scores": [round(sc, 6) for _, sc in kept],
+            }
+            out.write(json.dumps(record) + "\n")
+        out.flush()
     finally:
         if out is not sys.stdout:
             out.close()
@@ -171,33 +191,54 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def _texts_of(path: str) -> list[str]:
-    """Texts of a JSON-lines file (labels are optional for prediction, so not read)."""
+def _stdin_records() -> Iterator[tuple[int, dict]]:
+    """``(line number, object)`` of the JSON lines on standard input."""
+    for line_no, line in enumerate(sys.stdin, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"<stdin>: line {line_no} is not valid JSON ({exc.msg}).") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"<stdin>: line {line_no} is not a JSON object.")
+        yield line_no, record
+
+
+def _records_of(path: str) -> Iterator[tuple[int, dict]]:
+    """JSON-lines records of a file (plain or gzip), or of standard input for ``-``."""
     from .datasets import _records
 
+    return _stdin_records() if path == STDIN else _records(path)
+
+
+def _texts_of(path: str) -> list[str]:
+    """Texts of a JSON-lines file (labels are optional for prediction, so not read)."""
+    where = "<stdin>" if path == STDIN else path
     texts = []
-    for line_no, record in _records(path):
+    for line_no, record in _records_of(path):
         text = record.get("text")
         if not isinstance(text, str):
-            raise ValueError(f"{path}: line {line_no}: field 'text' must be a string.")
+            raise ValueError(f"{where}: line {line_no}: field 'text' must be a string.")
         texts.append(text)
     return texts
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     from ._labels import encode_labels
-    from .datasets import _records, load_text_jsonl
+    from .datasets import load_text_jsonl
     from .metrics import evaluate, inverse_propensity
 
     _, truth = load_text_jsonl(args.true)
-    if isinstance(truth, np.ndarray):
-        truth = [[label] for label in truth.tolist()]
+    truth = _label_lists(truth)
     predicted, pred_scores = [], []
-    for line_no, record in _records(args.pred):
+    for line_no, record in _records_of(args.pred):
         if not isinstance(record.get("labels"), list):
-            raise ValueError(f"{args.pred}: line {line_no}: 'labels' must be a list.")
+            raise ValueError(f"--pred {args.pred}: line {line_no}: 'labels' must be a list.")
         predicted.append(record["labels"])
-        pred_scores.append(record.get("scores") or [-float(i) for i in range(len(record["labels"]))])
+        pred_scores.append(
+            record.get("scores") or [-float(i) for i in range(len(record["labels"]))]
+        )
     if len(predicted) != len(truth):
         raise ValueError(
             f"--pred has {len(predicted)} lines but --true has {len(truth)}; they must "
@@ -206,8 +247,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     ks = sorted({int(k) for k in args.ks.split(",")})
     if args.train:
         _, train_labels = load_text_jsonl(args.train)
-        if isinstance(train_labels, np.ndarray):
-            train_labels = [[label] for label in train_labels.tolist()]
+        train_labels = _label_lists(train_labels)
         _, classes = encode_labels(train_labels, name="--train labels")
         inv_p = inverse_propensity(train_labels, classes=classes)
     else:
@@ -219,8 +259,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     for i, (row, row_scores) in enumerate(zip(predicted, pred_scores)):
         label_array[i, : len(row)] = row
         scores[i, : len(row)] = row_scores
-    result = evaluate(truth, (label_array, scores), ks=ks, inv_propensity=inv_p, classes=classes)
-    _print_metrics(result, ks)
+    normalized = not args.unnormalized
+    result = evaluate(
+        truth,
+        (label_array, scores),
+        ks=ks,
+        inv_propensity=inv_p,
+        normalize=normalized,
+        classes=classes,
+    )
+    _print_metrics(result, ks, normalized=normalized)
     return 0
 
 
@@ -236,8 +284,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--n-jobs", type=int, default=2, help="threads (default 2)")
         p.add_argument("--min-df", type=int, default=2, help="TF-IDF min_df (default 2)")
         p.add_argument("--max-ngram", type=int, default=2, help="TF-IDF n-gram order (default 2)")
-        p.add_argument("--max-features", type=int, default=200_000,
-                       help="TF-IDF vocabulary size (default 200000)")
+        p.add_argument(
+            "--max-features",
+            type=int,
+            default=200_000,
+            help="TF-IDF vocabulary size (default 200000)",
+        )
         p.add_argument("-v", "--verbose", action="count", default=0, help="log progress")
 
     demo = sub.add_parser("demo", help="fit and evaluate on the shipped TIBKAT demo data")
@@ -254,8 +306,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit.set_defaults(func=_fit)
 
     predict = sub.add_parser("predict", help="write the top-k labels of each text as JSON lines")
-    predict.add_argument("--model-dir", required=True)
-    predict.add_argument("--input", required=True, help='JSON lines with a "text" field')
+    predict.add_argument(
+        "--model-dir", required=True, help="directory of skxmc fit or skxmc.save (a pipeline)"
+    )
+    predict.add_argument(
+        "--input", required=True, help='JSON lines with a "text" field; - for standard input'
+    )
     predict.add_argument("--output", default="-", help="output file (default: stdout)")
     predict.add_argument("--top-k", type=int, default=None, help="labels per text")
     predict.add_argument("-v", "--verbose", action="count", default=0)
@@ -263,9 +319,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = sub.add_parser("evaluate", help="P@k, R@k, nDCG@k (and PS metrics) of predictions")
     evaluate.add_argument("--true", required=True, help="JSON lines with the true labels")
-    evaluate.add_argument("--pred", required=True, help="output of skxmc predict")
+    evaluate.add_argument(
+        "--pred", required=True, help="output of skxmc predict; - for standard input"
+    )
     evaluate.add_argument("--train", help="training file, for propensity-scored metrics")
     evaluate.add_argument("--ks", default="1,3,5", help="cut-offs (default 1,3,5)")
+    evaluate.add_argument(
+        "--unnormalized",
+        action="store_true",
+        help="print PSP / PSnDCG as sums of inverse propensities instead of normalised by the "
+        "best achievable ranking (the default, as the XMC literature reports them)",
+    )
     evaluate.set_defaults(func=_evaluate)
     return parser
 
@@ -281,7 +345,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"skxmc: error: --{name.replace('_', '-')} must be >= 1", file=sys.stderr)
             return 2
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # here, so that a closed pipe is caught below and not at exit
+        return status
     except (ValueError, FileNotFoundError, FileExistsError) as exc:
         print(f"skxmc {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (| head): stop quietly, and point stdout at /dev/null so
+        # that the interpreter's final flush does not complain either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell tool killed by the closed pipe
+    except KeyboardInterrupt:
+        print(f"skxmc {args.command}: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT, the shell's convention

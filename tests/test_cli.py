@@ -1,17 +1,26 @@
-"""The ``skxmc`` command line: demo, fit / predict / evaluate round trip, errors."""
+"""The ``skxmc`` command line: demo, fit / predict / evaluate round trip, model directories
+shared with skxmc.save / skxmc.load, standard input and output, Ctrl-C, errors."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import signal
 import subprocess
 import sys
+import time
 
+import numpy as np
 import pytest
+from sklearn.feature_extraction.text import TfidfVectorizer
 
-from skxmc import __version__
+import skxmc
+from skxmc import XRLinearClassifier, __version__
 from skxmc.cli import main
 from skxmc.datasets import load_demo
+from skxmc.pipeline import Pipeline, make_pipeline
+
+SKXMC = [sys.executable, "-m", "skxmc"]
 
 
 def test_demo_prints_metrics(capsys):
@@ -21,6 +30,8 @@ def test_demo_prints_metrics(capsys):
         assert name in out
     p_at_1 = float(out.split("| P |")[1].split("|")[0])
     assert 10 < p_at_1 <= 100  # a real model on real data, in percent
+    psp_at_1 = float(out.split("| PSP |")[1].split("|")[0])
+    assert 0 < psp_at_1 <= 100 and "normalised by the best achievable ranking" in out
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +41,25 @@ def jsonl_files(tmp_path_factory):
     train, test = root / "train.jsonl.gz", root / "test.jsonl"
     with gzip.open(train, "wt", encoding="utf-8") as fh:
         for text, labels in zip(demo.train_texts[:2000], demo.train_labels[:2000]):
-            fh.write(json.dumps({"text": text, "labels": labels}) + "\n")
+            fh.write(json.dumps({"text": text, "labels": sorted(labels)}) + "\n")
     with open(test, "w", encoding="utf-8") as fh:
         for text, labels in zip(demo.test_texts[:300], demo.test_labels[:300]):
-            fh.write(json.dumps({"text": text, "labels": labels}) + "\n")
+            fh.write(json.dumps({"text": text, "labels": sorted(labels)}) + "\n")
     return root, train, test
+
+
+@pytest.fixture(scope="module")
+def cli_model(jsonl_files):
+    """A model directory written by ``skxmc fit``."""
+    root, train, _ = jsonl_files
+    model = root / "cli-model"
+    args = ["fit", "--train", str(train), "--model-dir", str(model), "--min-df", "1"]
+    assert main([*args, "--n-jobs", "1"]) == 0
+    return model
+
+
+def _read_jsonl(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def test_fit_predict_evaluate_round_trip(jsonl_files, capsys):
@@ -42,19 +67,241 @@ def test_fit_predict_evaluate_round_trip(jsonl_files, capsys):
     model = root / "model"
     assert main(["fit", "--train", str(train), "--model-dir", str(model), "--min-df", "1"]) == 0
     preds = root / "preds.jsonl"
-    assert main(["predict", "--model-dir", str(model), "--input", str(test),
-                 "--output", str(preds), "--top-k", "5"]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                "--model-dir",
+                str(model),
+                "--input",
+                str(test),
+                "--output",
+                str(preds),
+                "--top-k",
+                "5",
+            ]
+        )
+        == 0
+    )
     lines = [json.loads(line) for line in preds.read_text().splitlines()]
     assert len(lines) == 300
-    assert all(len(r["labels"]) == 5 and r["scores"] == sorted(r["scores"], reverse=True)
-               for r in lines)
+    assert all(
+        len(r["labels"]) == 5 and r["scores"] == sorted(r["scores"], reverse=True) for r in lines
+    )
     capsys.readouterr()
-    assert main(["evaluate", "--true", str(test), "--pred", str(preds),
-                 "--train", str(train), "--ks", "1,5"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--true",
+                str(test),
+                "--pred",
+                str(preds),
+                "--train",
+                str(train),
+                "--ks",
+                "1,5",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "| P |" in out and "| PSP |" in out
     p_at_1 = float(out.split("| P |")[1].split("|")[0])
     assert 5 < p_at_1 <= 100
+    psp = [float(v) for v in out.split("| PSP |")[1].split("\n")[0].strip(" |").split("|")]
+    assert all(0 <= v <= 100 for v in psp)  # normalised, as the XMC literature prints it
+    assert (
+        main(
+            [
+                "evaluate",
+                "--true",
+                str(test),
+                "--pred",
+                str(preds),
+                "--train",
+                str(train),
+                "--ks",
+                "1,5",
+                "--unnormalized",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "| PSP (un-normalised) |" in out and "can exceed 100" in out
+
+
+def test_fit_directory_loads_with_skxmc_load(cli_model, jsonl_files, capsys):
+    # The user's call: skxmc fit on the command line, then skxmc.load in Python.
+    root, _, test = jsonl_files
+    clf = skxmc.load(cli_model)
+    assert isinstance(clf, Pipeline)
+    assert isinstance(clf[0], TfidfVectorizer) and isinstance(clf[-1], XRLinearClassifier)
+    texts = [r["text"] for r in _read_jsonl(test)]
+    labels, scores = clf.predict_topk(texts, k=3)
+    preds = root / "preds-loaded.jsonl"
+    assert (
+        main(
+            [
+                "predict",
+                "--model-dir",
+                str(cli_model),
+                "--input",
+                str(test),
+                "--output",
+                str(preds),
+                "--top-k",
+                "3",
+            ]
+        )
+        == 0
+    )
+    lines = _read_jsonl(preds)
+    assert [r["labels"] for r in lines] == labels.tolist()
+    np.testing.assert_allclose([r["scores"] for r in lines], scores, atol=1e-6)
+
+
+def test_predict_reads_a_pipeline_saved_by_skxmc_save(jsonl_files, tmp_path, capsys):
+    _, _, test = jsonl_files
+    demo = load_demo()
+    pipe = make_pipeline(TfidfVectorizer(min_df=2, dtype=np.float32), XRLinearClassifier(top_k=4))
+    pipe.fit(demo.train_texts[:800], demo.train_labels[:800])
+    model = skxmc.save(pipe, tmp_path / "saved")
+    preds = tmp_path / "preds.jsonl"
+    assert (
+        main(["predict", "--model-dir", str(model), "--input", str(test), "--output", str(preds)])
+        == 0
+    )
+    texts = [r["text"] for r in _read_jsonl(test)]
+    assert [r["labels"] for r in _read_jsonl(preds)] == pipe.predict_topk(texts)[0].tolist()
+    # a lone ranker has no text front end: a clear error, not a traceback
+    pipe[-1].save(tmp_path / "ranker")
+    assert main(["predict", "--model-dir", str(tmp_path / "ranker"), "--input", str(test)]) == 1
+
+
+def test_old_cli_layout_still_predicts_and_is_replaced_by_fit(jsonl_files, tmp_path, capsys):
+    # ranker/ + vectorizer.json: what skxmc fit wrote before it saved a pipeline.
+    from skxmc._vectorizers import vectorizer_to_state
+
+    _, train, test = jsonl_files
+    demo = load_demo()
+    pipe = make_pipeline(TfidfVectorizer(min_df=2, dtype=np.float32), XRLinearClassifier(top_k=3))
+    pipe.fit(demo.train_texts[:800], demo.train_labels[:800])
+    old = tmp_path / "old"
+    pipe[-1].save(old / "ranker")
+    state, arrays = vectorizer_to_state(pipe[0])
+    state["arrays"] = {k: v.tolist() for k, v in arrays.items()}
+    (old / "vectorizer.json").write_text(json.dumps(state), encoding="utf-8")
+
+    texts = [r["text"] for r in _read_jsonl(test)]
+    assert skxmc.load(old).predict_topk(texts)[0].tolist() == pipe.predict_topk(texts)[0].tolist()
+    preds = tmp_path / "preds.jsonl"
+    assert (
+        main(["predict", "--model-dir", str(old), "--input", str(test), "--output", str(preds)])
+        == 0
+    )
+    assert [r["labels"] for r in _read_jsonl(preds)] == pipe.predict_topk(texts)[0].tolist()
+    # an old model directory counts as a model: --overwrite replaces it with the new layout
+    assert main(["fit", "--train", str(train), "--model-dir", str(old)]) == 1
+    assert main(["fit", "--train", str(train), "--model-dir", str(old), "--overwrite"]) == 0
+    assert sorted(p.name for p in old.iterdir()) == ["arrays.npz", "skxmc-model.json"]
+
+
+def test_predict_reads_stdin_and_writes_stdout(cli_model, jsonl_files, tmp_path):
+    _, _, test = jsonl_files
+    out = subprocess.run(
+        [
+            *SKXMC,
+            "predict",
+            "--model-dir",
+            str(cli_model),
+            "--input",
+            "-",
+            "--output",
+            "-",
+            "--top-k",
+            "2",
+        ],
+        stdin=open(test, encoding="utf-8"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(lines) == 300 and all(len(r["labels"]) == 2 for r in lines)
+    # and the predictions go on to evaluate through a pipe
+    evaluated = subprocess.run(
+        [*SKXMC, "evaluate", "--true", str(test), "--pred", "-"],
+        input=out.stdout,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "| P |" in evaluated.stdout
+
+
+def test_closed_stdout_exits_quietly(cli_model, jsonl_files, tmp_path):
+    # `skxmc predict ... | head -1`, with far more output than a pipe buffers.
+    _, _, test = jsonl_files
+    many = tmp_path / "many.jsonl"
+    many.write_text(test.read_text(encoding="utf-8") * 10, encoding="utf-8")
+    command = " ".join(
+        [*SKXMC, "predict", "--model-dir", str(cli_model), "--input", str(many), "--top-k", "10"]
+    )
+    out = subprocess.run(
+        ["bash", "-c", f'{command} | head -1; echo "status ${{PIPESTATUS[0]}}" >&2'],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0
+    assert len(out.stdout.splitlines()) == 1 and json.loads(out.stdout)["labels"]
+    assert "Traceback" not in out.stderr and "Error" not in out.stderr, out.stderr
+    assert out.stderr.strip() in ("status 0", "status 141")  # 141: the shell's SIGPIPE code
+
+
+def test_ctrl_c_exits_130_without_traceback(jsonl_files, tmp_path):
+    _, train, _ = jsonl_files
+    model = tmp_path / "model"
+    proc = subprocess.Popen(
+        [
+            *SKXMC,
+            "fit",
+            "--train",
+            str(train),
+            "--model-dir",
+            str(model),
+            "--min-df",
+            "1",
+            "--n-jobs",
+            "1",
+            "-v",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stderr = []
+    try:
+        for line in proc.stderr:  # wait until training has started
+            stderr.append(line)
+            if "training records" in line:
+                break
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = "".join(stderr) + rest
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    assert "interrupted" in stderr
+    # nothing half-written is left behind
+    assert not model.exists() and not [p for p in tmp_path.iterdir() if p.name != "model"]
 
 
 def test_fit_refuses_to_clobber(jsonl_files, capsys):
