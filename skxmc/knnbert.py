@@ -24,8 +24,13 @@ __all__ = ["KNNBertClassifier"]
 
 def _head(hidden: int, out: int, dropout: float) -> nn.Sequential:
     # The reference heads: dropout, Linear h-h, tanh, dropout, Linear h-out.
-    return nn.Sequential(nn.Dropout(dropout), nn.Linear(hidden, hidden), nn.Tanh(),
-                         nn.Dropout(dropout), nn.Linear(hidden, out))  # fmt: skip
+    return nn.Sequential(
+        nn.Dropout(dropout),
+        nn.Linear(hidden, hidden),
+        nn.Tanh(),
+        nn.Dropout(dropout),
+        nn.Linear(hidden, out),
+    )
 
 
 class _KNNBertModule(EncoderModule):
@@ -119,6 +124,12 @@ class KNNBertClassifier(TransformerClassifierBase):
 
     ``contrastive_weight=0, knn_weight=0`` is plain fine-tuning; ``knn_weight=1`` predicts
     by the kNN vote alone. Works on single texts and on text pairs (MRPC, RTE).
+
+    ``X`` is a sequence of texts (list, array, pandas Series or one-column DataFrame) or of
+    text pairs (2-tuples, or a two-column DataFrame / array). ``transform`` gives the
+    normalised embeddings of the kNN search; with ``fit_transform``,
+    ``get_feature_names_out`` and ``set_output`` the classifier is also a feature step
+    (e.g. ``ColumnTransformer([("emb", KNNBertClassifier(), "text")])``).
 
     Parameters
     ----------
@@ -360,8 +371,9 @@ class KNNBertClassifier(TransformerClassifierBase):
     def _uses_queue(self) -> bool:
         return self.contrastive_weight > 0 and self.contrastive_keys == "queue"
 
-    def _prepare_fit(self, texts: list, y: np.ndarray, rng: np.random.RandomState,
-                     **fit_params: Any) -> None:  # fmt: skip
+    def _prepare_fit(
+        self, texts: list, y: np.ndarray, rng: np.random.RandomState, **fit_params: Any
+    ) -> None:
         super()._prepare_fit(texts, y, rng, **fit_params)
         for name in ("memory_features_", "memory_targets_", "memory_indices_"):
             self.__dict__.pop(name, None)
@@ -379,16 +391,23 @@ class KNNBertClassifier(TransformerClassifierBase):
         module.to(device)
         order = np.random.default_rng(self._memory_seed).permutation(len(y))
         order = order[-self.queue_size :]
-        keys = batched_inference(module.keys, self._train_tokens.subset(order),
-                                 batch_size=2 * self.batch_size, device=device,
-                                 verbose=self.verbose, desc="filling the queue")  # fmt: skip
-        module.enqueue(torch.from_numpy(keys).to(device), torch.as_tensor(y[order]),
-                       torch.as_tensor(order))  # fmt: skip
+        keys = batched_inference(
+            module.keys,
+            self._train_tokens.subset(order),
+            batch_size=2 * self.batch_size,
+            device=device,
+            verbose=self.verbose,
+            desc="filling the queue",
+        )
+        module.enqueue(
+            torch.from_numpy(keys).to(device), torch.as_tensor(y[order]), torch.as_tensor(order)
+        )
 
     def _training_batches(self, epoch: int, rng: np.random.Generator) -> Any:
         # Plain random batches: length-bucketing could group texts of one class.
-        return self._train_tokens.batches(self.batch_size, shuffle=True, rng=rng,
-                                          sort_by_length=False)  # fmt: skip
+        return self._train_tokens.batches(
+            self.batch_size, shuffle=True, rng=rng, sort_by_length=False
+        )
 
     def _clear_fit_data(self) -> None:
         module = getattr(self, "module_", None)
@@ -413,9 +432,14 @@ class KNNBertClassifier(TransformerClassifierBase):
         device = self._inference_device()
         module = self.module_.to(device)
         with eval_mode(module):
-            feats = batched_inference(module.embed, self._memory_tokens.subset(rows),
-                                      batch_size=2 * self.batch_size, device=device,
-                                      verbose=self.verbose, desc="kNN memory")  # fmt: skip
+            feats = batched_inference(
+                module.embed,
+                self._memory_tokens.subset(rows),
+                batch_size=2 * self.batch_size,
+                device=device,
+                verbose=self.verbose,
+                desc="kNN memory",
+            )
         self.memory_features_ = feats
         self.memory_targets_ = np.asarray(y[rows], dtype=np.int64)
         self.memory_indices_ = rows.astype(np.int64)
@@ -429,8 +453,9 @@ class KNNBertClassifier(TransformerClassifierBase):
         ce = nn.functional.cross_entropy(logits.float(), labels)
         w = self.contrastive_weight
         if w > 0 and self.contrastive_keys == "batch":
-            cl = batch_contrastive_loss(module.project(features), labels,
-                                        temperature=self.temperature)  # fmt: skip
+            cl = batch_contrastive_loss(
+                module.project(features), labels, temperature=self.temperature
+            )
             return {"loss": w * cl + (1 - w) * ce, "ce": ce.detach(), "contrastive": cl.detach()}
         if not self._uses_queue():
             return {"loss": ce, "ce": ce.detach()}
@@ -438,10 +463,15 @@ class KNNBertClassifier(TransformerClassifierBase):
         # MoCo order: update the key side from the current query weights, contrast with
         # the queue, then enqueue this step's keys.
         module.momentum_update(self.momentum)
-        cl = queue_contrastive_loss(anchors, labels, module.queue, module.queue_labels,
-                                    n_most_similar=self.n_most_similar,
-                                    n_least_similar=self.n_least_similar,
-                                    temperature=self.temperature)  # fmt: skip
+        cl = queue_contrastive_loss(
+            anchors,
+            labels,
+            module.queue,
+            module.queue_labels,
+            n_most_similar=self.n_most_similar,
+            n_least_similar=self.n_least_similar,
+            temperature=self.temperature,
+        )
         self._enqueue_same_class(batch.indices, device)
         return {"loss": w * cl + (1 - w) * ce, "ce": ce.detach(), "contrastive": cl.detach()}
 
@@ -552,11 +582,19 @@ class KNNBertClassifier(TransformerClassifierBase):
         Returns
         -------
         embeddings : numpy.ndarray of float32 of shape (n_samples, hidden_size)
+            A DataFrame with columns :meth:`get_feature_names_out` after
+            ``set_output(transform="pandas")``.
         """
-        return super().transform(X)
+        return self._embeddings(X)
 
-    def kneighbors(self, X: Any, n_neighbors: int | None = None, return_distance: bool = True,
-                   *, return_labels: bool = False) -> Any:  # fmt: skip
+    def kneighbors(
+        self,
+        X: Any,
+        n_neighbors: int | None = None,
+        return_distance: bool = True,
+        *,
+        return_labels: bool = False,
+    ) -> Any:
         """The nearest memory entries of each text, to see why the kNN vote decided.
 
         Parameters
@@ -583,7 +621,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         k = self.n_neighbors if n_neighbors is None else n_neighbors
         if not isinstance(k, Integral) or k < 1:
             raise ValueError(f"n_neighbors must be a positive int, got {k!r}.")
-        emb = self.transform(X)
+        emb = self._embeddings(X)
         if len(emb) == 0:
             k = min(k, len(self.memory_features_))
             sims, rows = np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)

@@ -19,6 +19,7 @@ import time
 import warnings
 import zlib
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -58,6 +59,47 @@ def _stable_hash(token: str) -> int:
 def _join(thread: threading.Thread) -> None:
     """Wait a little for ``thread`` (a function of its own so that tests can interrupt it)."""
     thread.join(0.1)
+
+
+# Containers that hold the labels of one instance (rows of a sequence of label sets).
+_LABEL_SET_TYPES = (list, tuple, AbstractSet, np.ndarray)
+
+
+def _check_not_texts(Y: Any, name: str) -> None:
+    """Reject a 1-D sequence of strings: what a column of texts looks like.
+
+    As a 1-D target (one label per instance) it would give label2vec no co-occurrence to
+    learn from anyway; label sets and 1-D numeric targets pass. Other malformed input is
+    left to :func:`skxmc._labels.encode_labels`.
+    """
+    if isinstance(Y, (list, tuple)):
+        rows = Y
+    elif hasattr(Y, "__array__") and not sp.issparse(Y) and np.ndim(Y) == 1:
+        rows = np.asarray(Y)
+        if rows.dtype.kind not in "OUS":
+            return
+    else:
+        return
+    if len(rows) and all(isinstance(row, (str, bytes)) for row in rows):
+        raise ValueError(
+            f"{name} holds bare strings ({name}[0] = {str(rows[0])[:50]!r}), which look like "
+            f"texts: Label2VecTransformer learns label vectors from label sets, one collection "
+            f"of labels per instance (e.g. [['cat', 'pet'], ['dog']]), not from texts. Fit it "
+            f"on the labels, not on the texts of a text pipeline; for one label per instance "
+            f"pass [[label] for label in {name}]."
+        )
+
+
+def _is_label_sets(y: Any) -> bool:
+    """Whether ``y`` is a multi-label target: a matrix or a sequence of label collections."""
+    if sp.issparse(y):
+        return True
+    shape = getattr(y, "shape", None)
+    if shape is not None and len(shape) == 2:
+        return shape[1] != 1  # a column vector is a 1-D target
+    if isinstance(y, (list, tuple)) or getattr(getattr(y, "dtype", None), "kind", "") == "O":
+        return any(isinstance(row, _LABEL_SET_TYPES) for row in y)
+    return False
 
 
 class _LabelSentences:
@@ -338,7 +380,7 @@ class Label2VecTransformer(
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, Y: Any, y: None = None) -> Label2VecTransformer:
+    def fit(self, Y: Any, y: Any = None) -> Label2VecTransformer:
         """Train the label vectors on the label sets of the training instances.
 
         Parameters
@@ -346,16 +388,37 @@ class Label2VecTransformer(
         Y : sparse matrix, ndarray or sequence of label collections
             Labels of the training instances in any format :mod:`skxmc._labels` accepts:
             a 0/1 indicator matrix of shape (n_samples, n_labels), label collections
-            (``[["a", "b"], ["c"]]``), or a 1-D target (one label per instance, which
-            gives no co-occurrence).
-        y : None
-            Ignored; present for API consistency (pipelines pass it).
+            (``[["a", "b"], ["c"]]``), or a 1-D numeric target (one label per instance,
+            which gives no co-occurrence). A 1-D sequence of strings is rejected: it is
+            what texts look like (``make_pipeline(Label2VecTransformer()).fit(texts, Y)``
+            would otherwise learn from the texts); wrap single labels as
+            ``[[label] for label in y]``.
+        y : None or 1-D array-like, default=None
+            Ignored; pipelines and ``ColumnTransformer`` pass the target of the final
+            estimator (one value per instance) to every step. A multi-label ``y`` (a 2-D
+            matrix, a sparse matrix or a sequence of label collections) raises a
+            ValueError: it means that the label sets to learn from were passed as ``y``
+            (as in a pipeline fitted on texts and labels) instead of as ``Y``.
 
         Returns
         -------
         self : Label2VecTransformer
             Fitted transformer.
+
+        Raises
+        ------
+        ValueError
+            For bare-string rows in ``Y`` or a multi-label ``y`` (see above), and for
+            ``Y`` without any positive label.
         """
+        if y is not None and _is_label_sets(y):
+            raise ValueError(
+                "Label2VecTransformer.fit got label sets as y, which it ignores: it learns "
+                "from its first argument Y (the label sets), not from X and y. In a pipeline "
+                "fitted as pipe.fit(X, Y), Label2VecTransformer would read X (e.g. texts) as "
+                "label sets; fit it on the labels instead: Label2VecTransformer().fit(Y)."
+            )
+        _check_not_texts(Y, "Y")
         from gensim.models import Word2Vec
 
         Y_csr, classes = encode_labels(Y, name="Y")
@@ -429,8 +492,15 @@ class Label2VecTransformer(
             logger.info(
                 "label2vec: %d labels (%d without a vector), %d sentences (longest %d "
                 "labels), window %d, %d/%d epochs in %.2fs with %d worker(s)",
-                n_labels, len(self.unseen_labels_), len(corpus), longest, window,
-                self.n_epochs_, self.epochs, seconds, workers,
+                n_labels,
+                len(self.unseen_labels_),
+                len(corpus),
+                longest,
+                window,
+                self.n_epochs_,
+                self.epochs,
+                seconds,
+                workers,
             )
         return self
 
@@ -491,7 +561,8 @@ class Label2VecTransformer(
         ----------
         Y : sparse matrix, ndarray or sequence of label collections
             Label sets over ``classes_`` (an indicator matrix must have ``len(classes_)``
-            columns). Labels not in ``classes_`` are ignored.
+            columns). Labels not in ``classes_`` are ignored. A 1-D sequence of strings
+            (texts, by its look) is rejected, as in :meth:`fit`.
 
         Returns
         -------
@@ -499,6 +570,7 @@ class Label2VecTransformer(
             Unit rows; zero rows for instances without a label that has a vector.
         """
         check_is_fitted(self)
+        _check_not_texts(Y, "Y")
         Y_csr = LabelSpace(self.classes_).transform(Y, name="Y").Y
         # The mean and the sum of the label vectors differ by a positive factor only.
         Z = np.asarray(Y_csr @ self.embeddings_, dtype=np.float32)

@@ -26,8 +26,9 @@ __all__ = ["SharpReCLClassifier"]
 
 def _projection_head(hidden: int, out: int) -> nn.Sequential:
     # The paper's two-layer MLP: Linear h-h, BatchNorm, ReLU, Linear h-out.
-    return nn.Sequential(nn.Linear(hidden, hidden), nn.BatchNorm1d(hidden), nn.ReLU(),
-                         nn.Linear(hidden, out))  # fmt: skip
+    return nn.Sequential(
+        nn.Linear(hidden, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, out)
+    )
 
 
 class _SharpReCLModule(EncoderModule):
@@ -55,7 +56,12 @@ class _PairedBatches:
     """Each epoch's batches of original texts, collated with their augmented views."""
 
     def __init__(self, tokens: Any, index_batches: list[np.ndarray], n: int, two_views: bool):
-        self.tokens, self.index_batches, self.n, self.two_views = tokens, index_batches, n, two_views
+        self.tokens, self.index_batches, self.n, self.two_views = (
+            tokens,
+            index_batches,
+            n,
+            two_views,
+        )
 
     def __len__(self) -> int:
         return len(self.index_batches)
@@ -76,6 +82,12 @@ class SharpReCLClassifier(TransformerClassifierBase):
     supervised contrastive loss over two views of each text and the class prototypes, in
     which every class gets the same number of positive and negative targets, drawn at
     random (simple-sampling) or mixed from its hardest examples (hard-mixup).
+
+    ``X`` is a sequence of texts (list, array, pandas Series or one-column DataFrame) or of
+    text pairs (2-tuples, or a two-column DataFrame / array). ``transform`` gives the
+    fine-tuned text embeddings; with ``fit_transform``, ``get_feature_names_out`` and
+    ``set_output`` the classifier is also a feature step (e.g.
+    ``ColumnTransformer([("emb", SharpReCLClassifier(), "text")])``).
 
     Parameters
     ----------
@@ -309,16 +321,20 @@ class SharpReCLClassifier(TransformerClassifierBase):
     def _two_views(self, X_augmented: Any) -> bool:
         if self.n_views == 1:
             if X_augmented is not None:
-                raise ValueError("X_augmented was given but n_views=1 trains on the original "
-                                 "texts only; pass n_views=2 to use the augmented views.")  # fmt: skip
+                raise ValueError(
+                    "X_augmented was given but n_views=1 trains on the original "
+                    "texts only; pass n_views=2 to use the augmented views."
+                )
             return False
         # The logit-adjusted CE baseline without augmentation trains on one view, so that
         # it costs what plain fine-tuning costs.
-        return not (self.contrastive_weight == 0 and self.augmentation is None
-                    and X_augmented is None)  # fmt: skip
+        return not (
+            self.contrastive_weight == 0 and self.augmentation is None and X_augmented is None
+        )
 
-    def _prepare_fit(self, texts: list, y: np.ndarray, rng: np.random.RandomState,
-                     *, X_augmented: Any = None) -> None:  # fmt: skip
+    def _prepare_fit(
+        self, texts: list, y: np.ndarray, rng: np.random.RandomState, *, X_augmented: Any = None
+    ) -> None:
         n, n_classes = len(texts), len(self.classes_)
         counts = np.bincount(y, minlength=n_classes)
         self.class_prior_ = counts / counts.sum()
@@ -328,18 +344,27 @@ class SharpReCLClassifier(TransformerClassifierBase):
             if X_augmented is not None:
                 augmented, pairs = check_texts(X_augmented, name="X_augmented")
                 if len(augmented) != n or pairs != self.text_pairs_:
-                    raise ValueError("X_augmented must hold one view of each text of X, of the "
-                                     "same kind (texts or text pairs).")  # fmt: skip
+                    raise ValueError(
+                        "X_augmented must hold one view of each text of X, of the "
+                        "same kind (texts or text pairs)."
+                    )
             else:
-                augmented = augment_texts(texts, self.augmentation, p=self.augmentation_strength,
-                                          random_state=int(rng.randint(np.iinfo(np.int32).max)))  # fmt: skip
+                augmented = augment_texts(
+                    texts,
+                    self.augmentation,
+                    p=self.augmentation_strength,
+                    random_state=int(rng.randint(np.iinfo(np.int32).max)),
+                )
             views += augmented
         self._train_tokens = self._tokenize(views)
         self._n_train = n
         self._y_train = torch.as_tensor(y)
         self._log_prior = torch.as_tensor(np.log(self.class_prior_), dtype=torch.float32)
-        weights = (effective_number_weights(counts, beta=0.9999) if self.prior_weighting
-                   else np.ones(n_classes, dtype=np.float32))  # fmt: skip
+        weights = (
+            effective_number_weights(counts, beta=0.9999)
+            if self.prior_weighting
+            else np.ones(n_classes, dtype=np.float32)
+        )
         self._class_weights = torch.as_tensor(weights)
 
     def _training_batches(self, epoch: int, rng: np.random.Generator) -> _PairedBatches:
@@ -347,8 +372,10 @@ class SharpReCLClassifier(TransformerClassifierBase):
         # Plain random batches, not length-bucketed ones: length often goes with the class
         # (TREC's question types), and length-sorted batches holding one class each would
         # starve the in-batch contrast and the BatchNorm statistics of the other classes.
-        index_batches = [b.indices for b in originals.batches(
-            self.batch_size, shuffle=True, rng=rng, sort_by_length=False)]  # fmt: skip
+        index_batches = [
+            b.indices
+            for b in originals.batches(self.batch_size, shuffle=True, rng=rng, sort_by_length=False)
+        ]
         return _PairedBatches(self._train_tokens, index_batches, self._n_train, self._two_view)
 
     def _clear_fit_data(self) -> None:
@@ -361,8 +388,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
         labels = self._y_train[torch.as_tensor(batch.indices % self._n_train)].to(device)
         features = module.features(batch.inputs)
         logits = module.classifier(features)
-        ce = logit_adjusted_cross_entropy(logits, labels, self._log_prior,
-                                          tau=self.logit_adjustment)  # fmt: skip
+        ce = logit_adjusted_cross_entropy(
+            logits, labels, self._log_prior, tau=self.logit_adjustment
+        )
         if self.contrastive_weight == 0:
             return {"loss": ce, "ce": ce.detach()}
         n_classes = len(self.classes_)
@@ -374,13 +402,27 @@ class SharpReCLClassifier(TransformerClassifierBase):
         state = trainer.state
         ratio = min(0.5 + 0.5 * state.step / max(1, state.total_steps), 1.0)
         positives, negatives = rebalanced_targets(
-            anchors, anchor_labels, prototypes, n_positive=self.n_synthetic_positive,
-            n_negative=self.n_synthetic_negative, n_hard=self.n_hard, synthetic_ratio=ratio,
-            mixup_alpha=self.mixup_alpha, simple_sampling=self.simple_sampling,
+            anchors,
+            anchor_labels,
+            prototypes,
+            n_positive=self.n_synthetic_positive,
+            n_negative=self.n_synthetic_negative,
+            n_hard=self.n_hard,
+            synthetic_ratio=ratio,
+            mixup_alpha=self.mixup_alpha,
+            simple_sampling=self.simple_sampling,
             hard_mixup=self.hard_mixup,
-        )  # fmt: skip
-        cl = rebalanced_contrastive_loss(anchors, anchor_labels, positives, negatives,
-                                         temperature=self.temperature,
-                                         class_weights=self._class_weights)  # fmt: skip
-        return {"loss": ce + self.contrastive_weight * cl, "ce": ce.detach(),
-                "contrastive": cl.detach()}  # fmt: skip
+        )
+        cl = rebalanced_contrastive_loss(
+            anchors,
+            anchor_labels,
+            positives,
+            negatives,
+            temperature=self.temperature,
+            class_weights=self._class_weights,
+        )
+        return {
+            "loss": ce + self.contrastive_weight * cl,
+            "ce": ce.detach(),
+            "contrastive": cl.detach(),
+        }

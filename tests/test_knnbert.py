@@ -21,15 +21,29 @@ from .conftest import topic_texts
 
 torch.set_num_threads(1)
 
+
 def toy_data(counts=(8, 6, 4), seed=0):
     return topic_texts(counts, seed)
 
 
 def make_clf(tiny_bert_dir, **params):
-    defaults = dict(encoder=str(tiny_bert_dir), pooling="mean", max_length=16, batch_size=6,
-                    max_epochs=2, learning_rate=3e-3, head_learning_rate=3e-2, dropout=0.0,
-                    contrastive_weight=0.5, queue_size=40, n_enqueue_per_anchor=2,
-                    n_most_similar=5, n_least_similar=1, n_neighbors=3, random_state=0)  # fmt: skip
+    defaults = dict(
+        encoder=str(tiny_bert_dir),
+        pooling="mean",
+        max_length=16,
+        batch_size=6,
+        max_epochs=2,
+        learning_rate=3e-3,
+        head_learning_rate=3e-2,
+        dropout=0.0,
+        contrastive_weight=0.5,
+        queue_size=40,
+        n_enqueue_per_anchor=2,
+        n_most_similar=5,
+        n_least_similar=1,
+        n_neighbors=3,
+        random_state=0,
+    )
     defaults.update(params)
     return KNNBertClassifier(**defaults)
 
@@ -48,15 +62,17 @@ def test_loss_known_case():
     # one row [1, 0] -> -log(e / (e + 1)).
     a = torch.tensor([[1.0, 0.0]], requires_grad=True)
     keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
-    loss = queue_contrastive_loss(a, torch.tensor([0]), keys, torch.tensor([0, 1, -1]),
-                                  temperature=1.0)  # fmt: skip
+    loss = queue_contrastive_loss(
+        a, torch.tensor([0]), keys, torch.tensor([0, 1, -1]), temperature=1.0
+    )
     assert float(loss.detach()) == pytest.approx(-np.log(np.e / (np.e + 1)), rel=1e-5)
     loss.backward()
     assert torch.isfinite(a.grad).all() and a.grad.abs().sum() > 0
     # Two positives at cos 1 and 0, one negative at cos 0, T = 0.5: mean of two rows.
     keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
-    loss = queue_contrastive_loss(a, torch.tensor([0]), keys, torch.tensor([0, 0, 1]),
-                                  temperature=0.5)  # fmt: skip
+    loss = queue_contrastive_loss(
+        a, torch.tensor([0]), keys, torch.tensor([0, 0, 1]), temperature=0.5
+    )
     row1 = -np.log(np.exp(2) / (np.exp(2) + 1))
     row2 = -np.log(1 / 2)
     assert float(loss.detach()) == pytest.approx((row1 + row2) / 2, rel=1e-5)
@@ -85,8 +101,9 @@ def test_positive_selection_masks():
     a = torch.randn(6, 8, requires_grad=True)
     keys = torch.randn(20, 8)
     key_labels = torch.randint(-1, 3, (20,))
-    loss = queue_contrastive_loss(a, torch.randint(0, 3, (6,)), keys, key_labels,
-                                  n_most_similar=3, n_least_similar=1)  # fmt: skip
+    loss = queue_contrastive_loss(
+        a, torch.randint(0, 3, (6,)), keys, key_labels, n_most_similar=3, n_least_similar=1
+    )
     loss.backward()
     assert torch.isfinite(loss) and torch.isfinite(a.grad).all()
 
@@ -133,13 +150,17 @@ def test_training_fills_queue_and_updates_key_encoder_slowly(tiny_bert_dir, monk
         m = self.module_
         seen["labels"] = m.queue_labels.clone()
         seen["ptr"] = int(m.queue_ptr)
-        gap = [(k - q).abs().max().item() for k, q in
-               zip(m.key_encoder.parameters(), m.encoder.parameters())]  # fmt: skip
+        gap = [
+            (k - q).abs().max().item()
+            for k, q in zip(m.key_encoder.parameters(), m.encoder.parameters())
+        ]
         seen["gap"] = max(gap)
-        seen["moved"] = max((k - q0).abs().max().item() for k, q0 in
-                            zip(m.key_encoder.parameters(), initial))  # fmt: skip
-        seen["query_moved"] = max((q - q0).abs().max().item() for q, q0 in
-                                  zip(m.encoder.parameters(), initial))  # fmt: skip
+        seen["moved"] = max(
+            (k - q0).abs().max().item() for k, q0 in zip(m.key_encoder.parameters(), initial)
+        )
+        seen["query_moved"] = max(
+            (q - q0).abs().max().item() for q, q0 in zip(m.encoder.parameters(), initial)
+        )
         return original(self)
 
     initial = [p.detach().clone() for p in load_encoder(tiny_bert_dir)[0].parameters()]
@@ -196,8 +217,9 @@ def test_baseline_switches(tiny_bert_dir, monkeypatch):
     import skxmc.knnbert as mod
 
     original = mod.queue_contrastive_loss
-    monkeypatch.setattr(mod, "queue_contrastive_loss",
-                        lambda *a, **k: calls.append(1) or original(*a, **k))  # fmt: skip
+    monkeypatch.setattr(
+        mod, "queue_contrastive_loss", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
     base = make_clf(tiny_bert_dir, max_epochs=1, contrastive_weight=0.0, knn_weight=0.0).fit(X, y)
     assert not calls and base.module_.key_encoder is None
     logits = base._logits_and_embeddings(X)[0]
@@ -240,8 +262,9 @@ def test_in_batch_contrastive_keys_train_without_a_queue(tiny_bert_dir, monkeypa
     X, y = topic_texts((12, 12, 12))
     calls = []
     original = mod.batch_contrastive_loss
-    monkeypatch.setattr(mod, "batch_contrastive_loss",
-                        lambda *a, **k: calls.append(1) or original(*a, **k))  # fmt: skip
+    monkeypatch.setattr(
+        mod, "batch_contrastive_loss", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
     clf = make_clf(tiny_bert_dir, max_epochs=1, contrastive_keys="batch").fit(X, y)
     assert calls and len(calls) == clf.n_steps_
     assert clf.module_.key_encoder is None and np.isfinite(clf.loss_curve_).all()
@@ -278,8 +301,6 @@ def test_learns_separable_toy_data(tiny_bert_dir):
     assert clf.score(X, y) >= 0.9
 
 
-
-
 def test_pickle_and_save_load_roundtrip(fitted, tmp_path):
     clf, X, _ = fitted
     expected = clf.predict_proba(X)
@@ -306,8 +327,12 @@ def test_clone_grid_search_and_validation(tiny_bert_dir):
         search.fit(X, y)
     assert search.best_params_["knn_weight"] in (0.0, 0.5)
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
-    for bad in ({"knn_weight": 1.5}, {"contrastive_weight": -0.1}, {"temperature": 0},
-                {"knn_memory": "all"}):  # fmt: skip
+    for bad in (
+        {"knn_weight": 1.5},
+        {"contrastive_weight": -0.1},
+        {"temperature": 0},
+        {"knn_memory": "all"},
+    ):
         with pytest.raises(ValueError):
             make_clf(tiny_bert_dir, **bad).fit(X, y)
 
@@ -322,7 +347,54 @@ def test_input_independent_sklearn_checks():
         check_set_params,
     )
 
-    for check in (check_no_attributes_set_in_init, check_get_params_invariance, check_set_params,
-                  check_estimator_repr, check_estimator_cloneable,
-                  check_parameters_default_constructible):  # fmt: skip
+    for check in (
+        check_no_attributes_set_in_init,
+        check_get_params_invariance,
+        check_set_params,
+        check_estimator_repr,
+        check_estimator_cloneable,
+        check_parameters_default_constructible,
+    ):
         check("KNNBertClassifier", KNNBertClassifier())
+
+
+# pandas and 2-D inputs, feature-step API ----------------------------------------------------
+
+
+def test_one_column_dataframe_and_2d_array_give_one_prediction_per_row(fitted):
+    pd = pytest.importorskip("pandas")
+    knn, X, y = fitted
+    df = pd.DataFrame({"text": X, "other": X, "n": np.arange(len(X))})
+    pred = knn.predict(df[["text"]])
+    assert len(pred) == len(df)
+    np.testing.assert_array_equal(pred, knn.predict(df["text"]))
+    np.testing.assert_array_equal(knn.predict(np.asarray(X)[:, None]), pred)
+    np.testing.assert_allclose(knn.predict_proba(df[["text"]]), knn.predict_proba(X))
+    assert knn.score(df[["text"]], y) == knn.score(X, y)
+    with pytest.raises(ValueError, match=r"X is a DataFrame with 3 columns.*X\['text'\]"):
+        knn.predict(df)
+    with pytest.raises(ValueError, match=r"different lengths \(18 and 17\)"):  # not 3 rows
+        make_clf(knn.encoder).fit(df[["text"]], y[:-1])
+    # A two-column table holds text pairs, which this model was not trained on.
+    with pytest.raises(ValueError, match="trained on single texts; X holds text pairs"):
+        knn.predict(df[["text", "other"]])
+
+
+def test_transform_as_a_feature_step_with_pandas_output(fitted):
+    pd = pytest.importorskip("pandas")
+    from sklearn import config_context
+
+    knn, X, _ = fitted
+    names = knn.get_feature_names_out()
+    assert names.tolist() == [f"knnbertclassifier{i}" for i in range(32)]
+    series = pd.Series(X[:4], index=[7, 8, 9, 10])
+    with config_context(transform_output="pandas"):
+        out = knn.transform(series)
+        # Internal users of the embeddings are not affected by the output container.
+        sims, rows = knn.kneighbors(X[:2])
+        np.testing.assert_array_equal(knn.predict(X[:4]), knn.predict(series))
+    assert isinstance(out, pd.DataFrame) and out.columns.tolist() == names.tolist()
+    assert out.index.tolist() == [7, 8, 9, 10]
+    np.testing.assert_allclose(out.to_numpy(), knn.transform(X[:4]))
+    np.testing.assert_array_equal(rows, knn.kneighbors(X[:2])[1])
+    assert isinstance(sims, np.ndarray)

@@ -99,8 +99,12 @@ def test_reproducible_across_interpreters_whatever_pythonhashseed():
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
         out = subprocess.run(
             [sys.executable, "-c", _DIGEST_SCRIPT.format(root=str(ROOT))],
-            capture_output=True, text=True, env=env, timeout=120, check=True,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=True,
+        )
         digests.add(out.stdout.strip())
     here = Label2VecTransformer(vector_size=8, epochs=2, shuffle=True).fit(_topics())
     digests.add(hashlib.sha256(here.embeddings_.tobytes()).hexdigest())
@@ -147,8 +151,8 @@ def test_single_label_instances_and_a_single_label():
     np.testing.assert_allclose(np.linalg.norm(short.embeddings_, axis=1), 1.0, rtol=1e-5)
     np.testing.assert_array_equal(short.embeddings_, long.embeddings_)
     assert short.window_ == 1
-    # A 1-D target is one label per sample.
-    target = Label2VecTransformer(vector_size=8, epochs=1).fit(np.array(["a", "b", "c", "a"]))
+    # A 1-D numeric target is one label per sample (a 1-D one of strings looks like texts).
+    target = Label2VecTransformer(vector_size=8, epochs=1).fit(np.array([0, 1, 2, 0]))
     np.testing.assert_array_equal(target.embeddings_, short.embeddings_)
     # A label set with one label.
     single = Label2VecTransformer(vector_size=8).fit([["x"], ["x"], []])
@@ -159,8 +163,15 @@ def test_single_label_instances_and_a_single_label():
 
 def test_window_and_other_gensim_parameters():
     Y = _topics()
-    l2v = Label2VecTransformer(**FAST, window=1, shrink_windows=True, shuffle=True,
-                               negative=3, ns_exponent=-0.5, sample=1e-3).fit(Y)
+    l2v = Label2VecTransformer(
+        **FAST,
+        window=1,
+        shrink_windows=True,
+        shuffle=True,
+        negative=3,
+        ns_exponent=-0.5,
+        sample=1e-3,
+    ).fit(Y)
     assert l2v.window_ == 1 and np.isfinite(l2v.embeddings_).all()
     assert Label2VecTransformer(**FAST, n_jobs=2).fit(Y).embeddings_.shape == (20, 16)
 
@@ -178,8 +189,7 @@ def test_transform_is_the_normalised_mean():
     np.testing.assert_allclose(Z[3], E[1], rtol=1e-5)  # unknown labels are ignored
     np.testing.assert_allclose(l2v.fit_transform(Y), l2v.transform(Y), rtol=1e-6)
     # a matrix over the fitted label space
-    np.testing.assert_allclose(l2v.transform(_as_csr(Y, l2v.classes_)), l2v.transform(Y),
-                               rtol=1e-6)
+    np.testing.assert_allclose(l2v.transform(_as_csr(Y, l2v.classes_)), l2v.transform(Y), rtol=1e-6)
     with pytest.raises(ValueError, match="20 labels"):
         l2v.transform(sp.csr_matrix((2, 5)))
     names = l2v.get_feature_names_out()
@@ -320,7 +330,40 @@ def test_gallery_example_runs(tmp_path):
     env = {**os.environ, "MPLBACKEND": "Agg"}
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "plot_label2vec_projection.py")],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-6000:]
     assert "leaf clusters" in proc.stdout
+
+
+def test_texts_and_label_sets_as_y_are_rejected():
+    texts = ["the cat sat on the mat", "stock market news", "a football game"]
+    Y = [["pet", "animal"], ["economy"], ["sport", "game"]]
+    # The user's call: a text pipeline fitted on texts and label sets.
+    with pytest.raises(ValueError, match="got label sets as y.*fit it on the labels"):
+        make_pipeline(Label2VecTransformer(**FAST)).fit(texts, Y)
+    with pytest.raises(ValueError, match="got label sets as y"):
+        Label2VecTransformer(**FAST).fit(Y, Y)
+    with pytest.raises(ValueError, match="got label sets as y"):
+        Label2VecTransformer(**FAST).fit(Y, sp.csr_matrix(np.eye(3)))
+    # Texts as Y, with or without y, as a list, array or pandas Series.
+    for X in (texts, np.array(texts), np.array(texts, dtype=object)):
+        with pytest.raises(ValueError, match=r"Y holds bare strings \(Y\[0\] = 'the cat"):
+            Label2VecTransformer(**FAST).fit(X)
+    with pytest.raises(ValueError, match="bare strings"):
+        make_pipeline(Label2VecTransformer(**FAST)).fit(texts, ["a", "b", "c"])
+    l2v = Label2VecTransformer(**FAST).fit(Y)
+    with pytest.raises(ValueError, match="bare strings"):
+        l2v.transform(texts)
+    # A 1-D target y (what pipelines pass to every step) is ignored, as documented.
+    with_y = Label2VecTransformer(**FAST).fit(Y, np.array(["x", "y", "x"]))
+    np.testing.assert_array_equal(with_y.embeddings_, l2v.embeddings_)
+    pd = pytest.importorskip("pandas")
+    with pytest.raises(ValueError, match="bare strings"):
+        Label2VecTransformer(**FAST).fit(pd.Series(texts))
+    with pytest.raises(ValueError, match="got label sets as y"):
+        Label2VecTransformer(**FAST).fit(Y, pd.Series(Y))

@@ -27,6 +27,7 @@ from .conftest import topic_texts
 
 torch.set_num_threads(1)
 
+
 def toy_data(counts=(12, 6, 3), seed=0):
     return topic_texts(counts, seed)
 
@@ -34,9 +35,20 @@ def toy_data(counts=(12, 6, 3), seed=0):
 def make_clf(tiny_bert_dir, **params):
     # A random tiny BERT needs large rates; its mean-pooled states separate texts better
     # than its untrained [CLS].
-    defaults = dict(encoder=str(tiny_bert_dir), pooling="mean", max_length=16, batch_size=8,
-                    max_epochs=2, head_learning_rate=3e-2, learning_rate=3e-3, n_synthetic_negative=20,
-                    n_synthetic_positive=4, n_hard=4, projection_dim=16, random_state=0)  # fmt: skip
+    defaults = dict(
+        encoder=str(tiny_bert_dir),
+        pooling="mean",
+        max_length=16,
+        batch_size=8,
+        max_epochs=2,
+        head_learning_rate=3e-2,
+        learning_rate=3e-3,
+        n_synthetic_negative=20,
+        n_synthetic_positive=4,
+        n_hard=4,
+        projection_dim=16,
+        random_state=0,
+    )
     defaults.update(params)
     return SharpReCLClassifier(**defaults)
 
@@ -56,8 +68,9 @@ def test_logit_adjusted_ce_matches_shifted_ce():
     log_prior = torch.tensor([0.6, 0.3, 0.1]).log()
     got = logit_adjusted_cross_entropy(logits, y, log_prior)
     assert torch.allclose(got, F.cross_entropy(logits + log_prior, y))
-    assert torch.allclose(logit_adjusted_cross_entropy(logits, y, log_prior, tau=0.0),
-                          F.cross_entropy(logits, y))  # fmt: skip
+    assert torch.allclose(
+        logit_adjusted_cross_entropy(logits, y, log_prior, tau=0.0), F.cross_entropy(logits, y)
+    )
 
 
 def test_effective_number_weights():
@@ -75,8 +88,9 @@ def test_rebalanced_targets_shapes_membership_and_ratio():
     protos = F.normalize(torch.randn(3, 8), dim=1)
     feats = torch.cat([z, protos]).requires_grad_()
     all_labels = torch.cat([labels, torch.arange(3)])
-    pos, neg = rebalanced_targets(feats, all_labels, protos, n_positive=6, n_negative=9,
-                                  n_hard=3, synthetic_ratio=0.0)  # fmt: skip
+    pos, neg = rebalanced_targets(
+        feats, all_labels, protos, n_positive=6, n_negative=9, n_hard=3, synthetic_ratio=0.0
+    )
     assert pos.shape == (3, 6, 8) and neg.shape == (3, 9, 8)
     # Simple-sampling only: every target is one of the class's (non-)members.
     for c in range(3):
@@ -85,14 +99,16 @@ def test_rebalanced_targets_shapes_membership_and_ratio():
         assert all(torch.isclose(members @ p, torch.tensor(1.0), atol=1e-5).any() for p in pos[c])
         assert all(torch.isclose(others @ q, torch.tensor(1.0), atol=1e-5).any() for q in neg[c])
     # Hard-mixup only: unit vectors; class 2's positives can only come from its prototype.
-    pos, neg = rebalanced_targets(feats, all_labels, protos, n_positive=4, n_negative=5,
-                                  synthetic_ratio=1.0)  # fmt: skip
+    pos, neg = rebalanced_targets(
+        feats, all_labels, protos, n_positive=4, n_negative=5, synthetic_ratio=1.0
+    )
     assert torch.allclose(pos.norm(dim=-1), torch.ones(3, 4), atol=1e-5)
     assert torch.allclose(pos[2], protos[2].expand(4, -1), atol=1e-5)
     (pos.sum() + neg.sum()).backward()
     assert torch.isfinite(feats.grad).all()
-    empty_pos, empty_neg = rebalanced_targets(feats, all_labels, protos, simple_sampling=False,
-                                              hard_mixup=False)  # fmt: skip
+    empty_pos, empty_neg = rebalanced_targets(
+        feats, all_labels, protos, simple_sampling=False, hard_mixup=False
+    )
     assert empty_pos.shape == (3, 0, 8) and empty_neg.shape == (3, 0, 8)
 
 
@@ -104,8 +120,9 @@ def test_hard_candidates_are_the_far_positives():
     proto = torch.tensor([[1.0, 0.0], [-1.0, 0.0]])
     feats = torch.cat([z, proto])
     labels = torch.tensor([0, 0, 0, 0, 1])
-    pos, _ = rebalanced_targets(feats, labels, proto, n_positive=3, n_negative=2, n_hard=1,
-                                synthetic_ratio=1.0)  # fmt: skip
+    pos, _ = rebalanced_targets(
+        feats, labels, proto, n_positive=3, n_negative=2, n_hard=1, synthetic_ratio=1.0
+    )
     assert torch.allclose(pos[0], z[2].expand(3, -1), atol=1e-5)
 
 
@@ -113,7 +130,9 @@ def test_contrastive_loss_known_case_and_gradients():
     # Two anchors of one class, nothing else: each has one positive and no negative, so
     # softmax over one column = 1 and the loss is 0.
     z = F.normalize(torch.randn(2, 4), dim=1)
-    assert float(rebalanced_contrastive_loss(z, torch.tensor([0, 0]))) == pytest.approx(0.0, abs=1e-6)
+    assert float(rebalanced_contrastive_loss(z, torch.tensor([0, 0]))) == pytest.approx(
+        0.0, abs=1e-6
+    )
     # Known value: anchors e1, e1 (class 0), e2 (class 1), T = 1.
     a = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], requires_grad=True)
     loss = rebalanced_contrastive_loss(a, torch.tensor([0, 0, 1]), temperature=1.0)
@@ -240,8 +259,14 @@ def test_logit_adjustment_balances_the_prior(tiny_bert_dir):
     # training prior; logit-adjusted CE learns uniform raw logits (the prior is in the loss).
     X = ["the same text"] * 40
     y = np.array([0] * 30 + [1] * 8 + [2] * 2)
-    kw = dict(contrastive_weight=0.0, augmentation=None, max_epochs=150, batch_size=40,
-              head_learning_rate=0.1, learning_rate=1e-6)  # fmt: skip
+    kw = dict(
+        contrastive_weight=0.0,
+        augmentation=None,
+        max_epochs=150,
+        batch_size=40,
+        head_learning_rate=0.1,
+        learning_rate=1e-6,
+    )
     plain = make_clf(tiny_bert_dir, logit_adjustment=0.0, **kw).fit(X, y)
     adjusted = make_clf(tiny_bert_dir, logit_adjustment=1.0, **kw).fit(X, y)
     p_plain = plain.predict_proba(X[:1])[0]
@@ -250,16 +275,19 @@ def test_logit_adjustment_balances_the_prior(tiny_bert_dir):
     assert np.allclose(p_adj, [1 / 3] * 3, atol=0.06)
 
 
-@pytest.mark.parametrize("params", [
-    {"contrastive_weight": 0.0},
-    {"contrastive_weight": 0.0, "augmentation": None},
-    {"simple_sampling": False},
-    {"hard_mixup": False},
-    {"simple_sampling": False, "hard_mixup": False},
-    {"prior_weighting": False, "logit_adjustment": 0.0},
-    {"augmentation": None},
-    {"augmentation": lambda texts: [t + " !" for t in texts]},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"contrastive_weight": 0.0},
+        {"contrastive_weight": 0.0, "augmentation": None},
+        {"simple_sampling": False},
+        {"hard_mixup": False},
+        {"simple_sampling": False, "hard_mixup": False},
+        {"prior_weighting": False, "logit_adjustment": 0.0},
+        {"augmentation": None},
+        {"augmentation": lambda texts: [t + " !" for t in texts]},
+    ],
+)
 def test_options_and_ablations_train(tiny_bert_dir, params):
     X, y = toy_data()
     clf = make_clf(tiny_bert_dir, max_epochs=1, **params).fit(X, y)
@@ -317,8 +345,6 @@ def test_precomputed_augmented_views(tiny_bert_dir, monkeypatch):
         make_clf(tiny_bert_dir).fit(X, y, X_augmented=X_aug[:-1])
 
 
-
-
 def test_pickle_and_save_load_roundtrip(fitted, tmp_path):
     clf, X, _ = fitted
     expected = clf.predict_proba(X)
@@ -326,7 +352,9 @@ def test_pickle_and_save_load_roundtrip(fitted, tmp_path):
     np.testing.assert_allclose(restored.predict_proba(X), expected, rtol=1e-5, atol=1e-6)
     clf.save(tmp_path / "model")
     assert (tmp_path / "model" / "model.safetensors").is_file()
-    assert not list((tmp_path / "model").rglob("*.pkl")) and not list((tmp_path / "model").rglob("*.bin"))
+    assert not list((tmp_path / "model").rglob("*.pkl")) and not list(
+        (tmp_path / "model").rglob("*.bin")
+    )
     loaded = skxmc.load(tmp_path / "model")
     assert type(loaded) is SharpReCLClassifier and loaded.get_params() == clf.get_params()
     np.testing.assert_allclose(loaded.predict_proba(X), expected, rtol=1e-5, atol=1e-6)
@@ -377,9 +405,16 @@ def test_input_independent_sklearn_checks():
         check_valid_tag_types,
     )
 
-    for check in (check_no_attributes_set_in_init, check_get_params_invariance, check_set_params,
-                  check_estimator_repr, check_estimator_cloneable, check_valid_tag_types,
-                  check_estimator_tags_renamed, check_parameters_default_constructible):  # fmt: skip
+    for check in (
+        check_no_attributes_set_in_init,
+        check_get_params_invariance,
+        check_set_params,
+        check_estimator_repr,
+        check_estimator_cloneable,
+        check_valid_tag_types,
+        check_estimator_tags_renamed,
+        check_parameters_default_constructible,
+    ):
         check("SharpReCLClassifier", SharpReCLClassifier())
 
 
@@ -393,9 +428,88 @@ def test_minilm_on_trec(minilm_dir):
     X, y = load_text_jsonl(data / "trec" / "train.jsonl.gz")
     X_test, y_test = load_text_jsonl(data / "trec" / "test.jsonl.gz")
     X, y = make_imbalanced(X[:1500], y[:1500], imbalance_ratio=10, random_state=0)
-    clf = SharpReCLClassifier(encoder=minilm_dir, pooling="mean", max_length=32,
-                              batch_size=32, max_epochs=3, head_learning_rate=1e-3,
-                              learning_rate=1e-4, n_synthetic_negative=100, random_state=0)  # fmt: skip
+    clf = SharpReCLClassifier(
+        encoder=minilm_dir,
+        pooling="mean",
+        max_length=32,
+        batch_size=32,
+        max_epochs=3,
+        head_learning_rate=1e-3,
+        learning_rate=1e-4,
+        n_synthetic_negative=100,
+        random_state=0,
+    )
     clf.fit(X[:400], y[:400])
     assert clf.score(X_test[:200], y_test[:200]) > 0.5
     assert clf.transform(X_test[:2]).shape == (2, 384)
+
+
+# Feature-step API: fit_transform, get_feature_names_out, set_output ------------------------
+
+
+def test_column_transformer_with_pandas_output(tiny_bert_dir):
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import ColumnTransformer
+
+    X, y = toy_data()
+    df = pd.DataFrame({"text": X, "n": np.arange(len(X))}, index=np.arange(len(X)) + 100)
+    ct = ColumnTransformer([("emb", make_clf(tiny_bert_dir, max_epochs=1), "text")])
+    out = ct.set_output(transform="pandas").fit_transform(df, y)
+    expected = [f"emb__sharpreclclassifier{i}" for i in range(32)]
+    assert isinstance(out, pd.DataFrame) and out.columns.tolist() == expected
+    assert out.index.tolist() == df.index.tolist()
+    assert ct.get_feature_names_out().tolist() == expected
+    # fit_transform is fit then transform, with the same seed.
+    alone = make_clf(tiny_bert_dir, max_epochs=1).fit(df["text"], y)
+    np.testing.assert_array_equal(out.to_numpy(), alone.transform(df["text"]))
+    np.testing.assert_array_equal(ct.transform(df).to_numpy(), out.to_numpy())
+
+
+def test_fit_transform_get_feature_names_out_and_set_output(tiny_bert_dir):
+    pd = pytest.importorskip("pandas")
+    from sklearn.exceptions import NotFittedError
+
+    X, y = toy_data()
+    views = [t + " ." for t in X]
+    clf = make_clf(tiny_bert_dir, max_epochs=1)
+    with pytest.raises(NotFittedError):
+        clf.get_feature_names_out()
+    # Fit parameters go through to fit.
+    Z = clf.fit_transform(X, y, X_augmented=views)
+    assert isinstance(Z, np.ndarray) and Z.shape == (len(X), 32) and Z.dtype == np.float32
+    ref = make_clf(tiny_bert_dir, max_epochs=1).fit(X, y, X_augmented=views)
+    np.testing.assert_array_equal(Z, ref.transform(X))
+    np.testing.assert_array_equal(clf.predict(X), ref.predict(X))
+    names = clf.get_feature_names_out()
+    assert names.tolist() == [f"sharpreclclassifier{i}" for i in range(32)]
+    # An iterator is read once.
+    again = make_clf(tiny_bert_dir, max_epochs=1).fit_transform(iter(X), y, X_augmented=views)
+    np.testing.assert_array_equal(again, Z)
+    assert clf.set_output(transform="pandas") is clf
+    out = clf.transform(pd.Series(X, index=np.arange(len(X)) * 2))
+    assert isinstance(out, pd.DataFrame) and out.columns.tolist() == names.tolist()
+    assert out.index.tolist() == list(range(0, 2 * len(X), 2))
+    # The classifier side is unchanged by the output container.
+    assert clf.predict(X).shape == (len(X),) and 0 <= clf.score(X, y) <= 1
+    with pytest.raises(ValueError, match="y is required"):
+        make_clf(tiny_bert_dir).fit_transform(X)
+
+
+def test_still_a_classifier_with_transformer_tags():
+    from sklearn.base import ClassifierMixin, is_classifier
+    from sklearn.exceptions import SkipTestWarning
+    from sklearn.utils import get_tags
+    from sklearn.utils.estimator_checks import check_estimator
+
+    clf = SharpReCLClassifier()
+    tags = get_tags(clf)
+    assert is_classifier(clf) and tags.estimator_type == "classifier"
+    assert tags.classifier_tags is not None and tags.transformer_tags is not None
+    assert tags.transformer_tags.preserves_dtype == []  # text in, float32 out
+    assert SharpReCLClassifier.score is ClassifierMixin.score  # accuracy
+    # String input: sklearn runs only its input-independent checks (the others are in
+    # test_input_independent_sklearn_checks).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SkipTestWarning)
+        results = check_estimator(clf, on_skip=None, on_fail=None)
+    assert results and all(r["status"] == "passed" for r in results)

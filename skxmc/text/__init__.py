@@ -13,6 +13,7 @@ weights in model directories (:func:`save_module_weights`, :func:`load_module_we
 
 from __future__ import annotations
 
+from ._classifier import TextTransformerMixin
 from ._device import (
     autocast,
     inference_device,
@@ -62,6 +63,7 @@ __all__ = [
     "ParamGroup",
     "SentenceEncoder",
     "TextBatch",
+    "TextTransformerMixin",
     "TokenizedTexts",
     "TrainResult",
     "TrainState",

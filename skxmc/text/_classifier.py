@@ -3,7 +3,9 @@
 :class:`TransformerClassifierBase` holds what they all do the same way: parameter
 validation, text and label checks, ``classes_``, the ``fit`` template around the shared
 :class:`~skxmc.text.Trainer`, prediction through :func:`~skxmc.text.batched_inference`,
-``transform`` (embeddings), tags for raw-text input, pickling that lands on CPU, and
+``transform`` (embeddings; with ``fit_transform``, ``get_feature_names_out`` and
+``set_output`` from :class:`TextTransformerMixin`, so that they are feature steps of
+``Pipeline`` / ``ColumnTransformer``), tags for raw-text input, pickling that lands on CPU, and
 ``save`` / :func:`skxmc.load` with safetensors weights. A subclass supplies the model
 (:meth:`_build_module`), the training step (:meth:`_step`) and, optionally, how training
 data is prepared (:meth:`_prepare_fit`) and batched (:meth:`_training_batches`).
@@ -20,7 +22,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
@@ -31,7 +39,7 @@ from ._tokenize import TokenizedTexts, check_texts, tokenize
 from ._training import ParamGroup, Trainer, TrainResult
 from ._weights import FineTunedModelMixin
 
-__all__ = ["TransformerClassifierBase", "check_class_labels"]
+__all__ = ["TextTransformerMixin", "TransformerClassifierBase", "check_class_labels"]
 
 logger = logging.getLogger("skxmc")
 
@@ -42,6 +50,10 @@ def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     Any hashable, sortable labels work (str, int, ...); a 2-D ``y`` is rejected, since
     these classifiers predict exactly one class per text.
     """
+    if y is None:
+        raise ValueError(
+            "y is required: this classifier needs one class label per text of X, got None."
+        )
     if hasattr(y, "toarray") or (hasattr(y, "ndim") and np.ndim(y) > 1):
         shape = getattr(y, "shape", None)
         if shape is not None and len(shape) == 2 and shape[1] == 1:
@@ -69,7 +81,6 @@ def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     return classes, y_encoded.astype(np.int64)
 
 
-
 def softmax(logits: np.ndarray) -> np.ndarray:
     """Row-wise softmax in float64 (stable: the row maximum is subtracted first)."""
     scores = np.asarray(logits, dtype=np.float64).copy()
@@ -78,7 +89,70 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     scores /= scores.sum(axis=1, keepdims=True)
     return scores
 
-class TransformerClassifierBase(FineTunedModelMixin, PersistenceMixin, ClassifierMixin, BaseEstimator):
+
+class TextTransformerMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
+    """``fit_transform``, ``get_feature_names_out`` and ``set_output`` for text estimators.
+
+    For estimators that ``fit`` on raw texts and whose ``transform(X)`` returns features
+    (embeddings, or stacked TF-IDF and embeddings), so that they work as feature steps:
+    in a :class:`~sklearn.pipeline.Pipeline`, and in a
+    :class:`~sklearn.compose.ColumnTransformer` with ``set_output(transform="pandas")``
+    (or ``sklearn.set_config(transform_output="pandas")``).
+
+    What it adds:
+
+    - ``fit_transform(X, y, **fit_params)``: ``fit(X, y, **fit_params).transform(X)``
+      (the fitted model embeds its own training texts, as ``transform`` would);
+    - ``get_feature_names_out()``: ``["<classname>0", "<classname>1", ...]``, one name per
+      output column (sklearn's :class:`~sklearn.base.ClassNamePrefixFeaturesOutMixin`);
+    - ``set_output(transform=...)``: ``transform`` and ``fit_transform`` return a pandas
+      DataFrame (index taken from a pandas ``X``) or a polars DataFrame with these
+      column names. Sparse outputs cannot become DataFrames (scikit-learn raises).
+
+    The estimator defines ``transform`` and a read-only ``_n_features_out`` (the number of
+    output columns), which must raise :class:`AttributeError` before ``fit`` so that
+    ``get_feature_names_out`` raises :class:`~sklearn.exceptions.NotFittedError`. Put the
+    mixin before :class:`~sklearn.base.BaseEstimator` in the bases (after
+    :class:`~sklearn.base.ClassifierMixin` for a classifier: its tags keep the estimator
+    a classifier, this mixin only adds ``transformer_tags``). Internal callers that need
+    the raw features (``predict`` through ``transform``, ``kneighbors``...) must call an
+    unwrapped private method instead: with pandas output configured, ``transform``
+    returns a DataFrame.
+    """
+
+    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
+        """Fit on ``X`` (and ``y``), then transform ``X``.
+
+        Parameters
+        ----------
+        X : sequence of str or of (str, str)
+            Training texts.
+        y : array-like of shape (n_samples,) or label matrix
+            Targets, as ``fit`` takes them.
+        **fit_params
+            Passed to ``fit`` (e.g. SharpReCL's ``X_augmented``).
+
+        Returns
+        -------
+        features : numpy.ndarray, sparse matrix or DataFrame of shape \
+                (n_samples, n_features_out)
+            What ``transform(X)`` returns after the fit (a DataFrame with
+            ``set_output(transform="pandas")``).
+        """
+        if not hasattr(X, "__len__"):  # an iterator can be read only once
+            X = list(X)
+        return self.fit(X, y, **fit_params).transform(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # The input is text, so no input dtype can be preserved.
+        tags.transformer_tags.preserves_dtype = []
+        return tags
+
+
+class TransformerClassifierBase(
+    FineTunedModelMixin, PersistenceMixin, ClassifierMixin, TextTransformerMixin, BaseEstimator
+):
     """Base of fine-tuned transformer classifiers with one class per text.
 
     Not used directly: subclasses define ``__init__`` (keyword-only, storing every
@@ -145,8 +219,9 @@ class TransformerClassifierBase(FineTunedModelMixin, PersistenceMixin, Classifie
     def _step(self, batch: Any) -> torch.Tensor | dict[str, Any]:
         """One training step's loss (see :meth:`skxmc.text.Trainer.fit`)."""
 
-    def _prepare_fit(self, texts: list, y: np.ndarray, rng: np.random.RandomState,
-                     **fit_params: Any) -> None:  # fmt: skip
+    def _prepare_fit(
+        self, texts: list, y: np.ndarray, rng: np.random.RandomState, **fit_params: Any
+    ) -> None:
         """Prepare training data (tokenised texts in ``self._train_tokens``); override to
         add views, statistics, etc. ``fit_params`` are the extra ``fit`` arguments."""
         if fit_params:
@@ -162,17 +237,23 @@ class TransformerClassifierBase(FineTunedModelMixin, PersistenceMixin, Classifie
         head_lr = self.learning_rate if self.head_learning_rate is None else self.head_learning_rate
         encoder_ids = {id(p) for p in module.encoder.parameters()}
         heads = [(n, p) for n, p in module.named_parameters() if id(p) not in encoder_ids]
-        groups = [ParamGroup("encoder", module.encoder, lr=self.learning_rate,
-                             weight_decay=self.weight_decay)]  # fmt: skip
+        groups = [
+            ParamGroup(
+                "encoder", module.encoder, lr=self.learning_rate, weight_decay=self.weight_decay
+            )
+        ]
         if heads:
             groups.append(ParamGroup("heads", heads, lr=head_lr, weight_decay=self.weight_decay))
         return groups
 
     def _fit_fingerprint(self) -> dict[str, Any]:
         """Parameters a resumed checkpoint must match (JSON-able)."""
-        return {k: v for k, v in self.get_params().items()
-                if isinstance(v, (int, float, str, bool, type(None)))
-                and k not in ("verbose", "checkpoint_dir", "device")}  # fmt: skip
+        return {
+            k: v
+            for k, v in self.get_params().items()
+            if isinstance(v, (int, float, str, bool, type(None)))
+            and k not in ("verbose", "checkpoint_dir", "device")
+        }
 
     # Fit --------------------------------------------------------------------------------
 
@@ -190,8 +271,9 @@ class TransformerClassifierBase(FineTunedModelMixin, PersistenceMixin, Classifie
     def _max_length(self) -> int:
         # A tokenizer saved without model_max_length would let texts outgrow the position
         # embeddings.
-        positions = getattr(getattr(self.module_.encoder, "config", None),
-                            "max_position_embeddings", None)  # fmt: skip
+        positions = getattr(
+            getattr(self.module_.encoder, "config", None), "max_position_embeddings", None
+        )
         if isinstance(positions, int) and positions > 0:
             return min(self.max_length, positions)
         return self.max_length
@@ -226,11 +308,18 @@ class TransformerClassifierBase(FineTunedModelMixin, PersistenceMixin, Classifie
         self.module_ = self._build_module(encoder, len(self.classes_))
         self._prepare_fit(texts, y_encoded, rs, **fit_params)
         trainer = Trainer(
-            self.module_, self._param_groups(self.module_), n_epochs=self.max_epochs,
-            max_steps=self.max_steps, warmup=self.warmup, device=self.device,
-            random_state=seed, verbose=self.verbose, checkpoint_dir=self.checkpoint_dir,
-            fingerprint=self._fit_fingerprint(), desc=type(self).__name__,
-        )  # fmt: skip
+            self.module_,
+            self._param_groups(self.module_),
+            n_epochs=self.max_epochs,
+            max_steps=self.max_steps,
+            warmup=self.warmup,
+            device=self.device,
+            random_state=seed,
+            verbose=self.verbose,
+            checkpoint_dir=self.checkpoint_dir,
+            fingerprint=self._fit_fingerprint(),
+            desc=type(self).__name__,
+        )
         self._trainer = trainer  # the step reads trainer.state (progress) and trainer.device
         try:
             result: TrainResult = trainer.fit(self._step, self._training_batches)
@@ -258,13 +347,23 @@ class TransformerClassifierBase(FineTunedModelMixin, PersistenceMixin, Classifie
         texts, is_pairs = check_texts(X)
         if texts and is_pairs != self.text_pairs_:
             kind = "text pairs" if self.text_pairs_ else "single texts"
-            raise ValueError(f"this model was trained on {kind}; X does not match.")
+            given = (
+                "text pairs (2-tuples, or a two-column DataFrame / array)"
+                if is_pairs
+                else "single texts"
+            )
+            raise ValueError(f"this model was trained on {kind}; X holds {given}.")
         device = self._inference_device()
         module = self.module_.to(device)
         with eval_mode(module):
-            out = batched_inference(getattr(module, method), self._tokenize(texts),
-                                    batch_size=2 * self.batch_size, device=device,
-                                    verbose=self.verbose, desc=desc)  # fmt: skip
+            out = batched_inference(
+                getattr(module, method),
+                self._tokenize(texts),
+                batch_size=2 * self.batch_size,
+                device=device,
+                verbose=self.verbose,
+                desc=desc,
+            )
         return out
 
     def decision_function(self, X: Any) -> np.ndarray:
@@ -320,8 +419,19 @@ class TransformerClassifierBase(FineTunedModelMixin, PersistenceMixin, Classifie
         Returns
         -------
         embeddings : numpy.ndarray of float32 of shape (n_samples, n_dims)
+            A DataFrame with columns :meth:`get_feature_names_out` after
+            ``set_output(transform="pandas")``.
         """
+        return self._embeddings(X)
+
+    def _embeddings(self, X: Any) -> np.ndarray:
+        # transform() is wrapped by set_output; internal callers need the plain array.
         return self._forward_all(X, "embed", "embedding")
+
+    @property
+    def _n_features_out(self) -> int:
+        """Width of ``transform``'s output (the hidden size); AttributeError before fit."""
+        return self.module_.hidden_size
 
     # Tags, pickling, persistence -------------------------------------------------------
 

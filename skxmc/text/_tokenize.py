@@ -29,21 +29,84 @@ DEFAULT_MAX_LENGTH = 128
 _CHUNK = 4096
 
 
+def _is_dataframe(X: Any) -> bool:
+    # pandas is not a dependency of skxmc: recognise its DataFrames by duck typing (a
+    # Series has no ``columns``).
+    return hasattr(X, "columns") and hasattr(X, "iloc")
+
+
+def _select_columns(table: Any, n_columns: int, *, frame: bool) -> list | None:
+    """The rows of a one-column table as texts, of a two-column table as text pairs;
+    None for other widths (the caller raises)."""
+    if n_columns not in (1, 2):
+        return None
+    columns = [(table.iloc[:, j] if frame else table[:, j]).tolist() for j in range(n_columns)]
+    return columns[0] if n_columns == 1 else list(zip(*columns))
+
+
+def _as_text_list(texts: Any, name: str) -> list:
+    """``texts`` as a list with one element per sample (a text or a pair)."""
+    if _is_dataframe(texts):
+        columns = list(texts.columns)
+        rows = _select_columns(texts, len(columns), frame=True)
+        if rows is None and not columns:
+            raise ValueError(f"{name} is a DataFrame without columns; pass a column of texts.")
+        if rows is None:
+            shown = ", ".join(repr(c) for c in columns[:5]) + (", ..." if len(columns) > 5 else "")
+            raise ValueError(
+                f"{name} is a DataFrame with {len(columns)} columns ({shown}); a text "
+                f"estimator reads one column of texts (or two, as text pairs). Select the "
+                f"text column, e.g. {name}[{columns[0]!r}], or route it to the estimator with "
+                f"ColumnTransformer([(name, estimator, {columns[0]!r})])."
+            )
+        return rows
+    shape = getattr(texts, "shape", None)
+    if shape is not None and len(shape) != 1 and hasattr(texts, "__array__"):
+        # Arrays (and other data frames) other than 1-D: iterating would give one element
+        # per row or per column, or, for a 0-d array, a bare string.
+        array = np.asarray(texts)
+        if array.ndim == 0:
+            raise TypeError(f"{name} must be a sequence of texts, got a 0-d array {array!r:.60}.")
+        rows = _select_columns(array, array.shape[1], frame=False) if array.ndim == 2 else None
+        if rows is None:
+            raise ValueError(
+                f"{name} has shape {array.shape}; a text estimator reads a 1-D array of "
+                f"texts, an (n_samples, 1) array (that column) or an (n_samples, 2) array "
+                f"of text pairs."
+            )
+        return rows
+    if hasattr(texts, "tolist") and not isinstance(texts, list):  # 1-D arrays, Series
+        return texts.tolist()
+    return list(texts)
+
+
 def check_texts(texts: Any, *, name: str = "X") -> tuple[list, bool]:
     """Validate raw text input: a sequence of ``str`` or of ``(str, str)`` pairs.
 
+    This is the one place where skxmc's text estimators read ``X``; the result always has
+    one element per sample (per row of a table).
+
     Parameters
     ----------
-    texts : sequence
-        A list, tuple, numpy array or pandas Series of strings, or of 2-tuples of strings
-        for classifiers that read text pairs.
+    texts : sequence, numpy array or pandas DataFrame
+        One of:
+
+        - a list, tuple, 1-D numpy array or pandas Series of ``str`` (single texts), or of
+          2-tuples of ``str`` (text pairs, for classifiers that read them);
+        - a one-column DataFrame or an ``(n_samples, 1)`` array: that column (what
+          ``df[["text"]]`` and ``ColumnTransformer`` with a list of one column give);
+        - a two-column DataFrame or an ``(n_samples, 2)`` array: text pairs, the first
+          column the first text of each pair (as a list of 2-tuples would be).
+
+        DataFrames are recognised by duck typing (``columns`` and ``iloc``); pandas is not
+        needed otherwise. Other widths are rejected.
     name : str, default="X"
         Used in error messages.
 
     Returns
     -------
     texts : list
-        The texts as a list (pairs as tuples).
+        The texts as a list (pairs as tuples), one element per sample.
     is_pairs : bool
         Whether the input holds text pairs.
 
@@ -51,29 +114,47 @@ def check_texts(texts: Any, *, name: str = "X") -> tuple[list, bool]:
     ------
     TypeError
         For a bare string (as scikit-learn's vectorisers do), or elements that are neither
-        strings nor pairs of strings.
+        strings nor pairs of strings (missing values included).
+    ValueError
+        For a DataFrame or array with more than two columns (or none), or more than two
+        dimensions: select the text column first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skxmc.text import check_texts
+    >>> check_texts(np.array([["a cat"], ["a dog"]]))
+    (['a cat', 'a dog'], False)
+    >>> check_texts([("a question", "a passage")])
+    ([('a question', 'a passage')], True)
     """
     if isinstance(texts, (str, bytes)):
         raise TypeError(
             f"{name} must be a sequence of texts (a list of str, a numpy array or a pandas "
             f"Series), got a single string."
         )
-    if hasattr(texts, "tolist") and not isinstance(texts, list):  # numpy arrays, Series
-        texts = texts.tolist()
-    texts = list(texts)
+    texts = _as_text_list(texts, name)
     if not texts:
         return texts, False
-    is_pairs = not isinstance(texts[0], str)
+    is_pairs = isinstance(texts[0], (tuple, list))
     for i, t in enumerate(texts):
         if is_pairs:
-            ok = (isinstance(t, (tuple, list)) and len(t) == 2
-                  and isinstance(t[0], str) and isinstance(t[1], str))  # fmt: skip
+            ok = (
+                isinstance(t, (tuple, list))
+                and len(t) == 2
+                and isinstance(t[0], str)
+                and isinstance(t[1], str)
+            )
             if not ok:
                 raise TypeError(
                     f"{name}[{i}] is {type(t).__name__} {t!r:.60}: text pairs must all be "
                     f"2-tuples of str (and single texts all str)."
                 )
         elif not isinstance(t, str):
+            if t is None or (isinstance(t, float) and t != t):
+                raise TypeError(
+                    f"{name}[{i}] is a missing value ({t!r}); drop or fill missing texts first."
+                )
             raise TypeError(
                 f"{name}[{i}] is {type(t).__name__}, expected str (or pass every sample as a "
                 f"2-tuple of str for text pairs)."
@@ -105,8 +186,9 @@ class TextBatch:
 
     def to(self, device: torch.device | str) -> TextBatch:
         """The same batch with its tensors on ``device``."""
-        return TextBatch(self.indices, {k: v.to(device, non_blocking=True)
-                                        for k, v in self.inputs.items()})  # fmt: skip
+        return TextBatch(
+            self.indices, {k: v.to(device, non_blocking=True) for k, v in self.inputs.items()}
+        )
 
 
 class _BatchIterable:
@@ -185,8 +267,10 @@ class TokenizedTexts:
     def __repr__(self) -> str:
         n = len(self)
         mean = float(self.lengths.mean()) if n else 0.0
-        return (f"TokenizedTexts(n_texts={n}, mean_length={mean:.1f}, "
-                f"max_length={int(self.lengths.max()) if n else 0}, pairs={self.pairs})")  # fmt: skip
+        return (
+            f"TokenizedTexts(n_texts={n}, mean_length={mean:.1f}, "
+            f"max_length={int(self.lengths.max()) if n else 0}, pairs={self.pairs})"
+        )
 
     @classmethod
     def from_texts(
@@ -203,9 +287,12 @@ class TokenizedTexts:
         np.cumsum(lengths, out=offsets[1:])
         gather = _ranges(self.offsets[indices], lengths)
         return TokenizedTexts(
-            self.ids[gather], offsets, pad_token_id=self.pad_token_id,
-            type_ids=None if self.type_ids is None else self.type_ids[gather], pairs=self.pairs,
-        )  # fmt: skip
+            self.ids[gather],
+            offsets,
+            pad_token_id=self.pad_token_id,
+            type_ids=None if self.type_ids is None else self.type_ids[gather],
+            pairs=self.pairs,
+        )
 
     def collate(self, indices: Sequence[int] | np.ndarray) -> TextBatch:
         """Pad the texts at ``indices`` to the longest of them (dynamic padding).
@@ -230,8 +317,10 @@ class TokenizedTexts:
         mask = np.arange(width)[None, :] < lengths[:, None]
         gather = _ranges(self.offsets[indices], lengths)
         ids[mask] = self.ids[gather]
-        inputs = {"input_ids": torch.from_numpy(ids),
-                  "attention_mask": torch.from_numpy(mask.astype(np.int64))}  # fmt: skip
+        inputs = {
+            "input_ids": torch.from_numpy(ids),
+            "attention_mask": torch.from_numpy(mask.astype(np.int64)),
+        }
         if self.type_ids is not None:
             types = np.zeros((len(indices), width), dtype=np.int64)
             types[mask] = self.type_ids[gather]
@@ -280,8 +369,7 @@ class TokenizedTexts:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
         n = len(self)
         if not shuffle:
-            order = (np.argsort(-self.lengths, kind="stable") if sort_by_length
-                     else np.arange(n))  # fmt: skip
+            order = np.argsort(-self.lengths, kind="stable") if sort_by_length else np.arange(n)
             chunks = [order[i : i + batch_size] for i in range(0, n, batch_size)]
         else:
             rng = np.random.default_rng(rng)
@@ -289,8 +377,13 @@ class TokenizedTexts:
             if sort_by_length and bucket_factor > 1:
                 size = batch_size * bucket_factor
                 buckets = [order[i : i + size] for i in range(0, n, size)]
-                order = np.concatenate([b[np.argsort(-self.lengths[b], kind="stable")]
-                                        for b in buckets]) if buckets else order  # fmt: skip
+                order = (
+                    np.concatenate(
+                        [b[np.argsort(-self.lengths[b], kind="stable")] for b in buckets]
+                    )
+                    if buckets
+                    else order
+                )
             chunks = [order[i : i + batch_size] for i in range(0, n, batch_size)]
             if sort_by_length and bucket_factor > 1:
                 chunks = [chunks[i] for i in rng.permutation(len(chunks))]
@@ -355,20 +448,40 @@ def tokenize(
     for start in range(0, len(texts), _CHUNK):
         chunk = texts[start : start + _CHUNK]
         if is_pairs:
-            enc = tokenizer([a for a, _ in chunk], [b for _, b in chunk], truncation=True,
-                            max_length=max_length, padding=False,
-                            return_attention_mask=False, return_token_type_ids=want_types)  # fmt: skip
+            enc = tokenizer(
+                [a for a, _ in chunk],
+                [b for _, b in chunk],
+                truncation=True,
+                max_length=max_length,
+                padding=False,
+                return_attention_mask=False,
+                return_token_type_ids=want_types,
+            )
         else:
-            enc = tokenizer(chunk, truncation=True, max_length=max_length, padding=False,
-                            return_attention_mask=False, return_token_type_ids=False)  # fmt: skip
+            enc = tokenizer(
+                chunk,
+                truncation=True,
+                max_length=max_length,
+                padding=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )
         rows = enc["input_ids"]
         lengths.extend(len(r) for r in rows)
-        id_chunks.append(np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int32,
-                                     count=sum(len(r) for r in rows)))  # fmt: skip
+        id_chunks.append(
+            np.fromiter(
+                itertools.chain.from_iterable(rows), dtype=np.int32, count=sum(len(r) for r in rows)
+            )
+        )
         if want_types:
             type_rows = enc["token_type_ids"]
-            type_chunks.append(np.fromiter(itertools.chain.from_iterable(type_rows), dtype=np.int8,
-                                           count=sum(len(r) for r in type_rows)))  # fmt: skip
+            type_chunks.append(
+                np.fromiter(
+                    itertools.chain.from_iterable(type_rows),
+                    dtype=np.int8,
+                    count=sum(len(r) for r in type_rows),
+                )
+            )
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(np.asarray(lengths, dtype=np.int64), out=offsets[1:])
     ids = np.concatenate(id_chunks) if id_chunks else np.zeros(0, dtype=np.int32)
@@ -376,5 +489,6 @@ def tokenize(
     type_ids = None
     if want_types:
         type_ids = np.concatenate(type_chunks) if type_chunks else np.zeros(0, dtype=np.int8)
-    return TokenizedTexts(ids, offsets, pad_token_id=0 if pad is None else pad,
-                          type_ids=type_ids, pairs=is_pairs)
+    return TokenizedTexts(
+        ids, offsets, pad_token_id=0 if pad is None else pad, type_ids=type_ids, pairs=is_pairs
+    )
