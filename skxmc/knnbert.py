@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
+from ._compat import Interval, StrOptions
 from ._persistence import persistent
 from ._search import SEARCH_METHODS, InnerProductIndex
 from .losses import batch_contrastive_loss, queue_contrastive_loss
@@ -199,8 +199,10 @@ class KNNBertClassifier(TransformerClassifierBase):
         installed, exact below (where exact is as fast; ``benchmarks/knn_search.py``).
     device : str, default="auto"
         ``"auto"``: CUDA when available, else CPU.
-    random_state : int, RandomState instance or None, default=None
-        Seeds initialisation, dropout, batch order and the sampling of enqueued texts.
+    random_state : int, RandomState instance or None, default=0
+        Seeds initialisation, dropout, batch order and the sampling of enqueued texts. The default makes two fits on the same data give the same model on
+        CPU (as every skxmc estimator); None draws a new seed from numpy's global random
+        state at every fit. GPU kernels are not bitwise reproducible.
     verbose : int, default=0
         0 silent; >= 1 progress bars and a summary line.
     checkpoint_dir : str, path-like or None, default=None
@@ -303,7 +305,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         knn_memory: str = "queue",
         search: str = "auto",
         device: str = "auto",
-        random_state: Any = None,
+        random_state: Any = 0,
         verbose: int = 0,
         checkpoint_dir: Any = None,
     ) -> None:

@@ -30,14 +30,14 @@ from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
-    _fit_context,
 )
 from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from skxmc._compat import Interval, _fit_context
 from skxmc._labels import LabelSpace, encode_labels
+from skxmc._logging import progress
 from skxmc._persistence import PersistenceMixin, persistent
 
 __all__ = ["Label2VecTransformer"]
@@ -261,7 +261,8 @@ class Label2VecTransformer(
         Seeds gensim (initial vectors, negative samples) and the shuffling. With one
         worker (``n_jobs=None`` or 1) the same seed gives identical embeddings in every
         run: labels reach gensim as tokens made of their column index, and its hash
-        function is replaced by a CRC32 hash, so ``PYTHONHASHSEED`` plays no role.
+        function is replaced by a CRC32 hash, so ``PYTHONHASHSEED`` plays no role. None
+        draws a new seed from numpy's global random state at every fit.
     verbose : int, default=0
         ``0``: silent, except that gensim's warnings are logged. ``>= 1``: a progress bar
         over epochs and a summary line (INFO) on the ``skxmc.label2vec`` logger.
@@ -488,20 +489,21 @@ class Label2VecTransformer(
         self.classes_ = classes
         self.unseen_labels_ = classes[~has_vector]
         self.window_ = window
-        if self.verbose:
-            logger.info(
-                "label2vec: %d labels (%d without a vector), %d sentences (longest %d "
-                "labels), window %d, %d/%d epochs in %.2fs with %d worker(s)",
-                n_labels,
-                len(self.unseen_labels_),
-                len(corpus),
-                longest,
-                window,
-                self.n_epochs_,
-                self.epochs,
-                seconds,
-                workers,
-            )
+        progress(
+            logger,
+            self.verbose,
+            "label2vec: %d labels (%d without a vector), %d sentences (longest %d "
+            "labels), window %d, %d/%d epochs in %.2fs with %d worker(s)",
+            n_labels,
+            len(self.unseen_labels_),
+            len(corpus),
+            longest,
+            window,
+            self.n_epochs_,
+            self.epochs,
+            seconds,
+            workers,
+        )
         return self
 
     def _train(self, model: Any, corpus: _LabelSentences, stop: threading.Event) -> int:

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
 from ._augment import augment_texts
+from ._compat import Interval, StrOptions
 from ._persistence import persistent
 from .losses import (
     effective_number_weights,
@@ -159,8 +159,10 @@ class SharpReCLClassifier(TransformerClassifierBase):
         (``beta = 0.9999``), so rare classes weigh more ("w/o delta_CL" when False).
     device : str, default="auto"
         ``"auto"``: CUDA when available, else CPU.
-    random_state : int, RandomState instance or None, default=None
-        Seeds initialisation, dropout, batch order, augmentation and sampling.
+    random_state : int, RandomState instance or None, default=0
+        Seeds initialisation, dropout, batch order, augmentation and sampling. The default makes two fits on the same data give the same model on
+        CPU (as every skxmc estimator); None draws a new seed from numpy's global random
+        state at every fit. GPU kernels are not bitwise reproducible.
     verbose : int, default=0
         0 silent; >= 1 progress bars and a summary line.
     checkpoint_dir : str, path-like or None, default=None
@@ -258,7 +260,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         hard_mixup: bool = True,
         prior_weighting: bool = True,
         device: str = "auto",
-        random_state: Any = None,
+        random_state: Any = 0,
         verbose: int = 0,
         checkpoint_dir: Any = None,
     ) -> None:

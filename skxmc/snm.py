@@ -14,12 +14,12 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import MultiLabelRankerMixin
+from ._compat import Interval, StrOptions, _fit_context, validate_data
 from ._labels import LabelSpace, encode_target
 from ._persistence import PersistenceMixin, persistent
 from ._search import SEARCH_METHODS, InnerProductIndex, resolve_search
@@ -42,7 +42,7 @@ from .text import (
 
 __all__ = ["SNMClassifier", "SNMModule", "csr_inputs"]
 
-logger = logging.getLogger("skxmc")
+logger = logging.getLogger(__name__)
 
 _WEIGHTS = "model.safetensors"
 _EMBED_ROWS = 4096  # rows per forward pass (class-centroid initialisation, prediction)

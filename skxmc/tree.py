@@ -33,19 +33,23 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
-from sklearn.base import BaseEstimator, _fit_context, clone
+from sklearn.base import BaseEstimator, clone
 from sklearn.preprocessing import normalize
 from sklearn.utils import check_array, check_random_state
-from sklearn.utils._param_validation import (
+from sklearn.utils.validation import check_is_fitted
+
+from skxmc._compat import (
     HasMethods,
     Interval,
     StrOptions,
+    _fit_context,
+    _num_samples,
+    validate_data,
     validate_params,
 )
-from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
-
 from skxmc._kmeans import split_level, split_node_threaded
 from skxmc._labels import LabelSpace, encode_labels
+from skxmc._logging import progress
 from skxmc._persistence import PersistenceMixin, persistent
 
 __all__ = ["HierarchicalLabelTree", "build_label_tree", "pifa_embeddings"]
@@ -98,9 +102,7 @@ def pifa_embeddings(
            [0.        , 1.        ]], dtype=float32)
     """
     if instance_norm not in ("l1", "l2", None):
-        raise ValueError(
-            f"instance_norm must be 'l1', 'l2' or None, got {instance_norm!r}."
-        )
+        raise ValueError(f"instance_norm must be 'l1', 'l2' or None, got {instance_norm!r}.")
     X = check_array(X, accept_sparse="csr", dtype=np.float32)
     Y_csr, _ = encode_labels(Y, name="Y", n_samples=X.shape[0])
     return _pifa(X, Y_csr, instance_norm)
@@ -163,9 +165,7 @@ def _assignment_matrix(codes: np.ndarray, n_clusters: int) -> sp.csr_matrix:
     )
 
 
-def _chain_from_codes(
-    codes: np.ndarray, depth: int, branching_factor: int
-) -> list[sp.csr_matrix]:
+def _chain_from_codes(codes: np.ndarray, depth: int, branching_factor: int) -> list[sp.csr_matrix]:
     """Group ``2**depth`` binary leaves into layers, as PECOS's ``from_partial_chain``."""
     n_clusters = 1 << depth
     chain = [_assignment_matrix(codes, n_clusters)]
@@ -228,12 +228,14 @@ def _build(
             if len(starts) < n_threads:
                 # Fewer nodes than threads (top of the tree): each node uses all threads.
                 for v in range(len(starts)):
-                    seg = elements[starts[v]:ends[v]]
-                    split_node_threaded(E, seg, int(picks_r[v]), int(picks_l[v]), max_iter,
-                                        n_threads, map_fn)
+                    seg = elements[starts[v] : ends[v]]
+                    split_node_threaded(
+                        E, seg, int(picks_r[v]), int(picks_l[v]), max_iter, n_threads, map_fn
+                    )
             else:
-                split_level(E, elements, starts, ends, picks_r, picks_l, max_iter,
-                            n_threads, map_fn)
+                split_level(
+                    E, elements, starts, ends, picks_r, picks_l, max_iter, n_threads, map_fn
+                )
             if bar is not None:
                 bar.update()
     finally:
@@ -326,8 +328,14 @@ def build_label_tree(
     """
     _check_branching_factor(branching_factor)
     E = _check_embeddings(embeddings, "embeddings")
-    return _build(E, branching_factor=branching_factor, max_leaf_size=max_leaf_size,
-                  max_iter=max_iter, random_state=random_state, n_jobs=n_jobs)
+    return _build(
+        E,
+        branching_factor=branching_factor,
+        max_leaf_size=max_leaf_size,
+        max_iter=max_iter,
+        random_state=random_state,
+        n_jobs=n_jobs,
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -390,8 +398,9 @@ matrix or estimator, default="pifa"
         work). ``None`` means 1 unless in a :func:`joblib.parallel_config` context; ``-1``
         means all processors.
     verbose : int, default=0
-        ``>= 1``: a progress bar over binary levels and a summary line logged (INFO) to
-        the ``skxmc.tree`` logger.
+        ``>= 1``: a progress bar over binary levels (standard error) and a summary line
+        printed to standard output. The summary is also logged at DEBUG on the
+        ``skxmc.tree`` logger, whatever ``verbose``.
 
     Attributes
     ----------
@@ -562,13 +571,17 @@ matrix or estimator, default="pifa"
         self.n_labels_ = len(classes)
         self.n_layers_ = len(self.cluster_chain_)
         self.depth_ = _binary_depth(self.n_labels_, self.max_leaf_size)
-        if self.verbose:
-            logger.info(
-                "label tree: %d labels, %d binary levels, layers %s; embeddings %.2fs, "
-                "clustering %.2fs",
-                self.n_labels_, self.depth_, [C.shape[0] for C in self.cluster_chain_],
-                t1 - t0, time.perf_counter() - t1,
-            )
+        progress(
+            logger,
+            self.verbose,
+            "label tree: %d labels, %d binary levels, layers %s; embeddings %.2fs, "
+            "clustering %.2fs",
+            self.n_labels_,
+            self.depth_,
+            [C.shape[0] for C in self.cluster_chain_],
+            t1 - t0,
+            time.perf_counter() - t1,
+        )
         return self
 
     def _string_embeddings(
@@ -666,4 +679,3 @@ matrix or estimator, default="pifa"
         # Y: label collections, a 0/1 indicator, or a 1-D target (one label per sample)
         tags.target_tags.multi_output = True
         return tags
-

@@ -257,14 +257,18 @@ def test_tags_describe_label_input():
     assert not tags.target_tags.required and tags.requires_fit
 
 
-def test_verbose_progress_and_gensim_logging(caplog):
+def test_verbose_progress_and_gensim_logging(caplog, capsys):
     gensim_logger = logging.getLogger("gensim")
     before = (gensim_logger.level, gensim_logger.propagate, list(gensim_logger.handlers))
     with caplog.at_level(logging.DEBUG, logger="skxmc"):
         Label2VecTransformer(**FAST).fit(_topics())
-    assert not caplog.records  # verbose=0: nothing below WARNING
-    with caplog.at_level(logging.INFO, logger="skxmc"):
+    # verbose=0: nothing printed, nothing at INFO or above (the summary is a DEBUG record)
+    assert capsys.readouterr().out == ""
+    assert not [r for r in caplog.records if r.levelno >= logging.INFO]
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="skxmc"):
         Label2VecTransformer(**FAST, verbose=1).fit(_topics())
+    assert "label2vec: 20 labels" in capsys.readouterr().out  # verbose=1 prints
     summary = [r for r in caplog.records if r.name == "skxmc.label2vec"]
     assert summary and "label2vec: 20 labels" in summary[0].getMessage()
     assert not [r for r in caplog.records if r.name == GENSIM_LOGGER_NAME]

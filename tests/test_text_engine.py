@@ -78,9 +78,13 @@ def tiny_bert(tiny_bert_loaded):
 
 def _reference_embedding(model, tokenizer, text, pooling):
     """Unbatched, unpadded forward pass of one text."""
-    enc = tokenizer([text] if isinstance(text, str) else [text[0]],
-                    None if isinstance(text, str) else [text[1]],
-                    return_tensors="pt", truncation=True, max_length=128)  # fmt: skip
+    enc = tokenizer(
+        [text] if isinstance(text, str) else [text[0]],
+        None if isinstance(text, str) else [text[1]],
+        return_tensors="pt",
+        truncation=True,
+        max_length=128,
+    )
     with torch.inference_mode():
         return encoder_forward(model.eval(), dict(enc), pooling)[0].numpy()
 
@@ -156,6 +160,48 @@ def test_check_texts_rejects_bare_strings_and_mixtures():
         check_texts([("a", "b"), "c"])
     texts, pairs = check_texts(np.array(["a", "b"], dtype=object))
     assert texts == ["a", "b"] and not pairs
+    with pytest.raises(TypeError, match=r"X\[1\] is a missing value"):
+        check_texts(["a", None])
+    with pytest.raises(TypeError, match="0-d array"):
+        check_texts(np.array("the cat"))
+
+
+def test_check_texts_reads_columns_of_2d_arrays():
+    # (n, 1): that column; (n, 2): text pairs, as a list of 2-tuples; never one element
+    # per column.
+    column = np.array([["the cat"], ["a dog"], ["fish"]])
+    assert check_texts(column) == (["the cat", "a dog", "fish"], False)
+    pairs = np.array([["q1", "p1"], ["q2", "p2"], ["q3", "p3"]], dtype=object)
+    assert check_texts(pairs) == ([("q1", "p1"), ("q2", "p2"), ("q3", "p3")], True)
+    with pytest.raises(ValueError, match=r"X has shape \(3, 3\).*\(n_samples, 1\)"):
+        check_texts(np.full((3, 3), "a"))
+    with pytest.raises(ValueError, match=r"X_augmented has shape \(2, 1, 1\)"):
+        check_texts(np.full((2, 1, 1), "a"), name="X_augmented")
+
+
+def test_check_texts_reads_pandas_columns():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame(
+        {"text": ["the cat", "a dog", "fish"], "title": ["t1", "t2", "t3"], "n": [1, 2, 3]},
+        index=[10, 20, 30],
+    )
+    texts, pairs = check_texts(df[["text"]])
+    assert texts == ["the cat", "a dog", "fish"] and not pairs
+    assert check_texts(df["text"]) == (texts, False)
+    assert check_texts(df[["title", "text"]]) == (
+        [("t1", "the cat"), ("t2", "a dog"), ("t3", "fish")],
+        True,
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"X is a DataFrame with 3 columns \('text', 'title', "
+        r"'n'\).*X\['text'\].*ColumnTransformer",
+    ):
+        check_texts(df)
+    with pytest.raises(ValueError, match="DataFrame without columns"):
+        check_texts(df[[]])
+    with pytest.raises(TypeError, match=r"X\[1\] is a missing value"):
+        check_texts(pd.DataFrame({"text": ["a", None]}))
 
 
 def test_tokenize_once_and_pad_dynamically(tiny_bert):
@@ -185,16 +231,22 @@ def test_tokenize_once_and_pad_dynamically(tiny_bert):
 def test_training_batches_shuffled_bucketed_and_reproducible(tiny_bert):
     _, tokenizer = tiny_bert
     tok = tokenize(tokenizer, TEXTS * 10)
-    runs = [[b.indices.tolist() for b in tok.batches(4, shuffle=True, rng=7, bucket_factor=5)]
-            for _ in range(2)]  # fmt: skip
+    runs = [
+        [b.indices.tolist() for b in tok.batches(4, shuffle=True, rng=7, bucket_factor=5)]
+        for _ in range(2)
+    ]
     assert runs[0] == runs[1]
     assert sorted(i for b in runs[0] for i in b) == list(range(100))
     plain = [b.indices.tolist() for b in tok.batches(4, shuffle=True, rng=8, bucket_factor=1)]
     assert plain != runs[0]
     assert len(tok.batches(32, drop_last=True)) == tok.n_batches(32, drop_last=True) == 3
     sub = tok.subset([5, 1])
-    assert sub.ids.tolist() == np.concatenate([tok.ids[tok.offsets[5] : tok.offsets[6]],
-                                               tok.ids[tok.offsets[1] : tok.offsets[2]]]).tolist()  # fmt: skip
+    assert (
+        sub.ids.tolist()
+        == np.concatenate(
+            [tok.ids[tok.offsets[5] : tok.offsets[6]], tok.ids[tok.offsets[1] : tok.offsets[2]]]
+        ).tolist()
+    )
 
 
 def test_text_pairs(tiny_bert):
@@ -208,9 +260,12 @@ def test_text_pairs(tiny_bert):
     assert batch.inputs["token_type_ids"][0].tolist() == expected["token_type_ids"]
     emb = encode_texts(model, tokenizer, pairs, pooling="mean", device="cpu", batch_size=2)
     for i, pair in enumerate(pairs):
-        np.testing.assert_allclose(emb[i], _reference_embedding(model, tokenizer, pair, "mean"),
-                                   atol=1e-5)  # fmt: skip
-    single = encode_texts(model, tokenizer, ["the cat sat on the mat"], pooling="mean", device="cpu")
+        np.testing.assert_allclose(
+            emb[i], _reference_embedding(model, tokenizer, pair, "mean"), atol=1e-5
+        )
+    single = encode_texts(
+        model, tokenizer, ["the cat sat on the mat"], pooling="mean", device="cpu"
+    )
     assert not np.allclose(single[0], emb[0], atol=1e-4)  # segment ids matter
 
 
@@ -220,13 +275,16 @@ def test_text_pairs(tiny_bert):
 @pytest.mark.parametrize("pooling", ["cls", "pooler", "mean", "max"])
 def test_encode_order_restored_and_batch_size_invariant(tiny_bert, pooling):
     model, tokenizer = tiny_bert
-    outs = [encode_texts(model, tokenizer, TEXTS, pooling=pooling, batch_size=bs, device="cpu")
-            for bs in (1, 3, 64)]  # fmt: skip
+    outs = [
+        encode_texts(model, tokenizer, TEXTS, pooling=pooling, batch_size=bs, device="cpu")
+        for bs in (1, 3, 64)
+    ]
     for out in outs[1:]:
         np.testing.assert_allclose(out, outs[0], atol=1e-5)
     for i, text in enumerate(TEXTS):  # row i is text i despite the length-sorted batches
-        np.testing.assert_allclose(outs[1][i], _reference_embedding(model, tokenizer, text, pooling),
-                                   atol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(
+            outs[1][i], _reference_embedding(model, tokenizer, text, pooling), atol=1e-5
+        )
     again = encode_texts(model, tokenizer, TEXTS, pooling=pooling, batch_size=3, device="cpu")
     np.testing.assert_array_equal(again, outs[1])  # deterministic: dropout off
     assert outs[0].dtype == np.float32 and outs[0].shape == (len(TEXTS), 32)
@@ -247,8 +305,9 @@ def test_pool_definitions():
 
 
 def test_tokenized_texts_container():
-    tok = TokenizedTexts(np.array([2, 7, 3, 2, 7, 8, 9, 3], dtype=np.int32), np.array([0, 3, 8]),
-                         pad_token_id=0)  # fmt: skip
+    tok = TokenizedTexts(
+        np.array([2, 7, 3, 2, 7, 8, 9, 3], dtype=np.int32), np.array([0, 3, 8]), pad_token_id=0
+    )
     batch = tok.collate([1, 0])
     assert batch.inputs["input_ids"].tolist() == [[2, 7, 8, 9, 3], [2, 7, 3, 0, 0]]
     assert batch.inputs["attention_mask"].tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]
@@ -292,26 +351,66 @@ def test_sentence_encoder_plain_transformers_backend(tiny_bert_dir, tiny_bert, t
     for f in tiny_bert_dir.iterdir():
         (st / f.name).write_bytes(f.read_bytes())
     (st / "1_Pooling").mkdir()
-    (st / "1_Pooling" / "config.json").write_text(json.dumps(
-        {"word_embedding_dimension": 32, "pooling_mode_cls_token": True,
-         "pooling_mode_mean_tokens": False}))  # fmt: skip
-    (st / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
-    ]))  # fmt: skip
+    (st / "1_Pooling" / "config.json").write_text(
+        json.dumps(
+            {
+                "word_embedding_dimension": 32,
+                "pooling_mode_cls_token": True,
+                "pooling_mode_mean_tokens": False,
+            }
+        )
+    )
+    (st / "modules.json").write_text(
+        json.dumps(
+            [
+                {
+                    "idx": 0,
+                    "name": "0",
+                    "path": "",
+                    "type": "sentence_transformers.models.Transformer",
+                },
+                {
+                    "idx": 1,
+                    "name": "1",
+                    "path": "1_Pooling",
+                    "type": "sentence_transformers.models.Pooling",
+                },
+                {
+                    "idx": 2,
+                    "name": "2",
+                    "path": "2_Normalize",
+                    "type": "sentence_transformers.models.Normalize",
+                },
+            ]
+        )
+    )
     (st / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 8}))
     spec = read_sentence_transformers_folder(st)
     assert spec["poolings"] == ["cls"] and spec["max_length"] == 8
     with SentenceEncoder(st, backend="transformers", device="cpu") as cls_enc:
         got = cls_enc.encode(TEXTS)
-    expected = encode_texts(model, tokenizer, TEXTS, pooling="cls", normalize=True, max_length=8,
-                            device="cpu")  # fmt: skip
+    expected = encode_texts(
+        model, tokenizer, TEXTS, pooling="cls", normalize=True, max_length=8, device="cpu"
+    )
     np.testing.assert_allclose(got, expected, atol=1e-5)
-    (st / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
-    ]))  # fmt: skip
+    (st / "modules.json").write_text(
+        json.dumps(
+            [
+                {
+                    "idx": 0,
+                    "name": "0",
+                    "path": "",
+                    "type": "sentence_transformers.models.Transformer",
+                },
+                {
+                    "idx": 1,
+                    "name": "1",
+                    "path": "2_Dense",
+                    "type": "sentence_transformers.models.Dense",
+                },
+            ]
+        )
+    )
     with pytest.raises(NotImplementedError, match="pip install sentence-transformers"):
         read_sentence_transformers_folder(st)
 
@@ -354,8 +453,16 @@ def test_weights_round_trip_and_rebuild_from_config(tiny_bert, tmp_path):
 
 # Training --------------------------------------------------------------------------------
 
-TOY = ["the cat sat", "a cat ran", "cats slept on the mat", "the black cat ate fish",
-       "the dog sat", "a dog ran", "dogs slept in the house", "the white dog ate"] * 2  # fmt: skip
+TOY = [
+    "the cat sat",
+    "a cat ran",
+    "cats slept on the mat",
+    "the black cat ate fish",
+    "the dog sat",
+    "a dog ran",
+    "dogs slept in the house",
+    "the white dog ate",
+] * 2
 TOY_Y = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1] * 2)
 
 
@@ -364,9 +471,17 @@ def _toy_setup(tiny_bert, seed=0, **trainer_kw):
     seed_everything(seed)
     clf = _Classifier(copy.deepcopy(model))
     tok = tokenize(tokenizer, TOY)
-    groups = [ParamGroup("encoder", clf.encoder, lr=trainer_kw.pop("lr", 3e-3), weight_decay=0.1,
-                         betas=(0.9, 0.98), eps=1e-6),
-              ParamGroup("head", clf.head, lr=3e-2)]  # fmt: skip
+    groups = [
+        ParamGroup(
+            "encoder",
+            clf.encoder,
+            lr=trainer_kw.pop("lr", 3e-3),
+            weight_decay=0.1,
+            betas=(0.9, 0.98),
+            eps=1e-6,
+        ),
+        ParamGroup("head", clf.head, lr=3e-2),
+    ]
     trainer = Trainer(clf, groups, device="cpu", random_state=seed, **trainer_kw)
 
     def step(batch):
@@ -386,17 +501,27 @@ def test_trainer_loss_decreases_and_history(tiny_bert):
     assert result.stop_reason == "completed" and not result.interrupted
     assert result.epochs == 8.0
     first = result.history[0]
-    assert {"step", "epoch", "loss", "lr", "lr_encoder", "lr_head", "grad_norm", "seconds"} <= set(first)
+    assert {"step", "epoch", "loss", "lr", "lr_encoder", "lr_head", "grad_norm", "seconds"} <= set(
+        first
+    )
     assert [h["step"] for h in result.history] == list(range(1, 33))
     assert np.mean(result.loss_curve[-4:]) < 0.5 * np.mean(result.loss_curve[:4])
     assert not clf.training  # eval mode after fit
-    probs = torch.softmax(clf(tokenize(tiny_bert[1], ["the cat", "the dog"]).collate([0, 1]).inputs), 1)
+    probs = torch.softmax(
+        clf(tokenize(tiny_bert[1], ["the cat", "the dog"]).collate([0, 1]).inputs), 1
+    )
     assert probs[0, 0] > 0.5 and probs[1, 1] > 0.5
 
 
 def test_trainer_max_steps_and_warmup_schedule(tiny_bert):
     assert [lr_factor(s, total_steps=10, warmup_steps=4) for s in range(6)] == [
-        0.0, 0.25, 0.5, 0.75, 1.0, 5 / 6]  # fmt: skip
+        0.0,
+        0.25,
+        0.5,
+        0.75,
+        1.0,
+        5 / 6,
+    ]
     assert lr_factor(7, total_steps=10, warmup_steps=4, schedule="constant") == 1.0
     assert lr_factor(10, total_steps=10, warmup_steps=0) == 0.0
     _, trainer, step, data = _toy_setup(tiny_bert, n_epochs=10, max_steps=6, warmup=2)
@@ -415,7 +540,8 @@ def test_trainer_max_steps_and_warmup_schedule(tiny_bert):
 def test_no_weight_decay_on_bias_and_layernorm(tiny_bert):
     model, _ = tiny_bert
     [(_, kind, opt)] = build_optimizers(
-        [ParamGroup("encoder", model, lr=1e-4, weight_decay=0.1)], model)
+        [ParamGroup("encoder", model, lr=1e-4, weight_decay=0.1)], model
+    )
     assert kind == "adamw" and isinstance(opt, torch.optim.AdamW)
     names = {id(p): n for n, p in model.named_parameters()}
     decay, no_decay = opt.param_groups
@@ -441,7 +567,9 @@ def test_param_group_validation(tiny_bert):
     with pytest.raises(ValueError, match="is in groups"):
         build_optimizers([ParamGroup("a", clf, lr=1e-3), ParamGroup("b", clf.head, lr=1e-3)], clf)
     with pytest.raises(ValueError, match="not in the module"):
-        build_optimizers([ParamGroup("a", clf, lr=1e-3), ParamGroup("b", nn.Linear(2, 2), lr=1)], clf)
+        build_optimizers(
+            [ParamGroup("a", clf, lr=1e-3), ParamGroup("b", nn.Linear(2, 2), lr=1)], clf
+        )
     with pytest.raises(ValueError, match="optimizer must be"):
         build_optimizers([ParamGroup("a", clf, lr=1e-3, optimizer="lion")], clf)
     with pytest.raises(ValueError, match="SparseAdam has no weight decay"):
@@ -470,13 +598,17 @@ def test_separate_optimisers_with_sparse_adam(tiny_bert):
         scores = text @ matcher.labels(torch.arange(8)).T
         return nn.functional.cross_entropy(scores, label_of[batch.indices])
 
-    groups = [ParamGroup("encoder", matcher.encoder, lr=1e-3, weight_decay=0.1),
-              ParamGroup("labels", matcher.labels, lr=1e-2)]  # fmt: skip
+    groups = [
+        ParamGroup("encoder", matcher.encoder, lr=1e-3, weight_decay=0.1),
+        ParamGroup("labels", matcher.labels, lr=1e-2),
+    ]
     trainer = Trainer(matcher, groups, n_epochs=2, device="cpu", random_state=0)
     result = trainer.fit(step, lambda epoch, rng: tok.batches(4, shuffle=True, rng=rng))
     kinds = [type(opt).__name__ for opt in trainer.optimizers]
     assert kinds == ["AdamW", "SparseAdam"]
-    assert "lr_labels" in result.history[0] and result.history[0]["lr_labels"] == pytest.approx(1e-2)
+    assert "lr_labels" in result.history[0] and result.history[0]["lr_labels"] == pytest.approx(
+        1e-2
+    )
     after = matcher.labels.weight.detach()
     assert not torch.equal(after[:8], before[:8])  # rows in the batches moved
     assert torch.equal(after[8:], before[8:])  # the other rows were never touched
@@ -487,11 +619,19 @@ def test_gradient_clipping_is_applied():
     lin = nn.Linear(4, 1)
     x, y = torch.randn(8, 4) * 10, torch.randn(8, 1) * 10
     before = [p.detach().clone() for p in lin.parameters()]
-    trainer = Trainer(lin, [ParamGroup("all", lin, lr=1.0, optimizer="sgd", schedule="constant")],
-                      max_steps=1, n_epochs=None, max_grad_norm=0.01, device="cpu")  # fmt: skip
+    trainer = Trainer(
+        lin,
+        [ParamGroup("all", lin, lr=1.0, optimizer="sgd", schedule="constant")],
+        max_steps=1,
+        n_epochs=None,
+        max_grad_norm=0.01,
+        device="cpu",
+    )
     result = trainer.fit(lambda _: nn.functional.mse_loss(lin(x), y), [0])
     assert result.history[0]["grad_norm"] > 1.0  # the raw gradient was large
-    change = torch.sqrt(sum(((p.detach() - b) ** 2).sum() for p, b in zip(lin.parameters(), before)))
+    change = torch.sqrt(
+        sum(((p.detach() - b) ** 2).sum() for p, b in zip(lin.parameters(), before))
+    )
     assert float(change) == pytest.approx(0.01, rel=1e-3)  # SGD lr 1: the step is the clipped grad
 
 
@@ -520,6 +660,7 @@ def test_checkpoint_resume_matches_uninterrupted_run(tiny_bert, tmp_path):
         # The step function's own randomness comes from trainer.rng (checkpointed too).
         def fn(batch):
             return step(batch) + 0.01 * float(trainer.rng.random())
+
         return fn
 
     clf_a, trainer_a, step_a, data = _toy_setup(tiny_bert, n_epochs=3)
@@ -540,7 +681,9 @@ def test_checkpoint_resume_matches_uninterrupted_run(tiny_bert, tmp_path):
     assert part.n_steps == 6 and (tmp_path / "last" / "model.safetensors").is_file()
 
     # A new process would rebuild the model from scratch: other initial weights on purpose.
-    clf_c, trainer_c, step_c, data = _toy_setup(tiny_bert, seed=0, n_epochs=3, checkpoint_dir=tmp_path)
+    clf_c, trainer_c, step_c, data = _toy_setup(
+        tiny_bert, seed=0, n_epochs=3, checkpoint_dir=tmp_path
+    )
     with torch.no_grad():
         clf_c.head.weight.add_(1.0)
     resumed = trainer_c.fit(noisy(step_c, trainer_c), data)
@@ -565,8 +708,9 @@ def test_stops_on_max_time_callback_and_nan(tiny_bert):
     result = trainer.fit(step, data)
     assert result.n_steps == 1 and result.stop_reason == "max_time"
 
-    _, trainer, step, data = _toy_setup(tiny_bert, n_epochs=5,
-                                        after_step=lambda t: t.state.step >= 3)  # fmt: skip
+    _, trainer, step, data = _toy_setup(
+        tiny_bert, n_epochs=5, after_step=lambda t: t.state.step >= 3
+    )
     result = trainer.fit(step, data)
     assert result.n_steps == 3 and result.stop_reason == "callback"
 
@@ -582,19 +726,25 @@ def test_step_fn_extras_verbose_progress_and_summary(tiny_bert, caplog, capsys):
         loss = step(batch)
         return {"loss": loss, "ce": loss.detach(), "contrastive": 0.0}
 
-    with caplog.at_level(logging.INFO, logger="skxmc.text"):
+    with caplog.at_level(logging.DEBUG, logger="skxmc.text"):
         result = trainer.fit(step_with_parts, data)
     assert result.history[0]["ce"] == result.history[0]["loss"]
     assert result.history[0]["contrastive"] == 0.0
     assert "training: 4 steps (1.00 epochs)" in caplog.text
-    assert "training" in capsys.readouterr().err  # the tqdm bar
+    captured = capsys.readouterr()
+    assert "training: 4 steps (1.00 epochs)" in captured.out  # verbose prints the summary
+    assert "training" in captured.err  # the tqdm bar
 
 
 def test_epoch_callbacks_and_periodic_checkpoints(tiny_bert, tmp_path):
     epochs_seen = []
     _, trainer, step, data = _toy_setup(
-        tiny_bert, n_epochs=3, checkpoint_dir=tmp_path, checkpoint_every=2,
-        after_epoch=lambda t: epochs_seen.append((t.state.epoch, t.state.step)))  # fmt: skip
+        tiny_bert,
+        n_epochs=3,
+        checkpoint_dir=tmp_path,
+        checkpoint_every=2,
+        after_epoch=lambda t: epochs_seen.append((t.state.epoch, t.state.step)),
+    )
     saved_steps = []
     inner_save = trainer._save
 
@@ -605,8 +755,7 @@ def test_epoch_callbacks_and_periodic_checkpoints(tiny_bert, tmp_path):
     trainer._save = spy
     result = trainer.fit(step, data)
     assert epochs_seen == [(1, 4), (2, 8), (3, 12)]  # the last epoch's callback runs too
-    assert saved_steps == [(2, False), (4, False), (6, False), (8, False), (10, False),
-                           (12, True)]  # fmt: skip
+    assert saved_steps == [(2, False), (4, False), (6, False), (8, False), (10, False), (12, True)]
     state = json.loads((result.checkpoint / "trainer_state.json").read_text())
     assert state["completed"] and state["step"] == 12 and len(state["history"]) == 12
 
@@ -646,7 +795,8 @@ def test_trainer_default_group_and_plain_iterables():
     y = x @ torch.tensor([[1.0], [-2.0]])
     batches = [torch.arange(i, i + 4) for i in range(0, 16, 4)]
     result = Trainer(lin, lr=0.1, n_epochs=20, device="cpu", random_state=0).fit(
-        lambda idx: nn.functional.mse_loss(lin(x[idx]), y[idx]), batches)
+        lambda idx: nn.functional.mse_loss(lin(x[idx]), y[idx]), batches
+    )
     assert result.n_steps == 80 and result.loss_curve[-1] < 0.1 * result.loss_curve[0]
     with pytest.raises(ValueError, match="steps_per_epoch"):
         Trainer(lin, n_epochs=1, device="cpu").fit(lambda b: lin(b).sum(), iter(batches))

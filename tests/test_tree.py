@@ -516,7 +516,7 @@ def test_save_load_round_trip(tmp_path):
 
 def test_verbose_logs_a_summary(caplog):
     X, Y = _toy_problem()
-    with caplog.at_level("INFO", logger="skxmc.tree"):
+    with caplog.at_level("DEBUG", logger="skxmc.tree"):
         HierarchicalLabelTree(max_leaf_size=10, verbose=1).fit(X, Y)
     assert "label tree: 120 labels" in caplog.text
 

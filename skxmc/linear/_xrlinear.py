@@ -10,13 +10,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .._base import MultiLabelRankerMixin, check_not_raw_text
+from .._compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from .._labels import LabelSpace, encode_target
+from .._logging import progress
 from .._persistence import PersistenceMixin, persistent
 from .._ranking import topk_from_sparse
 from ..tree import HierarchicalLabelTree
@@ -153,15 +154,15 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     Examples
     --------
     >>> from sklearn.feature_extraction.text import TfidfVectorizer
-    >>> from sklearn.pipeline import make_pipeline
     >>> from skxmc import XRLinearClassifier
+    >>> from skxmc.pipeline import make_pipeline
     >>> texts = ["cheap flights to rome", "rome hotel deals", "python sparse matrix",
     ...          "numpy matrix product", "hotel in paris", "flights to paris"]
     >>> labels = [["travel", "italy"], ["travel", "italy"], ["programming"],
     ...           ["programming"], ["travel", "france"], ["travel", "france"]]
     >>> clf = make_pipeline(TfidfVectorizer(), XRLinearClassifier(top_k=2))
     >>> clf = clf.fit(texts, labels)
-    >>> labels, scores = clf[-1].predict_topk(clf[0].transform(["flights to rome"]))
+    >>> labels, scores = clf.predict_topk(["flights to rome"])
     >>> labels.tolist()
     [['travel', 'italy']]
 
@@ -272,13 +273,14 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             else clone(self.tree)
         )
         self.tree_ = tree.fit(X, Y_csr)
-        if self.verbose:
-            logger.info(
-                "label tree: %d layers %s in %.2f s",
-                self.tree_.n_layers_,
-                [C.shape[0] for C in self.tree_.cluster_chain_],
-                time.perf_counter() - t0,
-            )
+        progress(
+            logger,
+            self.verbose,
+            "label tree: %d layers %s in %.2f s",
+            self.tree_.n_layers_,
+            [C.shape[0] for C in self.tree_.cluster_chain_],
+            time.perf_counter() - t0,
+        )
         if self.relevance_weighted:
             targets = _relevance_targets(Y_csr, self.tree_.cluster_chain_)
         else:
@@ -316,11 +318,16 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             if self.negative_sampling == "tfn+man" and t + 1 < len(targets):
                 self._build_search_structures()  # the next layer's matcher searches this one
             self.fit_time_per_layer_.append(time.perf_counter() - t_layer)
-            if self.verbose:
-                logger.info(
-                    "layer %d/%d: %d nodes, %d weights, %.2f s",
-                    t + 1, len(targets), C.shape[0], W.nnz, self.fit_time_per_layer_[-1],
-                )
+            progress(
+                logger,
+                self.verbose,
+                "layer %d/%d: %d nodes, %d weights, %.2f s",
+                t + 1,
+                len(targets),
+                C.shape[0],
+                W.nnz,
+                self.fit_time_per_layer_[-1],
+            )
         self._build_search_structures()
         return self
 

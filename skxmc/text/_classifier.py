@@ -27,11 +27,10 @@ from sklearn.base import (
     ClassifierMixin,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
-    _fit_context,
 )
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
+from .._compat import Interval, StrOptions, _fit_context
 from .._persistence import PersistenceMixin
 from ._device import inference_device
 from ._encoder import batched_inference, encoder_forward, eval_mode, load_encoder
@@ -41,7 +40,7 @@ from ._weights import FineTunedModelMixin
 
 __all__ = ["TextTransformerMixin", "TransformerClassifierBase", "check_class_labels"]
 
-logger = logging.getLogger("skxmc")
+logger = logging.getLogger(__name__)
 
 
 def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,7 @@ __all__ = [
     "pool",
 ]
 
-logger = logging.getLogger("skxmc.text")
+logger = logging.getLogger(__name__)
 
 #: Pooling modes of :func:`pool`. ``"pooler"`` is BERT's tanh layer over ``[CLS]``.
 POOLING_OPTIONS = ("cls", "pooler", "mean", "max", "mean_sqrt_len")
@@ -125,7 +125,9 @@ def not_found_message(name: str, reason: str, *, offline: bool | None = None) ->
     if offline is None:
         offline = is_offline()
     if is_offline():
-        where = "offline mode is on (HF_HUB_OFFLINE=1) and it is not in the local Hugging Face cache"
+        where = (
+            "offline mode is on (HF_HUB_OFFLINE=1) and it is not in the local Hugging Face cache"
+        )
     elif offline:
         where = "local_files_only=True and it is not in the local Hugging Face cache"
     else:
@@ -217,8 +219,14 @@ def load_encoder(
             except (OSError, ValueError) as exc:
                 # transformers raises OSError (sometimes ValueError) for a name it cannot
                 # resolve; point the user at the fix instead of at the cache internals.
-                reason = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-                raise EncoderNotFoundError(not_found_message(name, reason, offline=offline)) from exc
+                reason = (
+                    str(exc).strip().splitlines()[0][:300]
+                    if str(exc).strip()
+                    else type(exc).__name__
+                )
+                raise EncoderNotFoundError(
+                    not_found_message(name, reason, offline=offline)
+                ) from exc
     model.eval()
     return model, tokenizer
 
@@ -304,8 +312,9 @@ def encoder_forward(
         raise ValueError(f"pooling must be one of {POOLING_OPTIONS}, got {pooling!r}.")
     out = model(**inputs)
     hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
-    return pool(hidden, inputs["attention_mask"], pooling,
-                pooler_output=getattr(out, "pooler_output", None))  # fmt: skip
+    return pool(
+        hidden, inputs["attention_mask"], pooling, pooler_output=getattr(out, "pooler_output", None)
+    )
 
 
 @contextlib.contextmanager
@@ -459,12 +468,14 @@ def encode_texts(
     model.to(device)
     with eval_mode(model):
         out = batched_inference(
-            lambda inputs: encoder_forward(model, inputs, pooling), tokenized,
-            batch_size=batch_size, device=device, mixed_precision=mixed_precision,
-            verbose=verbose, desc="encoding texts",
-        )  # fmt: skip
+            lambda inputs: encoder_forward(model, inputs, pooling),
+            tokenized,
+            batch_size=batch_size,
+            device=device,
+            mixed_precision=mixed_precision,
+            verbose=verbose,
+            desc="encoding texts",
+        )
     if normalize and len(out):
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
     return out
-
-

@@ -27,6 +27,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from skxmc._logging import progress
+
 from ._checkpoint import (
     capture_rng_state,
     find_checkpoint,
@@ -48,7 +50,7 @@ __all__ = [
     "momentum_update",
 ]
 
-logger = logging.getLogger("skxmc.text")
+logger = logging.getLogger(__name__)
 
 OPTIMIZERS = ("auto", "adamw", "adam", "sparse_adam", "sgd")
 SCHEDULES = ("linear", "constant")
@@ -273,8 +275,11 @@ def _named_params(params: Any) -> list[tuple[str | None, nn.Parameter, bool]]:
 
 
 def _sparse_param_ids(module: nn.Module) -> set[int]:
-    return {id(m.weight) for m in module.modules()
-            if isinstance(m, (nn.Embedding, nn.EmbeddingBag)) and m.sparse}  # fmt: skip
+    return {
+        id(m.weight)
+        for m in module.modules()
+        if isinstance(m, (nn.Embedding, nn.EmbeddingBag)) and m.sparse
+    }
 
 
 def build_optimizers(
@@ -306,8 +311,9 @@ def build_optimizers(
     out = []
     for g in groups:
         if g.optimizer not in OPTIMIZERS:
-            raise ValueError(f"group {g.name!r}: optimizer must be one of {OPTIMIZERS}, got "
-                             f"{g.optimizer!r}.")  # fmt: skip
+            raise ValueError(
+                f"group {g.name!r}: optimizer must be one of {OPTIMIZERS}, got {g.optimizer!r}."
+            )
         if g.schedule not in SCHEDULES:
             raise ValueError(f"group {g.name!r}: schedule must be one of {SCHEDULES}.")
         if not g.lr >= 0:
@@ -317,8 +323,10 @@ def build_optimizers(
             raise ValueError(f"group {g.name!r} has no trainable parameters.")
         for name, p, _ in named:
             if id(p) in owner:
-                raise ValueError(f"parameter {name or tuple(p.shape)} is in groups "
-                                 f"{owner[id(p)]!r} and {g.name!r}.")  # fmt: skip
+                raise ValueError(
+                    f"parameter {name or tuple(p.shape)} is in groups "
+                    f"{owner[id(p)]!r} and {g.name!r}."
+                )
             owner[id(p)] = g.name
             names[id(p)] = name or str(tuple(p.shape))
         kind = g.optimizer
@@ -331,10 +339,14 @@ def build_optimizers(
             if g.weight_decay:
                 raise ValueError(f"group {g.name!r}: SparseAdam has no weight decay.")
             opt: torch.optim.Optimizer = torch.optim.SparseAdam(
-                [p for _, p, _ in named], lr=g.lr, betas=g.betas, eps=g.eps)
+                [p for _, p, _ in named], lr=g.lr, betas=g.betas, eps=g.eps
+            )
         else:
-            torch_groups = [{"params": ps, "weight_decay": wd}
-                            for ps, wd in ((decay, g.weight_decay), (no_decay, 0.0)) if ps]  # fmt: skip
+            torch_groups = [
+                {"params": ps, "weight_decay": wd}
+                for ps, wd in ((decay, g.weight_decay), (no_decay, 0.0))
+                if ps
+            ]
             if kind == "adamw":
                 opt = torch.optim.AdamW(torch_groups, lr=g.lr, betas=g.betas, eps=g.eps)
             elif kind == "adam":
@@ -348,8 +360,10 @@ def build_optimizers(
         in_module = {id(p) for p in module.parameters()}
         outside = [names[i] for i in owner if i not in in_module]
         if outside:
-            raise ValueError(f"parameters {outside[:5]} are in a group but not in the module "
-                             f"(they would be neither moved to the device nor checkpointed).")  # fmt: skip
+            raise ValueError(
+                f"parameters {outside[:5]} are in a group but not in the module "
+                f"(they would be neither moved to the device nor checkpointed)."
+            )
         left = [n for n, p in module.named_parameters() if p.requires_grad and id(p) not in owner]
         if left:
             raise ValueError(
@@ -366,8 +380,9 @@ def _resolve_warmup(warmup: float, total: int) -> int:
         return int(warmup)
     if isinstance(warmup, Real) and 0.0 <= warmup < 1.0:
         return round(float(warmup) * total)
-    raise ValueError(f"warmup must be a number of steps (int) or a fraction in [0, 1), got "
-                     f"{warmup!r}.")  # fmt: skip
+    raise ValueError(
+        f"warmup must be a number of steps (int) or a fraction in [0, 1), got {warmup!r}."
+    )
 
 
 class Trainer:
@@ -406,8 +421,10 @@ class Trainer:
         :func:`~skxmc.text.seed_everything`); also seeds :attr:`rng` and the per-epoch
         generators handed to ``data``.
     verbose : int, default=0
-        > 0: a tqdm progress bar with the running loss, and a summary line logged to the
-        ``skxmc.text`` logger.
+        > 0: a tqdm progress bar with the running loss (standard error), and a summary line
+        (and a line when resuming from a checkpoint) printed to standard output. These
+        lines are also logged at DEBUG on the ``skxmc.text._training`` logger, whatever
+        ``verbose``.
     checkpoint_dir : str, path-like or None, default=None
         Write checkpoints there (every ``checkpoint_every`` steps, at every epoch end, at
         the end and on Ctrl-C) and resume from the one found at the start of :meth:`fit`.
@@ -542,18 +559,34 @@ class Trainer:
         for opt in self.optimizers:
             opt.zero_grad(set_to_none=True)
 
-    def _save(self, rng_state: dict[str, Any], fp: dict[str, Any], history: list, seconds: float,
-              completed: bool) -> Path | None:  # fmt: skip
+    def _save(
+        self,
+        rng_state: dict[str, Any],
+        fp: dict[str, Any],
+        history: list,
+        seconds: float,
+        completed: bool,
+    ) -> Path | None:
         if self.checkpoint_dir is None:
             return None
         s = self.state
-        payload = {"step": s.step, "epoch": s.epoch, "batch_in_epoch": s.batch_in_epoch,
-                   "seed": s.seed, "seconds": seconds, "completed": completed,
-                   "fingerprint": fp, "history": history}  # fmt: skip
-        return save_checkpoint(self.checkpoint_dir, self.module, self.optimizers, payload, rng_state)
+        payload = {
+            "step": s.step,
+            "epoch": s.epoch,
+            "batch_in_epoch": s.batch_in_epoch,
+            "seed": s.seed,
+            "seconds": seconds,
+            "completed": completed,
+            "fingerprint": fp,
+            "history": history,
+        }
+        return save_checkpoint(
+            self.checkpoint_dir, self.module, self.optimizers, payload, rng_state
+        )
 
-    def _train_step(self, step_fn: Callable[[Any], Any], batch: Any, total: int,
-                    warmup: int) -> dict[str, Any]:  # fmt: skip
+    def _train_step(
+        self, step_fn: Callable[[Any], Any], batch: Any, total: int, warmup: int
+    ) -> dict[str, Any]:
         """Forward (under autocast), backward, clipping, schedule and optimiser steps."""
         s = self.state
         batch = move_to_device(batch, self.device)
@@ -647,8 +680,9 @@ class Trainer:
         if steps_per_epoch == 0:
             raise ValueError("the data yields no batches.")
         if self.n_epochs is not None and steps_per_epoch is None and self.max_steps is None:
-            raise ValueError("with n_epochs and batches without len(), pass steps_per_epoch "
-                             "or max_steps.")  # fmt: skip
+            raise ValueError(
+                "with n_epochs and batches without len(), pass steps_per_epoch or max_steps."
+            )
         planned = [self.max_steps] if self.max_steps is not None else []
         if self.n_epochs is not None and steps_per_epoch is not None:
             planned.append(self.n_epochs * steps_per_epoch)
@@ -663,8 +697,11 @@ class Trainer:
         if found is not None:
             saved = json.loads((found / "trainer_state.json").read_text(encoding="utf-8"))
             if saved.get("fingerprint") != fp:
-                diff = sorted(k for k in set(fp) | set(saved.get("fingerprint") or {})
-                              if fp.get(k) != (saved.get("fingerprint") or {}).get(k))  # fmt: skip
+                diff = sorted(
+                    k
+                    for k in set(fp) | set(saved.get("fingerprint") or {})
+                    if fp.get(k) != (saved.get("fingerprint") or {}).get(k)
+                )
                 raise ValueError(
                     f"{found} holds a checkpoint of a different training run (it differs in "
                     f"{diff}); pass another checkpoint_dir, or delete that folder to start over."
@@ -676,8 +713,15 @@ class Trainer:
             restore_rng_state(rng_state, self.rng)
             history, prior_seconds = saved["history"], saved["seconds"]
             resumed_from, completed_before = saved["step"], saved["completed"]
-            logger.info("%s: resuming from %s at step %d of %d", self.desc, found,
-                        self.state.step, total)  # fmt: skip
+            progress(
+                logger,
+                self.verbose,
+                "%s: resuming from %s at step %d of %d",
+                self.desc,
+                found,
+                self.state.step,
+                total,
+            )
 
         tracking = self.checkpoint_dir is not None
         rng_snapshot = capture_rng_state(self.rng) if tracking else {}
@@ -711,8 +755,11 @@ class Trainer:
                     record = self._train_step(step_fn, batch, total, warmup)
                     record["seconds"] = prior_seconds + time.perf_counter() - start_time
                     history.append(record)
-                    smoothed = record["loss"] if smoothed is None else (
-                        0.9 * smoothed + 0.1 * record["loss"])  # fmt: skip
+                    smoothed = (
+                        record["loss"]
+                        if smoothed is None
+                        else (0.9 * smoothed + 0.1 * record["loss"])
+                    )
                     if bar is not None:
                         bar.update(1)
                         bar.set_postfix(loss=f"{smoothed:.4g}", refresh=False)
@@ -723,17 +770,26 @@ class Trainer:
                         done = True
                     elif stop:
                         done, stop_reason = True, "callback"
-                    elif self.max_time is not None and time.perf_counter() - start_time >= self.max_time:
+                    elif (
+                        self.max_time is not None
+                        and time.perf_counter() - start_time >= self.max_time
+                    ):
                         done, stop_reason = True, "max_time"
                     epoch_end = steps_per_epoch is not None and s.batch_in_epoch >= steps_per_epoch
-                    if (not done and not epoch_end and self.checkpoint_every
-                            and s.step % self.checkpoint_every == 0):  # the epoch end saves anyway
-                        last_checkpoint = self._save(rng_snapshot, fp, history,
-                                                     record["seconds"], completed=False)  # fmt: skip
+                    if (
+                        not done
+                        and not epoch_end
+                        and self.checkpoint_every
+                        and s.step % self.checkpoint_every == 0
+                    ):  # the epoch end saves anyway
+                        last_checkpoint = self._save(
+                            rng_snapshot, fp, history, record["seconds"], completed=False
+                        )
                 if s.batch_in_epoch == 0 and not done:
                     raise ValueError(f"epoch {s.epoch} yielded no batches.")
-                if epoch_ended or (steps_per_epoch is not None
-                                   and s.batch_in_epoch >= steps_per_epoch):  # fmt: skip
+                if epoch_ended or (
+                    steps_per_epoch is not None and s.batch_in_epoch >= steps_per_epoch
+                ):
                     s.epoch += 1
                     s.batch_in_epoch = 0
                     stop = bool(self.after_epoch(self)) if self.after_epoch is not None else False
@@ -745,12 +801,20 @@ class Trainer:
                         rng_snapshot = capture_rng_state(self.rng)
                     if not done:
                         last_checkpoint = self._save(
-                            rng_snapshot, fp, history,
-                            prior_seconds + time.perf_counter() - start_time, completed=False)  # fmt: skip
+                            rng_snapshot,
+                            fp,
+                            history,
+                            prior_seconds + time.perf_counter() - start_time,
+                            completed=False,
+                        )
             if tracking and not completed_before:
                 last_checkpoint = self._save(
-                    rng_snapshot, fp, history, prior_seconds + time.perf_counter() - start_time,
-                    completed=stop_reason in ("completed", "callback"))  # fmt: skip
+                    rng_snapshot,
+                    fp,
+                    history,
+                    prior_seconds + time.perf_counter() - start_time,
+                    completed=stop_reason in ("completed", "callback"),
+                )
         except KeyboardInterrupt:
             interrupted, stop_reason = True, "interrupted"
             self._zero_grad()
@@ -758,16 +822,23 @@ class Trainer:
             if tracking and not self._in_update:
                 # The snapshot is the RNG state at the start of the interrupted step, which
                 # is redone on resume.
-                last_checkpoint = self._save(rng_snapshot, fp, history,
-                                             prior_seconds + time.perf_counter() - start_time,
-                                             completed=False)  # fmt: skip
-                where = (f" A checkpoint is in {last_checkpoint}: fit again with the same "
-                         f"checkpoint_dir to resume.")  # fmt: skip
+                last_checkpoint = self._save(
+                    rng_snapshot,
+                    fp,
+                    history,
+                    prior_seconds + time.perf_counter() - start_time,
+                    completed=False,
+                )
+                where = (
+                    f" A checkpoint is in {last_checkpoint}: fit again with the same "
+                    f"checkpoint_dir to resume."
+                )
             warnings.warn(
                 f"Training interrupted by the user after step {self.state.step} of {total}; "
                 f"the model keeps the weights of that step.{where}",
-                TrainingInterruptedWarning, stacklevel=2,
-            )  # fmt: skip
+                TrainingInterruptedWarning,
+                stacklevel=2,
+            )
         finally:
             if bar is not None:
                 bar.close()
@@ -777,13 +848,29 @@ class Trainer:
             seconds = prior_seconds
         s = self.state
         epochs = (s.step / steps_per_epoch) if steps_per_epoch else float(s.epoch)
-        if self.verbose:
-            last_loss = history[-1]["loss"] if history else float("nan")
-            logger.info("%s: %d steps (%.2f epochs) in %.1f s, last loss %.4g (%s)", self.desc,
-                        s.step, epochs, seconds, last_loss, stop_reason)  # fmt: skip
-        return TrainResult(history=history, n_steps=s.step, epochs=epochs, interrupted=interrupted,
-                           stop_reason=stop_reason, seconds=seconds, resumed_from=resumed_from,
-                           seed=s.seed, checkpoint=last_checkpoint)  # fmt: skip
+        last_loss = history[-1]["loss"] if history else float("nan")
+        progress(
+            logger,
+            self.verbose,
+            "%s: %d steps (%.2f epochs) in %.1f s, last loss %.4g (%s)",
+            self.desc,
+            s.step,
+            epochs,
+            seconds,
+            last_loss,
+            stop_reason,
+        )
+        return TrainResult(
+            history=history,
+            n_steps=s.step,
+            epochs=epochs,
+            interrupted=interrupted,
+            stop_reason=stop_reason,
+            seconds=seconds,
+            resumed_from=resumed_from,
+            seed=s.seed,
+            checkpoint=last_checkpoint,
+        )
 
 
 def _split_output(out: Any) -> tuple[torch.Tensor, dict[str, float]]:
@@ -791,14 +878,21 @@ def _split_output(out: Any) -> tuple[torch.Tensor, dict[str, float]]:
         loss, extras = out, {}
     elif isinstance(out, Mapping) and "loss" in out:
         loss = out["loss"]
-        extras = {k: float(v.detach()) if isinstance(v, torch.Tensor) else float(v)
-                  for k, v in out.items() if k != "loss"}  # fmt: skip
+        extras = {
+            k: float(v.detach()) if isinstance(v, torch.Tensor) else float(v)
+            for k, v in out.items()
+            if k != "loss"
+        }
     else:
-        raise TypeError("step_fn must return a scalar loss tensor or a dict with a 'loss' key, "
-                        f"got {type(out).__name__}.")  # fmt: skip
+        raise TypeError(
+            "step_fn must return a scalar loss tensor or a dict with a 'loss' key, "
+            f"got {type(out).__name__}."
+        )
     if not isinstance(loss, torch.Tensor) or loss.ndim != 0:
         raise TypeError("the loss must be a scalar tensor (reduce it with .mean() or .sum()).")
     if not loss.requires_grad:
-        raise ValueError("the loss does not require grad: is the forward pass under "
-                         "torch.no_grad / inference_mode, or are all parameters frozen?")  # fmt: skip
+        raise ValueError(
+            "the loss does not require grad: is the forward pass under "
+            "torch.no_grad / inference_mode, or are all parameters frozen?"
+        )
     return loss, extras

@@ -20,10 +20,18 @@ import torch
 
 from ._encoder import dtype_kwargs, quiet_transformers
 
-__all__ = ["FineTunedModelMixin", "encoder_from_config", "load_module_weights", "load_text_model", "module_on_cpu",
-           "save_encoder_config", "save_module_weights", "save_text_model"]  # fmt: skip
+__all__ = [
+    "FineTunedModelMixin",
+    "encoder_from_config",
+    "load_module_weights",
+    "load_text_model",
+    "module_on_cpu",
+    "save_encoder_config",
+    "save_module_weights",
+    "save_text_model",
+]
 
-logger = logging.getLogger("skxmc.text")
+logger = logging.getLogger(__name__)
 
 
 def save_module_weights(module: torch.nn.Module, path: str | os.PathLike) -> Path:
@@ -98,7 +106,9 @@ def load_module_weights(
     where = str(device) if device.type != "cuda" or device.index is not None else "cuda:0"
     missing, unexpected = load_model(module, str(path), strict=strict, device=where)
     if not strict and (missing or unexpected):
-        logger.debug("load_module_weights(%s): missing %s, unexpected %s", path, missing, unexpected)
+        logger.debug(
+            "load_module_weights(%s): missing %s, unexpected %s", path, missing, unexpected
+        )
 
 
 def save_encoder_config(model: Any, tokenizer: Any, directory: str | os.PathLike) -> Path:
@@ -155,11 +165,13 @@ def encoder_from_config(
 
     directory = str(directory)
     with quiet_transformers(verbose):
-        config = AutoConfig.from_pretrained(directory, local_files_only=True,
-                                            trust_remote_code=False)  # fmt: skip
+        config = AutoConfig.from_pretrained(
+            directory, local_files_only=True, trust_remote_code=False
+        )
         model = AutoModel.from_config(config, trust_remote_code=False, **dtype_kwargs())
-        tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True,
-                                                  trust_remote_code=False)  # fmt: skip
+        tokenizer = AutoTokenizer.from_pretrained(
+            directory, local_files_only=True, trust_remote_code=False
+        )
     if weights is not None:
         load_module_weights(model, weights)
     model.eval()
@@ -182,9 +194,7 @@ def save_text_model(module: torch.nn.Module, tokenizer: Any, directory: str | os
     save_module_weights(module, directory / WEIGHTS_FILE)
 
 
-def load_text_model(
-    directory: str | os.PathLike, build: Any
-) -> tuple[torch.nn.Module, Any]:
+def load_text_model(directory: str | os.PathLike, build: Any) -> tuple[torch.nn.Module, Any]:
     """Inverse of :func:`save_text_model`: ``(module, tokenizer)``, the module in eval mode
     on the CPU. ``build(encoder) -> module`` recreates the module around a randomly
     initialised encoder of the saved configuration before the weights are loaded."""
