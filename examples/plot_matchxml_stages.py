@@ -44,17 +44,17 @@ else:
 # The same TF-IDF and the same ranker for all three; ``max_matcher_size`` caps the tree
 # layers that are fine-tuned (here the top layer only, against all layers).
 from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.pipeline import make_pipeline
 
 from skxmc import MatchXMLClassifier, XRLinearClassifier
 from skxmc.metrics import evaluate
+from skxmc.pipeline import make_pipeline
 
 if available:
     results = {}
     baseline = make_pipeline(TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2)),
                              XRLinearClassifier(relevance_weighted=True))
     baseline.fit(X, Y)
-    scores = baseline[-1].predict_topk(baseline[0].transform(X_test), k=5)
+    scores = baseline.predict_topk(X_test, k=5)
     results["TF-IDF + XR-Linear"] = evaluate(Y_test, scores, ks=(1, 3, 5),
                                              classes=baseline[-1].classes_)
 

@@ -13,13 +13,14 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.preprocessing import normalize
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from ._base import MultiLabelRankerMixin
+from ._compat import HasMethods, Interval, StrOptions, _fit_context
 from ._labels import LabelSpace, encode_target
+from ._logging import progress
 from ._persistence import PersistenceMixin, persistent
 from ._vectorizers import default_tfidf
 from .linear import XRLinearClassifier
@@ -28,6 +29,7 @@ from .losses._snm import sample_negatives, top_k_negatives
 from .text import (
     ParamGroup,
     SentenceEncoder,
+    TextTransformerMixin,
     Trainer,
     batched_inference,
     check_texts,
@@ -44,7 +46,7 @@ from .tree import HierarchicalLabelTree, pifa_embeddings
 
 __all__ = ["MatchXMLClassifier"]
 
-logger = logging.getLogger("skxmc.matchxml")
+logger = logging.getLogger(__name__)
 
 
 class _StageModule(torch.nn.Module):
@@ -115,8 +117,14 @@ def refined_label_embeddings(fine_tuned: np.ndarray, Y: sp.csr_matrix,
 
 
 @persistent
-class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, PersistenceMixin, ClassifierMixin,
-                         BaseEstimator):
+class MatchXMLClassifier(
+    MultiLabelRankerMixin,
+    FineTunedModelMixin,
+    PersistenceMixin,
+    ClassifierMixin,
+    TextTransformerMixin,
+    BaseEstimator,
+):
     """MatchXML: extreme multi-label text classification with a fine-tuned transformer.
 
     ``fit`` runs the paper's Algorithm 1 on raw texts:
@@ -239,7 +247,9 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
     device : str, default="auto"
         ``"auto"`` (CUDA when available, with bfloat16 autocast), ``"cpu"``, ``"cuda"``.
     random_state : int, RandomState instance or None, default=0
-        Seeds the trees, label2vec, subsets, weight initialisation and batch order.
+        Seeds the trees, label2vec, subsets, weight initialisation and batch order. The
+        default makes two CPU fits on the same data give the same model; None draws a new
+        seed from numpy's global random state at every fit.
     verbose : int, default=0
         Progress bars and one log line per step of the algorithm when > 0.
     checkpoint_dir : str, path-like or None, default=None
@@ -425,14 +435,16 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
     def _check_texts(X: Any, *, fitting: bool) -> list[str]:
         texts, is_pairs = check_texts(X)
         if is_pairs:
-            raise TypeError("MatchXMLClassifier reads single texts, not text pairs.")
+            raise TypeError(
+                "MatchXMLClassifier reads single texts, not text pairs (a two-column "
+                "DataFrame or (n, 2) array is read as pairs; select the text column)."
+            )
         if fitting and not texts:
             raise ValueError("X is empty: fit needs at least one text.")
         return texts
 
     def _log(self, message: str, *args: Any) -> None:
-        if self.verbose:
-            logger.info(message, *args)
+        progress(logger, self.verbose, message, *args)
 
     def _max_length(self) -> int:
         positions = getattr(self.module_.encoder.config, "max_position_embeddings", None)
@@ -778,6 +790,15 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         -------
         features : csr_matrix of float32 of shape (n_samples, ``n_features_ranker_``)
         """
+        return self._features(X)
+
+    @property
+    def _n_features_out(self) -> int:
+        return self.n_features_ranker_
+
+    def _features(self, X: Any) -> sp.csr_matrix:
+        """:meth:`transform` unwrapped: sklearn's ``set_output`` wraps ``transform``, and
+        the predict methods need the CSR features whatever the output configuration."""
         check_is_fitted(self, "ranker_")
         texts = self._check_texts(X, fitting=False)
         device = inference_device(self.device)
@@ -796,7 +817,7 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
     def _rank_scores(self, X: Any, k: int | None) -> sp.csr_matrix:
         """The ranker's scores of the ``k`` best labels of each text (all the labels its
         beam reaches when None), CSR ``(n_samples, n_labels)``."""
-        features = self.transform(X)
+        features = self._features(X)
         if k is None:
             return sp.csr_matrix(self.ranker_.decision_function(features))
         # The ranker was fitted on the label matrix: its classes are column indices.
@@ -817,7 +838,7 @@ class MatchXMLClassifier(MultiLabelRankerMixin, FineTunedModelMixin, Persistence
         """The ``k`` best labels of each text and their scores, best first (see
         :meth:`XRLinearClassifier.predict_topk`); ``k=None``: ``top_k``."""
         k = self._resolve_k(k)
-        features = self.transform(X)
+        features = self._features(X)
         columns, scores = self.ranker_.predict_topk(features, k=k)
         return LabelSpace(self.classes_).labels_of(columns), scores
 

@@ -6,8 +6,8 @@ import gzip
 import json
 
 import numpy as np
-from sklearn.utils.multiclass import type_of_target
 import pytest
+from sklearn.utils.multiclass import type_of_target
 
 from skxmc.datasets import get_data_dir, load_demo, load_text_jsonl, load_xc_bow
 

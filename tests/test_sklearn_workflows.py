@@ -147,6 +147,9 @@ def dense_problem(demo):
 
 @pytest.mark.parametrize("scoring", ["roc_auc", "average_precision", "neg_log_loss",
                                      "f1_samples", "accuracy"])  # fmt: skip
+# sklearn's log_loss reads a multi-label indicator as classes and warns that the rows of
+# predict_proba (independent per-label scores) do not sum to one: its semantics, not a NaN.
+@pytest.mark.filterwarnings("ignore:The y_prob values do not sum to one:UserWarning")
 def test_sklearn_string_scorers_with_dense_indicator(dense_problem, scoring):
     X, Y = dense_problem
     # shuffled folds: with the file's order a fold can miss a label's positives entirely
@@ -285,3 +288,36 @@ def test_no_warnings_in_the_default_workflow(demo):
         warnings.simplefilter("error")
         clf = xr_pipe().fit(X[:200], Y[:200])
         clf.score(X[:50], Y[:50])
+
+
+# 10. MatchXML as a transformer ---------------------------------------------------------------
+
+
+def test_matchxml_transform_api(tiny_bert_dir, demo):
+    X, Y = demo
+    clf = matchxml(tiny_bert_dir)
+    F = clf.fit_transform(X[:60], Y[:60])
+    assert sp.issparse(F) and F.shape == (60, clf.n_features_ranker_)
+    names = clf.get_feature_names_out()
+    assert len(names) == F.shape[1] and names[0] == "matchxmlclassifier0"
+    # predict keeps working under a global pandas output configuration
+    from sklearn import config_context
+
+    with config_context(transform_output="default"):
+        expected = clf.predict_topk(X[:3])[0]
+    pytest.importorskip("pandas")
+    with config_context(transform_output="pandas"):
+        np.testing.assert_array_equal(clf.predict_topk(X[:3])[0], expected)
+
+
+# 11. verbose=1 prints ------------------------------------------------------------------------
+
+
+def test_verbose_prints_without_logging_config(demo, capsys):
+    X, Y = demo
+    Xv = TfidfVectorizer(dtype=np.float32).fit_transform(X[:200])
+    XRLinearClassifier(verbose=0).fit(Xv, Y[:200])
+    assert capsys.readouterr().out == ""
+    XRLinearClassifier(verbose=1).fit(Xv, Y[:200])
+    out = capsys.readouterr().out
+    assert "label tree" in out and "layer 1/" in out
