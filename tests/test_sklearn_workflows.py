@@ -29,6 +29,7 @@ import skxmc
 from skxmc import MatchXMLClassifier, SNMClassifier, XRLinearClassifier, as_label_sets
 from skxmc.datasets import load_demo
 from skxmc.metrics import make_topk_scorer, precision_at_k
+from skxmc.pipeline import make_pipeline as xmc_pipeline
 
 N_ROWS = 600
 
@@ -40,18 +41,26 @@ def demo():
 
 
 def xr_pipe(**params):
-    return make_pipeline(TfidfVectorizer(dtype=np.float32), XRLinearClassifier(**params))
+    return xmc_pipeline(TfidfVectorizer(dtype=np.float32), XRLinearClassifier(**params))
 
 
 def snm_pipe(**params):
-    snm = SNMClassifier(hidden_size=32, embedding_size=16, max_epochs=2, batch_size=64,
-                        device="cpu", **params)  # fmt: skip
-    return make_pipeline(TfidfVectorizer(dtype=np.float32), snm)
+    snm = SNMClassifier(
+        hidden_size=32, embedding_size=16, max_epochs=2, batch_size=64, device="cpu", **params
+    )
+    return xmc_pipeline(TfidfVectorizer(dtype=np.float32), snm)
 
 
 def matchxml(encoder, **params):
-    return MatchXMLClassifier(encoder=str(encoder), max_length=16, batch_size=16, max_steps=2,
-                              label_embedding="pifa", device="cpu", **params)  # fmt: skip
+    return MatchXMLClassifier(
+        encoder=str(encoder),
+        max_length=16,
+        batch_size=16,
+        max_steps=2,
+        label_embedding="pifa",
+        device="cpu",
+        **params,
+    )
 
 
 # 1. default cv on the loaders' label format --------------------------------------------
@@ -59,8 +68,9 @@ def matchxml(encoder, **params):
 
 def test_gridsearch_default_cv_on_loader_labels(demo):
     X, Y = demo
-    search = GridSearchCV(xr_pipe(), {"xrlinearclassifier__beam_size": [2, 10]},
-                          error_score="raise").fit(X, Y)  # fmt: skip
+    search = GridSearchCV(
+        xr_pipe(), {"xrlinearclassifier__beam_size": [2, 10]}, error_score="raise"
+    ).fit(X, Y)
     assert search.n_splits_ == 5
     assert 0 < search.best_score_ <= 1
 
@@ -69,11 +79,18 @@ def test_cross_val_score_cross_validate_randomized_default_cv(demo):
     X, Y = demo
     scores = cross_val_score(xr_pipe(), X, Y, error_score="raise")
     assert scores.shape == (5,) and np.all(scores > 0)
-    res = cross_validate(xr_pipe(), X, Y, scoring=make_topk_scorer("ndcg", k=3),
-                         error_score="raise")  # fmt: skip
+    res = cross_validate(
+        xr_pipe(), X, Y, scoring=make_topk_scorer("ndcg", k=3), error_score="raise"
+    )
     assert res["test_score"].shape == (5,)
-    search = RandomizedSearchCV(xr_pipe(), {"xrlinearclassifier__Cp": [0.5, 1.0, 2.0]},
-                                n_iter=2, cv=3, random_state=0, error_score="raise").fit(X, Y)  # fmt: skip
+    search = RandomizedSearchCV(
+        xr_pipe(),
+        {"xrlinearclassifier__Cp": [0.5, 1.0, 2.0]},
+        n_iter=2,
+        cv=3,
+        random_state=0,
+        error_score="raise",
+    ).fit(X, Y)
     assert np.isfinite(search.best_score_)
 
 
@@ -97,8 +114,9 @@ def test_as_label_sets_round_trip_and_lists_still_fit(demo):
     a = xr_pipe().fit(X, lists)
     b = xr_pipe().fit(X, sets)
     np.testing.assert_array_equal(a[-1].classes_, b[-1].classes_)
-    np.testing.assert_array_equal(a.predict_proba(X[:20]).toarray(),
-                                  b.predict_proba(X[:20]).toarray())  # fmt: skip
+    np.testing.assert_array_equal(
+        a.predict_proba(X[:20]).toarray(), b.predict_proba(X[:20]).toarray()
+    )
 
 
 # 2. cross_val_predict needs one label space -------------------------------------------------
@@ -119,8 +137,9 @@ def test_cross_val_predict_scores_want_an_indicator(demo):
         cross_val_predict(xr_pipe(), X, Y, cv=3, method="decision_function")
     classes = np.unique(np.concatenate([sorted(r) for r in Y if r]))
     Y_ind = MultiLabelBinarizer(classes=classes).fit_transform(Y)
-    scores = cross_val_predict(xr_pipe(sparse_output=True), X, Y_ind, cv=3,
-                               method="decision_function")  # fmt: skip
+    scores = cross_val_predict(
+        xr_pipe(sparse_output=True), X, Y_ind, cv=3, method="decision_function"
+    )
     assert scores.shape == (len(X), len(classes))
     # the stacked out-of-fold scores evaluate against the full label space
     assert precision_at_k(Y, scores, k=1, classes=classes) > 0.05
@@ -145,8 +164,9 @@ def dense_problem(demo):
     return X, Y_ind[:, frequent]
 
 
-@pytest.mark.parametrize("scoring", ["roc_auc", "average_precision", "neg_log_loss",
-                                     "f1_samples", "accuracy"])  # fmt: skip
+@pytest.mark.parametrize(
+    "scoring", ["roc_auc", "average_precision", "neg_log_loss", "f1_samples", "accuracy"]
+)
 # sklearn's log_loss reads a multi-label indicator as classes and warns that the rows of
 # predict_proba (independent per-label scores) do not sum to one: its semantics, not a NaN.
 @pytest.mark.filterwarnings("ignore:The y_prob values do not sum to one:UserWarning")
@@ -173,8 +193,9 @@ def test_dense_in_dense_out_sparse_in_sparse_out(dense_problem):
     np.testing.assert_array_equal(sparse.predict(X[:5]).toarray(), pred)
     forced = xr_pipe(top_k=2, sparse_output=True).fit(X, Y)
     assert sp.issparse(forced.predict(X[:5])) and sp.issparse(forced.decision_function(X[:5]))
-    np.testing.assert_allclose(forced.decision_function(X[:5]).toarray(),
-                               dense.decision_function(X[:5]))  # fmt: skip
+    np.testing.assert_allclose(
+        forced.decision_function(X[:5]).toarray(), dense.decision_function(X[:5])
+    )
 
 
 def test_snm_dense_indicator_scores_every_label(dense_problem):
@@ -321,3 +342,117 @@ def test_verbose_prints_without_logging_config(demo, capsys):
     XRLinearClassifier(verbose=1).fit(Xv, Y[:200])
     out = capsys.readouterr().out
     assert "label tree" in out and "layer 1/" in out
+
+
+# 3. PSP in CV with the default cv --------------------------------------------------------------
+
+
+def test_psp_scorer_default_cv_uses_each_labels_own_propensity(demo):
+    from skxmc.metrics import inverse_propensity
+
+    X, Y = demo
+    w = inverse_propensity(Y)
+    scorer = make_topk_scorer("psprecision", k=5, inv_propensity=w)
+    res = cross_validate(
+        xr_pipe(),
+        X,
+        Y,
+        scoring=scorer,
+        return_estimator=True,
+        return_indices=True,
+        error_score="raise",
+    )
+    lookup = dict(zip(w.classes.tolist(), w.values.tolist()))
+    for est, test, got in zip(res["estimator"], res["indices"]["test"], res["test_score"]):
+        labels, _ = est.predict_topk([X[i] for i in test], k=5)
+        # naive reference: sum of the propensities of the hits, over k, mean over rows
+        ref = np.mean(
+            [
+                sum(lookup[lab] for lab in row if lab is not None and lab in Y[i]) / 5
+                for i, row in zip(test, labels.tolist())
+            ]
+        )
+        assert got == pytest.approx(ref, rel=1e-9)
+        assert len(est[-1].classes_) < len(w.classes)  # the fold's labels are a subset
+
+
+# 8, 9, 13. pipelines: predict_topk, safe save, umask ---------------------------------------
+
+
+def test_best_estimator_ranks_and_saves_without_pickle(demo, tmp_path):
+    import os
+
+    X, Y = demo
+    pipe = xmc_pipeline(TfidfVectorizer(dtype=np.float32), XRLinearClassifier())
+    search = GridSearchCV(pipe, {"xrlinearclassifier__beam_size": [5, 10]}, cv=3).fit(X, Y)
+    labels, scores = search.best_estimator_.predict_topk(X[:5], k=3)
+    assert labels.shape == scores.shape == (5, 3)
+    old = os.umask(0o022)
+    try:
+        skxmc.save(search.best_estimator_, tmp_path / "model")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "model").stat().st_mode & 0o777 == 0o755
+    assert not list((tmp_path / "model").rglob("*.pkl"))
+    loaded = skxmc.load(tmp_path / "model")
+    np.testing.assert_array_equal(loaded.predict_topk(X[:5], k=3)[0], labels)
+
+
+# 4, 5, 7, 10 for the multi-class neural estimators, with DataFrame input -------------------
+
+
+@pytest.fixture(scope="module")
+def topic_frame():
+    pd = pytest.importorskip("pandas")
+    from .conftest import topic_texts
+
+    texts, y = topic_texts((10, 10, 10))
+    return pd.DataFrame({"text": texts, "n_words": [len(t.split()) for t in texts]}), y
+
+
+def _neural(kind, encoder):
+    from skxmc import KNNBertClassifier, SharpReCLClassifier
+
+    common = dict(
+        encoder=str(encoder),
+        pooling="mean",
+        max_length=16,
+        batch_size=8,
+        max_epochs=1,
+        device="cpu",
+    )
+    if kind == "sharprecl":
+        return SharpReCLClassifier(
+            n_synthetic_negative=8, n_synthetic_positive=2, n_hard=2, projection_dim=8, **common
+        )
+    return KNNBertClassifier(
+        queue_size=16,
+        n_enqueue_per_anchor=1,
+        n_most_similar=2,
+        n_least_similar=1,
+        n_neighbors=3,
+        **common,
+    )
+
+
+@pytest.mark.parametrize("kind", ["sharprecl", "knnbert"])
+def test_multiclass_neural_estimators_in_dataframe_workflows(kind, tiny_bert_dir, topic_frame):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+
+    df, y = topic_frame
+    clf = _neural(kind, tiny_bert_dir)
+    acc = cross_val_score(clf, df["text"], y, cv=3, scoring="accuracy", error_score="raise")
+    assert np.all(np.isfinite(acc))
+    clf.fit(df[["text"]], y)
+    pred = clf.predict(df[["text"]])  # one column: that column, one prediction per row
+    assert pred.shape == (len(df),)
+    np.testing.assert_array_equal(pred, clf.predict(df["text"]))
+    np.testing.assert_allclose(clf.predict_proba(df["text"]).sum(1), 1.0, rtol=1e-5)
+    features = ColumnTransformer(
+        [("emb", _neural(kind, tiny_bert_dir), "text")], remainder="passthrough"
+    ).set_output(transform="pandas")
+    model = make_pipeline(features, LogisticRegression(max_iter=200)).fit(df, y)
+    out = model[0].transform(df)
+    assert list(out.columns)[-1] == "remainder__n_words"
+    assert model.predict(df).shape == (len(df),)
