@@ -33,12 +33,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from numba import njit
+
+from ._numba import jit
 
 __all__ = ["split_level", "split_node_threaded"]
 
 
-@njit(nogil=True, cache=True)
+@jit(nogil=True)
 def _touched_features(indptr, indices, is_dense, n_features, seg, mark, touched):
     """List in ``touched`` the features used by rows ``seg``; return how many.
 
@@ -69,7 +70,7 @@ def _touched_features(indptr, indices, is_dense, n_features, seg, mark, touched)
     return u
 
 
-@njit(nogil=True, cache=True)
+@jit(nogil=True)
 def _add_rows(indptr, indices, data, dense, is_dense, rows, lo, hi, sign, s):
     """``s += sign * sum(x_i for i in rows[lo:hi])``."""
     for p in range(lo, hi):
@@ -82,7 +83,7 @@ def _add_rows(indptr, indices, data, dense, is_dense, rows, lo, hi, sign, s):
                 s[indices[k]] += sign * data[k]
 
 
-@njit(nogil=True, cache=True)
+@jit(nogil=True)
 def _reset(s_r, s_l, touched, u):
     for q in range(u):
         j = touched[q]
@@ -90,7 +91,7 @@ def _reset(s_r, s_l, touched, u):
         s_l[j] = 0.0
 
 
-@njit(nogil=True, cache=True)
+@jit(nogil=True)
 def _combine(s_r, s_l, touched, u, normalise, c):
     """``c = s_r / |s_r| - s_l / |s_l|`` on the touched features (raw difference if not
     ``normalise``; a zero sum stays zero, as in PECOS)."""
@@ -112,7 +113,7 @@ def _combine(s_r, s_l, touched, u, normalise, c):
         c[j] = s_r[j] * inv_r - s_l[j] * inv_l
 
 
-@njit(nogil=True, cache=True)
+@jit(nogil=True)
 def _dot_row(indptr, indices, data, dense, is_dense, i, c):
     """``<x_i, c>`` with four partial sums: a single running sum would make the loop
     wait on the latency of every addition (and the fixed order keeps results exact
@@ -148,14 +149,14 @@ def _dot_row(indptr, indices, data, dense, is_dense, i, c):
     return (a0 + a1) + (a2 + a3)
 
 
-@njit(nogil=True, cache=True)
+@jit(nogil=True)
 def _scores(indptr, indices, data, dense, is_dense, seg, lo, hi, c, scores):
     """``scores[p] = <x_{seg[p]}, c>`` for ``lo <= p < hi``."""
     for p in range(lo, hi):
         scores[p] = _dot_row(indptr, indices, data, dense, is_dense, seg[p], c)
 
 
-@njit(nogil=True, cache=True)
+@jit(nogil=True)
 def _partition(seg, scores, half, prev, ids, sc):
     """Cut ``seg`` at ``half`` by ``(score, id)``; keep the old left half in ``prev``.
 
@@ -203,7 +204,7 @@ def _partition(seg, scores, half, prev, ids, sc):
     return False
 
 
-@njit(nogil=True, cache=True)
+@jit(nogil=True)
 def _moved(seg, prev, half, to_left, to_right):
     """Labels that changed side (both halves are sorted): return the two counts."""
     a = 0
@@ -226,7 +227,7 @@ def _moved(seg, prev, half, to_left, to_right):
     return n_left, n_right
 
 
-@njit(nogil=True, cache=True)
+@jit(nogil=True)
 def _update_sums(indptr, indices, data, dense, is_dense, to_left, n_left, to_right,
                  n_right, s_r, s_l):
     """Move the rows that changed side from one centre sum to the other."""
@@ -236,7 +237,7 @@ def _update_sums(indptr, indices, data, dense, is_dense, to_left, n_left, to_rig
     _add_rows(indptr, indices, data, dense, is_dense, to_right, 0, n_right, -1.0, s_l)
 
 
-@njit(nogil=True, cache=True)
+@jit(nogil=True)
 def _split_node(indptr, indices, data, dense, is_dense, seg, pick_r, pick_l, max_iter,
                 s_r, s_l, c, mark, touched, scores, prev, to_left, to_right, ids, sc):
     """Balanced spherical 2-means on one node, in place on ``seg`` (one thread)."""
@@ -269,7 +270,7 @@ def _split_node(indptr, indices, data, dense, is_dense, seg, pick_r, pick_l, max
                              to_right, n_right, s_r, s_l)
 
 
-@njit(nogil=True, cache=True)
+@jit(nogil=True)
 def _split_nodes(indptr, indices, data, dense, is_dense, elements, starts, ends, picks_r,
                  picks_l, node_ids, max_iter, s_r, s_l, c, mark, touched, scores, prev,
                  to_left, to_right, ids, sc):

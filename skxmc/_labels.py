@@ -10,8 +10,10 @@ Accepted label inputs
   the label space is ``arange(L)``;
 * a sequence (list, tuple, numpy object / str array, pandas Series) of label collections,
   one per sample, each a list / tuple / set / frozenset / 1-D array of hashable labels
-  (``str`` or ``int``, not mixed). Empty collections (samples without labels) are allowed,
-  duplicates inside a collection are counted once;
+  (``str`` or ``int``, not mixed; ``None`` is refused, as it marks empty top-k slots).
+  Empty collections (samples without labels) are allowed, duplicates inside a collection
+  are counted once. Label storage follows the distinct labels, not the longest label
+  times the number of occurrences;
 * a 1-D sequence of single labels (a multi-class target, as sklearn classifiers take):
   one label per sample. Continuous (non-integer float) values are rejected.
 
@@ -204,7 +206,8 @@ def _label_rows(Y: Any, name: str, *, check_indicator: bool = True) -> tuple[lis
 
 
 def _is_01(x: Any) -> bool:
-    return isinstance(x, (numbers.Integral, np.integer)) and (x == 0 or x == 1)
+    # Floats too: ``Y.tolist()`` of a float indicator is as ambiguous as of an int one.
+    return isinstance(x, (numbers.Integral, np.integer, float, np.floating)) and (x == 0 or x == 1)
 
 
 def _reject_indicator_rows(rows: list, name: str) -> None:
@@ -226,9 +229,18 @@ def _reject_indicator_rows(rows: list, name: str) -> None:
     )
 
 
+def _none_label_error(name: str) -> ValueError:
+    return ValueError(
+        f"{name} contains None as a label; None marks the empty slots of top-k predictions "
+        f"of str labels, so it cannot be a label. Use str or int labels (e.g. 'none')."
+    )
+
+
 def _normalise_label(label: Any, name: str) -> Hashable:
     if isinstance(label, np.generic):
         label = label.item()
+    if label is None:
+        raise _none_label_error(name)
     if isinstance(label, float) and np.isnan(label):
         raise ValueError(f"{name} contains a NaN label.")
     try:
@@ -260,44 +272,108 @@ def _flatten(rows: list, name: str) -> tuple[list, np.ndarray]:
     return flat, indptr
 
 
-def _as_label_array(flat: list, name: str) -> np.ndarray:
-    """Convert flat labels to a homogeneous numpy array (int64 or str) or an object array."""
-    if not flat:
-        return np.empty(0, dtype=np.int64)
-    kinds = {
-        "int"
-        if isinstance(x, numbers.Integral) and not isinstance(x, bool)
-        else "str"
-        if isinstance(x, str)
-        else "other"
-        for x in flat
-    }
-    if kinds == {"int"}:
-        return np.asarray(flat, dtype=np.int64)
-    if kinds == {"str"}:
-        return np.asarray(flat, dtype=str)
+def _type_kind(t: type) -> str:
+    if issubclass(t, numbers.Integral) and not issubclass(t, (bool, np.bool_)):
+        return "int"
+    if issubclass(t, str):
+        return "str"
+    return "none" if t is type(None) else "other"
+
+
+def _label_kind(flat: list, name: str) -> str:
+    """The kind of the labels of ``flat``: "int", "str" or "other" (object labels).
+
+    Looks at the set of Python types only, which is C-speed even for millions of labels.
+    """
+    kinds = {_type_kind(t) for t in set(map(type, flat))}
+    if "none" in kinds:
+        raise _none_label_error(name)
     if "int" in kinds and "str" in kinds:
         raise ValueError(
             f"{name} mixes str and int labels; use one type for all labels "
             f"(e.g. convert every label with str())."
         )
-    labels = np.empty(len(flat), dtype=object)
-    labels[:] = [_normalise_label(x, name) for x in flat]
-    return labels
+    if len(kinds) == 1 and kinds != {"other"}:
+        return kinds.pop()
+    return "other"
 
 
-def _sorted_unique(labels: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-    if labels.dtype != object:
-        return np.unique(labels, return_inverse=True)
+def _int_array(flat: list, name: str) -> np.ndarray:
     try:
-        classes = np.array(sorted(set(labels.tolist())), dtype=object)
+        return np.asarray(flat, dtype=np.int64)
+    except OverflowError:
+        raise ValueError(
+            f"{name} holds an integer label outside the int64 range; use str labels for such "
+            f"identifiers."
+        ) from None
+
+
+def _str_array(labels: list) -> np.ndarray:
+    """Distinct str labels as a ``<U`` array, or an object array when ``<U`` would not
+    be faithful or small.
+
+    A ``<U`` array stores every entry at the width of the longest one: one 20,000-char
+    label among a million short ones would take 80 GB, so a width much larger than the
+    total text makes an object array instead. ``<U`` also drops trailing NUL characters,
+    which would merge distinct labels.
+    """
+    if not labels:
+        return np.empty(0, dtype="<U1")
+    lengths = list(map(len, labels))
+    width = max(max(lengths), 1)
+    if width * len(labels) > max(1 << 20, 4 * sum(lengths)) or any(
+        label.endswith("\x00") for label in labels
+    ):
+        return _object_array(labels)
+    return np.array(labels, dtype=f"<U{width}")
+
+
+def _object_array(labels: list) -> np.ndarray:
+    # np.fromiter, not np.array: tuples of equal length would become a 2-D array.
+    return np.fromiter(labels, dtype=object, count=len(labels))
+
+
+def _as_label_array(flat: list, name: str) -> np.ndarray:
+    """Convert labels to a homogeneous numpy array (int64 or str) or an object array.
+
+    For label spaces (``classes``), whose labels are distinct; label occurrences go
+    through :func:`_factorize`, whose storage does not grow with the longest label.
+    """
+    if not flat:
+        return np.empty(0, dtype=np.int64)
+    kind = _label_kind(flat, name)
+    if kind == "int":
+        return _int_array(flat, name)
+    if kind == "str":
+        return _str_array(flat)
+    return _object_array([_normalise_label(x, name) for x in flat])
+
+
+def _factorize(flat: list, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(uniques, codes)``: the sorted distinct labels of ``flat`` as an array, and the
+    position in ``uniques`` of every label of ``flat`` (int64).
+
+    Memory is proportional to the label text plus 8 bytes per occurrence: str labels are
+    de-duplicated by a dict before any array is built (see :func:`_str_array`).
+    """
+    if not flat:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    kind = _label_kind(flat, name)
+    if kind == "int":
+        return np.unique(_int_array(flat, name), return_inverse=True)
+    uniques = list(dict.fromkeys(flat))
+    if kind == "other":
+        uniques = list(dict.fromkeys(_normalise_label(x, name) for x in uniques))
+    try:
+        uniques.sort()
     except TypeError:
         raise ValueError(
             f"{name} labels cannot be ordered (mixed types such as "
-            f"{sorted({type(x).__name__ for x in labels.tolist()})}); use str or int labels."
+            f"{sorted({type(x).__name__ for x in uniques})}); use str or int labels."
         ) from None
-    index = {label: i for i, label in enumerate(classes.tolist())}
-    return classes, np.fromiter((index[x] for x in labels.tolist()), np.int64, len(labels))
+    position = {label: i for i, label in enumerate(uniques)}
+    codes = np.fromiter(map(position.__getitem__, flat), np.int64, len(flat))
+    return (_str_array(uniques) if kind == "str" else _object_array(uniques)), codes
 
 
 def _build_csr(indptr: np.ndarray, indices: np.ndarray, n_labels: int) -> sp.csr_matrix:
@@ -346,7 +422,7 @@ def encode_labels(
     rows, _ = _label_rows(Y, name)
     _check_n_rows(len(rows), n_samples, name)
     flat, indptr = _flatten(rows, name)
-    classes, indices = _sorted_unique(_as_label_array(flat, name), name)
+    classes, indices = _factorize(flat, name)
     return _build_csr(indptr, indices, len(classes)), classes
 
 
@@ -399,7 +475,7 @@ def encode_target(
     _check_n_rows(len(rows), n_samples, name)
     if classes is None:
         flat, indptr = _flatten(rows, name)
-        found, indices = _sorted_unique(_as_label_array(flat, name), name)
+        found, indices = _factorize(flat, name)
         return _build_csr(indptr, indices, len(found)), found, kind
     fixed = _check_classes(classes)
     enc = LabelSpace(fixed).transform(rows, name=name)
@@ -413,12 +489,12 @@ def encode_target(
     return enc.Y, fixed, kind
 
 
-def _check_classes(classes: Any) -> np.ndarray:
+def _check_classes(classes: Any, *, allow_empty: bool = False) -> np.ndarray:
     """Validate a user-given label space: 1-D, hashable, no duplicates."""
     if isinstance(classes, (str, bytes)):
         raise ValueError(f"classes must be a sequence of labels, got the string {classes!r}.")
     flat = list(classes.tolist() if isinstance(classes, np.ndarray) else classes)
-    if not flat:
+    if not flat and not allow_empty:
         raise ValueError("classes is empty; it must hold at least one label.")
     arr = _as_label_array(flat, "classes")
     if arr.ndim != 1:
@@ -501,7 +577,12 @@ def as_label_sets(Y: Any, *, classes: Any = None, indicator: bool | None = None)
     Y = _coerce(Y, "Y")
     if _is_sparse(Y) or _is_numeric_array(Y):
         Y_csr = check_label_matrix(Y, name="Y")
-        names = np.arange(Y_csr.shape[1]) if classes is None else _check_classes(classes)
+        # Empty classes name the columns of an indicator without any: a valid round trip.
+        names = (
+            np.arange(Y_csr.shape[1])
+            if classes is None
+            else _check_classes(classes, allow_empty=True)
+        )
         if len(names) != Y_csr.shape[1]:
             raise ValueError(f"classes has {len(names)} labels but Y has {Y_csr.shape[1]} columns.")
         rows = [LabelSet(r.tolist()) for r in LabelSpace(names).inverse_transform(Y_csr)]
@@ -516,6 +597,20 @@ def as_label_sets(Y: Any, *, classes: Any = None, indicator: bool | None = None)
 def _normalise_row(row: Any, name: str) -> list:
     items = row.tolist() if isinstance(row, np.ndarray) else row
     return [_normalise_label(x, name) for x in items]
+
+
+#: Widest str labels gathered into fixed-width ``<U`` arrays; wider ones are gathered into
+#: object arrays. A ``<U`` entry takes 4 bytes per character of the *longest* label, an
+#: object entry 8 bytes, so one long label would otherwise multiply the memory of every
+#: row of a top-k prediction or an inverse transform.
+_MAX_GATHER_WIDTH = 64
+
+
+def _gatherable(classes: np.ndarray) -> np.ndarray:
+    """``classes`` in a dtype whose entries stay small when gathered by index."""
+    if classes.dtype.kind == "U" and classes.dtype.itemsize // 4 > _MAX_GATHER_WIDTH:
+        return classes.astype(object)
+    return classes
 
 
 class LabelSpace:
@@ -569,8 +664,9 @@ class LabelSpace:
         rows, _ = _label_rows(Y, name)
         _check_n_rows(len(rows), n_samples, name)
         flat, indptr = _flatten(rows, name)
-        labels = _as_label_array(flat, name)
-        columns = self.columns_of(labels)
+        # Look up each distinct label once: memory and time follow the distinct labels.
+        uniques, codes = _factorize(flat, name)
+        columns = self.columns_of(uniques)[codes]
         known = columns >= 0
         row_of = np.repeat(np.arange(len(rows)), np.diff(indptr))
         n_unknown = np.bincount(row_of[~known], minlength=len(rows)).astype(np.int64)
@@ -580,7 +676,11 @@ class LabelSpace:
         return EncodedLabels(_build_csr(new_indptr, columns[known], self.n_labels), n_unknown)
 
     def inverse_transform(self, Y: sp.spmatrix | np.ndarray) -> list[np.ndarray]:
-        """Indicator rows -> list of label arrays (columns with non-zero entries)."""
+        """Indicator rows -> list of label arrays (columns with non-zero entries).
+
+        Each array has the dtype of ``classes``, except str labels longer than 64
+        characters: object arrays, whose size does not grow with the longest label.
+        """
         Y_csr = sp.csr_matrix(Y)
         if Y_csr.shape[1] != self.n_labels:
             raise ValueError(
@@ -588,11 +688,22 @@ class LabelSpace:
             )
         Y_csr.eliminate_zeros()
         Y_csr.sort_indices()
-        return [self.classes[Y_csr.indices[a:b]] for a, b in itertools.pairwise(Y_csr.indptr)]
+        classes = _gatherable(self.classes)
+        return [classes[Y_csr.indices[a:b]] for a, b in itertools.pairwise(Y_csr.indptr)]
 
     def labels_of(self, indices: np.ndarray, fill_value: Any = None) -> np.ndarray:
         """Top-k column indices -> label identifiers (see :func:`indices_to_labels`)."""
         return indices_to_labels(indices, self.classes, fill_value=fill_value)
+
+
+def _int_fill(classes: np.ndarray) -> int | None:
+    """The empty-slot value of integer labels: -1, or one below the smallest class when
+    the classes include -1 or lower, so that it is never a label; None (an object array)
+    when no int64 value is free below them."""
+    lowest = int(classes.min()) if len(classes) else 0
+    if lowest > -1:
+        return -1
+    return lowest - 1 if lowest - 1 >= np.iinfo(np.int64).min else None
 
 
 def indices_to_labels(
@@ -600,16 +711,39 @@ def indices_to_labels(
 ) -> np.ndarray:
     """Map an array of column indices to label identifiers.
 
-    Negative indices mark empty slots (fewer candidates than ``k``) and become
-    ``fill_value``: by default ``-1`` for integer labels, ``nan`` for float labels and
-    ``None`` (object array) otherwise.
+    Parameters
+    ----------
+    indices : ndarray of int
+        Column indices into ``classes``; negative ones mark empty slots (fewer
+        candidates than ``k``).
+    classes : ndarray of shape (n_labels,)
+        The label of each column.
+    fill_value : object, default=None
+        The value of empty slots. None picks one that is never a label: for integer
+        labels ``-1``, or ``min(classes) - 1`` when the classes include ``-1`` or lower
+        negative labels; ``nan`` for float labels; ``None`` (an object array) otherwise.
+
+    Returns
+    -------
+    ndarray of the shape of ``indices``
+        Labels of ``classes``, of its dtype, or object when ``fill_value`` does not fit
+        it or when str labels are longer than 64 characters (a fixed-width array would
+        store every entry at the width of the longest label); empty slots hold the fill
+        value. Metrics also take a slot whose score is
+        ``-inf`` as empty, whatever its label.
     """
     indices = np.asarray(indices)
-    classes = np.asarray(classes)
+    classes = _gatherable(np.asarray(classes))
     missing = indices < 0
     if fill_value is None:
         if classes.dtype.kind in "iu":
-            fill_value = -1
+            fill_value = _int_fill(classes)
+            if classes.dtype.kind == "u":
+                # uint cannot hold a negative fill; int64 can unless the labels are too big.
+                if len(classes) and int(classes.max()) > np.iinfo(np.int64).max:
+                    fill_value = None
+                else:
+                    classes = classes.astype(np.int64)
         elif classes.dtype.kind == "f":
             fill_value = np.nan
     if len(classes) == 0:

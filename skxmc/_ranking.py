@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
-__all__ = ["top_truth_weights", "topk_from_dense", "topk_from_pairs", "topk_from_sparse", "truth_hits"]
+from ._numba import jit
+
+__all__ = [
+    "top_truth_weights",
+    "topk_from_dense",
+    "topk_from_pairs",
+    "topk_from_sparse",
+    "truth_hits",
+]
 
 
-@njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _csr_topk_kernel(indptr, indices, data, k, out_idx, out_score):  # pragma: no cover - numba
     n_rows = len(indptr) - 1
     for i in range(n_rows):
@@ -67,7 +74,9 @@ def topk_from_sparse(
     return out_idx, out_score
 
 
-def topk_from_dense(Y_score: np.ndarray, k: int, *, chunk_entries: int = 1 << 23) -> tuple[np.ndarray, np.ndarray]:
+def topk_from_dense(
+    Y_score: np.ndarray, k: int, *, chunk_entries: int = 1 << 23
+) -> tuple[np.ndarray, np.ndarray]:
     """Top-k columns of each row of a dense score matrix (chunked over rows).
 
     Returns ``(indices, scores)`` of shape ``(n, k)``, padded with ``-1`` / ``-inf`` when
@@ -103,11 +112,14 @@ def topk_from_dense(Y_score: np.ndarray, k: int, *, chunk_entries: int = 1 << 23
     return out_idx, out_score
 
 
-def topk_from_pairs(indices: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def topk_from_pairs(
+    indices: np.ndarray, scores: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Re-rank given ``(indices, scores)`` candidate arrays and keep ``k`` per row.
 
-    Negative indices mark empty slots. Duplicate indices within a row raise an error
-    (they would count a hit twice).
+    Negative indices and ``-inf`` scores mark empty slots: ``predict_topk`` gives empty
+    slots a ``-inf`` score, so they are recognised whatever their label. Duplicate
+    indices within a row raise an error (they would count a hit twice).
     """
     idx = np.asarray(indices)
     sc = np.asarray(scores, dtype=np.float64)
@@ -121,7 +133,7 @@ def topk_from_pairs(indices: np.ndarray, scores: np.ndarray, k: int) -> tuple[np
     if np.isnan(sc).any() or np.isposinf(sc).any():
         raise ValueError("Y_score contains NaN or +inf scores.")
     idx = idx.astype(np.int64, copy=False)
-    empty = idx < 0
+    empty = (idx < 0) | np.isneginf(sc)
     sorted_idx = np.sort(np.where(empty, -1 - np.arange(idx.shape[1]), idx), axis=1)
     if idx.shape[1] > 1 and np.any((np.diff(sorted_idx, axis=1) == 0) & (sorted_idx[:, 1:] >= 0)):
         raise ValueError("Y_score (indices, scores) lists the same label twice in a row.")
@@ -137,7 +149,7 @@ def topk_from_pairs(indices: np.ndarray, scores: np.ndarray, k: int) -> tuple[np
     return out_idx, out_score
 
 
-@njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _hits_kernel(top_idx, indptr, indices, out):  # pragma: no cover - numba
     n, k = top_idx.shape
     for i in range(n):
@@ -171,7 +183,7 @@ def truth_hits(top_idx: np.ndarray, Y_true: sp.csr_matrix) -> np.ndarray:
     return out
 
 
-@njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _top_weights_kernel(indptr, indices, weights, out):  # pragma: no cover - numba
     n, k = out.shape
     for i in range(n):

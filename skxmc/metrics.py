@@ -15,7 +15,11 @@ Inputs
     One of: a sparse score matrix (only stored entries are candidates), a dense score
     matrix ``(n, L)``, or a pair ``(indices, scores)`` of ``(n, m)`` arrays as returned by
     ``predict_topk`` (indices ``< 0`` are empty slots; the pair's first array may also hold
-    label identifiers, mapped through ``classes``).
+    label identifiers, mapped through ``classes``). In every format a score of ``-inf``
+    means "not predicted": such a slot or entry is never a hit, whatever its label (this is
+    how ``predict_topk`` marks its empty slots, whose fill value is not a label).
+``classes``
+    The label of each score column (``clf.classes_``): str or int, no duplicates.
 ``inv_propensity`` (PSP@k, PSnDCG@k)
     Inverse propensities keyed by label (:func:`inverse_propensity`, a ``{label: value}``
     mapping or a ``(classes, values)`` tuple), looked up by the label of each score column;
@@ -39,7 +43,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._labels import LabelSpace, _as_label_array, _coerce, _is_numeric_array, encode_labels
+from ._labels import (
+    LabelSpace,
+    _as_label_array,
+    _coerce,
+    _is_numeric_array,
+    check_label_matrix,
+    encode_labels,
+)
 from ._ranking import (
     top_truth_weights,
     topk_from_dense,
@@ -105,21 +116,23 @@ def _encode_truth(
 ) -> tuple[sp.csr_matrix, np.ndarray]:
     """Truth as CSR over the score columns plus per-row counts of unknown labels."""
     if classes is not None:
-        space = LabelSpace(np.asarray(classes))
+        space = LabelSpace(classes)
         if n_columns is not None and n_columns != space.n_labels:
             raise ValueError(
                 f"Y_score has {n_columns} columns but classes has {space.n_labels} labels."
             )
         enc = space.transform(Y_true, name="Y_true")
         return enc.Y, enc.n_unknown
-    Y, truth_classes = encode_labels(Y_true, name="Y_true")
     if _is_indicator(Y_true):
+        # Not encode_labels: its classes, arange(n_labels), are not needed here.
+        Y = check_label_matrix(Y_true, name="Y_true")
         if n_columns is not None and Y.shape[1] != n_columns:
             raise ValueError(
                 f"Y_true has {Y.shape[1]} columns but Y_score has {n_columns}; both must "
                 f"index the same labels."
             )
         return Y, np.zeros(Y.shape[0], dtype=np.int64)
+    Y, truth_classes = encode_labels(Y_true, name="Y_true")
     if truth_classes.dtype.kind not in "iu":
         raise ValueError(
             "Y_true holds label names; pass classes= (e.g. clf.classes_) to say which label "
@@ -144,21 +157,31 @@ def _pair_indices(indices: Any, classes: Any) -> np.ndarray:
                 "clf.classes_) to map them to columns."
             )
         return idx
-    return LabelSpace(np.asarray(classes)).columns_of(idx.ravel()).reshape(idx.shape)
+    return LabelSpace(classes).columns_of(idx.ravel()).reshape(idx.shape)
 
 
 def _rank(Y_true: Any, Y_score: Any, k: int, classes: Any = None) -> _Ranked:
+    """Rank the predictions: ``hits`` and ``top_idx`` have ``min(k, candidates)`` columns,
+    as no row has more candidates than that (so a huge ``k`` allocates nothing)."""
+    if classes is not None:
+        # Duplicate labels would make a hit on one copy a miss on the other.
+        classes = _label_keys(classes, "classes")
     n_columns = _n_score_columns(Y_score)
     truth, n_unknown = _encode_truth(Y_true, classes, n_columns)
     if _is_pair(Y_score):
         idx = _pair_indices(Y_score[0], classes)
-        top_idx, _ = topk_from_pairs(idx, Y_score[1], k)
+        width = idx.shape[1] if idx.ndim == 2 else 1
+        top_idx, _ = topk_from_pairs(idx, Y_score[1], min(k, max(width, 1)))
         if top_idx.size and top_idx.max() >= truth.shape[1]:
             # Integer-labelled truth without classes: widen so that extra predicted columns
             # are plain misses.
             truth = _widen(truth, int(top_idx.max()) + 1)
     elif sp.issparse(Y_score):
-        top_idx, _ = topk_from_sparse(Y_score, k)
+        S = sp.csr_matrix(Y_score)
+        top_idx, top_score = topk_from_sparse(
+            S, min(k, max(int(S.getnnz(axis=1).max(initial=0)), 1))
+        )
+        top_idx[np.isneginf(top_score)] = -1
     else:
         scores = np.asarray(Y_score)
         if scores.ndim != 2 or scores.dtype.kind not in "biuf":
@@ -166,7 +189,8 @@ def _rank(Y_true: Any, Y_score: Any, k: int, classes: Any = None) -> _Ranked:
                 "Y_score must be a sparse or dense 2-D score matrix or an (indices, scores) "
                 f"pair of arrays; got {type(Y_score).__name__} with shape {scores.shape}."
             )
-        top_idx, _ = topk_from_dense(scores, k)
+        top_idx, top_score = topk_from_dense(scores, min(k, max(scores.shape[1], 1)))
+        top_idx[np.isneginf(top_score)] = -1
     if top_idx.shape[0] != truth.shape[0]:
         raise ValueError(
             f"Y_true has {truth.shape[0]} rows but Y_score has {top_idx.shape[0]}; they must "
@@ -181,7 +205,7 @@ def _rank(Y_true: Any, Y_score: Any, k: int, classes: Any = None) -> _Ranked:
         top_idx,
         truth,
         n_relevant,
-        None if classes is None else np.asarray(classes),
+        classes,
         width_known,
     )
 
@@ -428,8 +452,14 @@ def _column_weights(inv_propensity: Any, r: _Ranked) -> np.ndarray:
 
 def _ndcg_norm(n_relevant: np.ndarray, k: int) -> np.ndarray:
     """Ideal DCG per row: the sum of the first min(k, #relevant) discounts (0 if none)."""
-    ideal = np.concatenate([[0.0], np.cumsum(_discounts(k))])
-    return ideal[np.minimum(n_relevant, k)]
+    m = min(k, int(n_relevant.max(initial=0)))
+    ideal = np.concatenate([[0.0], np.cumsum(_discounts(m))])
+    return ideal[np.minimum(n_relevant, m)]
+
+
+def _max_relevant(r: _Ranked, k: int) -> int:
+    """``k`` clipped to the most relevant labels of a row: the width of the best ranking."""
+    return max(1, min(k, int(np.diff(r.truth.indptr).max(initial=0))))
 
 
 def _precision(r: _Ranked, k: int) -> float:
@@ -444,7 +474,8 @@ def _recall(r: _Ranked, k: int) -> float:
 
 
 def _ndcg(r: _Ranked, k: int) -> float:
-    dcg = r.hits[:, :k] @ _discounts(k)
+    hits = r.hits[:, :k]
+    dcg = hits @ _discounts(hits.shape[1])
     norm = _ndcg_norm(r.n_relevant, k)
     per_row = np.divide(dcg, norm, out=np.zeros_like(dcg), where=norm > 0)
     return float(per_row.mean())
@@ -459,18 +490,19 @@ def _psprecision(r: _Ranked, k: int, w: np.ndarray, normalize: bool) -> float:
     gained = _ps_gain(r, k, w).sum(axis=1) / k
     if not normalize:
         return float(gained.mean())
-    best = top_truth_weights(r.truth, w, k).sum(axis=1) / k
+    best = top_truth_weights(r.truth, w, _max_relevant(r, k)).sum(axis=1) / k
     return float(gained.sum() / best.sum()) if best.sum() > 0 else 0.0
 
 
 def _psndcg(r: _Ranked, k: int, w: np.ndarray, normalize: bool) -> float:
-    disc = _discounts(k)
     norm = _ndcg_norm(r.n_relevant, k)
     safe = np.where(norm > 0, norm, 1.0)
-    gained = np.where(norm > 0, (_ps_gain(r, k, w) @ disc) / safe, 0.0)
+    gain = _ps_gain(r, k, w)
+    gained = np.where(norm > 0, (gain @ _discounts(gain.shape[1])) / safe, 0.0)
     if not normalize:
         return float(gained.mean())
-    best = np.where(norm > 0, (top_truth_weights(r.truth, w, k) @ disc) / safe, 0.0)
+    best_w = top_truth_weights(r.truth, w, _max_relevant(r, k))
+    best = np.where(norm > 0, (best_w @ _discounts(best_w.shape[1])) / safe, 0.0)
     return float(gained.sum() / best.sum()) if best.sum() > 0 else 0.0
 
 

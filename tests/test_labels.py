@@ -256,3 +256,109 @@ def test_encode_target_kinds_and_fixed_classes():
         encode_target([["a"]], classes=["a", "a"])
     with pytest.raises(ValueError, match="3 columns"):
         encode_target(np.eye(3, dtype=int), classes=["a", "b"])
+
+
+# --- properties: any mix of row containers round-trips (issue 21) -----------------------
+
+
+def _object_row(row: list) -> np.ndarray:
+    out = np.empty(len(row), dtype=object)  # 1-D even for an empty row
+    for i, label in enumerate(row):
+        out[i] = label
+    return out
+
+
+_CONTAINERS = {
+    "list": list,
+    "tuple": tuple,
+    "set": set,
+    "frozenset": frozenset,
+    "LabelSet": LabelSet,
+    "object array": _object_row,
+    "typed array": None,  # int64 for int labels; '<U' would drop a trailing NUL of str ones
+}
+
+
+def _typed_array(row: list, kind: str) -> np.ndarray:
+    if kind == "int":
+        return np.array(row, dtype=np.int64)
+    return _object_row(row)
+
+
+@st.composite
+def _label_rows(draw: st.DrawFn) -> tuple[str, list, list[set]]:
+    """(kind, Y as rows of various containers, the label set of each row)."""
+    kind = draw(st.sampled_from(["str", "int"]))
+    label = st.text(max_size=6) if kind == "str" else st.integers(-(2**63), 2**63 - 1)
+    # A small pool of labels, so that rows share labels and repeat them.
+    pool = draw(st.lists(label, min_size=1, max_size=8, unique=True))
+    rows = draw(st.lists(st.lists(st.sampled_from(pool), max_size=5), min_size=1, max_size=12))
+    names = draw(
+        st.lists(st.sampled_from(list(_CONTAINERS)), min_size=len(rows), max_size=len(rows))
+    )
+    Y = []
+    for row, name in zip(rows, names):
+        make = _CONTAINERS[name]
+        Y.append(_typed_array(row, kind) if make is None else make(row))
+    return kind, Y, [set(r) for r in rows]
+
+
+def _ambiguous(Y: list) -> bool:
+    """All rows 0/1 lists or tuples of one length >= 2: refused as a possible indicator."""
+    first = Y[0]
+    return (
+        isinstance(first, (list, tuple))
+        and len(first) >= 2
+        and all(
+            isinstance(r, (list, tuple))
+            and len(r) == len(first)
+            and all(type(x) is int and x in (0, 1) for x in r)
+            for r in Y
+        )
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(_label_rows())
+def test_any_label_rows_round_trip(case):
+    kind, Y, expected = case
+    if _ambiguous(Y):
+        with pytest.raises(ValueError, match="0/1 rows"):
+            encode_labels(Y)
+        return
+    Y_csr, classes = encode_labels(Y)
+    assert Y_csr.shape == (len(Y), len(classes))
+    assert classes.tolist() == sorted(set().union(*expected))
+    if kind == "int" or not len(classes):  # no labels at all: an empty int64 space
+        assert classes.dtype == np.int64
+    else:
+        assert classes.dtype.kind in "UO"
+    space = LabelSpace(classes)
+    assert [set(r.tolist()) for r in space.inverse_transform(Y_csr)] == expected
+    enc = space.transform(Y)
+    assert (enc.Y != Y_csr).nnz == 0 and not enc.n_unknown.any()
+    sets = as_label_sets(Y)
+    assert [set(r) for r in sets] == expected
+    Y2, classes2 = encode_labels(sets)
+    assert classes2.tolist() == classes.tolist() and (Y2 != Y_csr).nnz == 0
+    assert [set(r) for r in as_label_sets(Y_csr, classes=classes)] == expected
+    # A label space that misses the first label drops and counts it in every row.
+    if len(classes) > 1:
+        enc = LabelSpace(classes[1:]).transform(Y)
+        first = classes[0].item() if hasattr(classes[0], "item") else classes[0]
+        assert enc.n_unknown.tolist() == [int(first in r) for r in expected]
+
+
+@settings(max_examples=60, deadline=None)
+@given(_label_rows(), st.integers(1, 4))
+def test_topk_fill_value_is_never_a_label(case, k):
+    _, Y, _ = case
+    if _ambiguous(Y):
+        return
+    _, classes = encode_labels(Y)
+    idx = np.full((1, len(classes) + k), -1)
+    idx[0, : len(classes)] = np.arange(len(classes))
+    labels = indices_to_labels(idx, classes)
+    fill = labels[0, len(classes) :].tolist()
+    assert all(f not in set(classes.tolist()) for f in fill)
+    assert labels[0, : len(classes)].tolist() == classes.tolist()

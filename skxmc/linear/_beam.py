@@ -18,8 +18,9 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from numba import prange
 
+from .._numba import jit
 from .._ranking import topk_from_sparse
 
 POST_PROCESSORS = ("l3-hinge", "sigmoid", "noop")
@@ -82,10 +83,22 @@ class ChunkedWeights:
         )
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(nogil=True, inline="always")
 def _score_entry(
-    i, p, base, x_indptr, x_indices, x_data, bias, n_features,
-    feat_start, features, entry_start, entry_local, entry_value, out,
+    i,
+    p,
+    base,
+    x_indptr,
+    x_indices,
+    x_data,
+    bias,
+    n_features,
+    feat_start,
+    features,
+    entry_start,
+    entry_local,
+    entry_value,
+    out,
 ):  # pragma: no cover - compiled
     lo = feat_start[p]
     hi = feat_start[p + 1]
@@ -118,11 +131,24 @@ def _score_entry(
                 out[base + entry_local[r]] += entry_value[r] * v
 
 
-@njit(parallel=True, cache=True)
+@jit(parallel=True)
 def _score_chunks_kernel(
-    x_indptr, x_indices, x_data, bias, n_features,
-    entry_order, entry_row, entry_parent, cand_start, block,
-    feat_start, features, entry_start, entry_local, entry_value, out,
+    x_indptr,
+    x_indices,
+    x_data,
+    bias,
+    n_features,
+    entry_order,
+    entry_row,
+    entry_parent,
+    cand_start,
+    block,
+    feat_start,
+    features,
+    entry_start,
+    entry_local,
+    entry_value,
+    out,
 ):  # pragma: no cover - compiled
     n_entries = len(entry_order)
     n_blocks = (n_entries + block - 1) // block
@@ -133,17 +159,38 @@ def _score_chunks_kernel(
         for k in range(b * block, min((b + 1) * block, n_entries)):
             e = entry_order[k]
             _score_entry(
-                entry_row[e], entry_parent[e], cand_start[e],
-                x_indptr, x_indices, x_data, bias, n_features,
-                feat_start, features, entry_start, entry_local, entry_value, out,
+                entry_row[e],
+                entry_parent[e],
+                cand_start[e],
+                x_indptr,
+                x_indices,
+                x_data,
+                bias,
+                n_features,
+                feat_start,
+                features,
+                entry_start,
+                entry_local,
+                entry_value,
+                out,
             )
 
 
-@njit(parallel=True, cache=True)
+@jit(parallel=True)
 def _score_dense_kernel(
-    x_indptr, x_indices, x_data, bias, n_features,
-    w_indptr, w_indices, w_data, n_nodes,
-    c_indptr, c_indices, n_blocks, out,
+    x_indptr,
+    x_indices,
+    x_data,
+    bias,
+    n_features,
+    w_indptr,
+    w_indices,
+    w_data,
+    n_nodes,
+    c_indptr,
+    c_indices,
+    n_blocks,
+    out,
 ):  # pragma: no cover - compiled
     n_rows = len(x_indptr) - 1
     block = (n_rows + n_blocks - 1) // n_blocks
@@ -185,9 +232,19 @@ def score_candidates(
         W = chunks.feature_major
         with _numba_threads(n_jobs):
             _score_dense_kernel(
-                X.indptr, X.indices, X.data, np.float32(bias), X.shape[1],
-                W.indptr, W.indices, W.data, chunks.n_nodes,
-                candidates.indptr, candidates.indices, max(1, min(X.shape[0], 4 * n_jobs)), out,
+                X.indptr,
+                X.indices,
+                X.data,
+                np.float32(bias),
+                X.shape[1],
+                W.indptr,
+                W.indices,
+                W.data,
+                chunks.n_nodes,
+                candidates.indptr,
+                candidates.indices,
+                max(1, min(X.shape[0], 4 * n_jobs)),
+                out,
             )
         return out
     parent = path.indices.astype(np.int64)
@@ -197,10 +254,22 @@ def score_candidates(
     entry_order = np.argsort(parent, kind="stable")
     with _numba_threads(n_jobs):
         _score_chunks_kernel(
-            X.indptr, X.indices, X.data, np.float32(bias), X.shape[1],
-            entry_order, entry_row, parent, cand_start, 64,
-            chunks.feat_start, chunks.features, chunks.entry_start,
-            chunks.entry_local, chunks.entry_value, out,
+            X.indptr,
+            X.indices,
+            X.data,
+            np.float32(bias),
+            X.shape[1],
+            entry_order,
+            entry_row,
+            parent,
+            cand_start,
+            64,
+            chunks.feat_start,
+            chunks.features,
+            chunks.entry_start,
+            chunks.entry_local,
+            chunks.entry_value,
+            out,
         )
     return out
 
@@ -222,7 +291,7 @@ class _numba_threads:
 def combine_scores(raw: np.ndarray, parent: np.ndarray, post_processor: str) -> np.ndarray:
     """Path score of a node from its linear score and its parent's path score."""
     if post_processor == "l3-hinge":
-        return np.exp(-np.maximum(1.0 - raw, 0.0) ** 3) * parent
+        return np.exp(-(np.maximum(1.0 - raw, 0.0) ** 3)) * parent
     if post_processor == "sigmoid":
         return parent / (1.0 + np.exp(-raw))
     if post_processor == "noop":
@@ -235,9 +304,7 @@ def keep_topk(scores: sp.csr_matrix, k: int) -> sp.csr_matrix:
     idx, val = topk_from_sparse(scores, k, canonical=True)
     keep = idx >= 0
     indptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))])
-    return sp.csr_matrix(
-        (val[keep].astype(np.float32), idx[keep], indptr), shape=scores.shape
-    )
+    return sp.csr_matrix((val[keep].astype(np.float32), idx[keep], indptr), shape=scores.shape)
 
 
 def expand_children(path: sp.csr_matrix, parents: sp.csr_matrix) -> sp.csr_matrix:
@@ -252,7 +319,11 @@ def expand_children(path: sp.csr_matrix, parents: sp.csr_matrix) -> sp.csr_matri
     first = np.cumsum(n_children) - n_children
     offset = np.arange(total) - first[entry_of]
     cols = parents.indices[parents.indptr[path.indices][entry_of] + offset]
-    counts = np.bincount(row_of_entry[entry_of], minlength=path.shape[0]) if total else np.zeros(path.shape[0], np.int64)
+    counts = (
+        np.bincount(row_of_entry[entry_of], minlength=path.shape[0])
+        if total
+        else np.zeros(path.shape[0], np.int64)
+    )
     indptr = np.concatenate([[0], np.cumsum(counts)])
     return sp.csr_matrix(
         (path.data[entry_of].astype(np.float32), cols, indptr),

@@ -55,8 +55,9 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
-from numba import njit
 from sklearn.utils import check_random_state
+
+from .._numba import jit
 
 __all__ = [
     "LayerGroups",
@@ -101,7 +102,7 @@ _LR_ETA = 0.1
 # --------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _row_sqnorms(indptr, data):  # pragma: no cover - compiled
     n = indptr.shape[0] - 1
     out = np.empty(n, np.float64)
@@ -114,7 +115,7 @@ def _row_sqnorms(indptr, data):  # pragma: no cover - compiled
     return out
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(nogil=True, inline="always")
 def _shuffle(index, n, state):  # pragma: no cover - compiled
     """Fisher-Yates shuffle of ``index[:n]`` (liblinear's per-iteration permutation)."""
     for s in range(n):
@@ -130,7 +131,7 @@ def _shuffle(index, n, state):  # pragma: no cover - compiled
     return state
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(nogil=True, inline="always")
 def _sparse_dot(w, indices, data, p0, p1):  # pragma: no cover - compiled
     """``w . x`` over ``x``'s stored entries ``p0:p1``.
 
@@ -159,7 +160,7 @@ def _sparse_dot(w, indices, data, p0, p1):  # pragma: no cover - compiled
     return (s0 + s1) + (s2 + s3)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@jit(nogil=True, inline="always")
 def _axpy(a, w, indices, data, p0, p1):  # pragma: no cover - compiled
     """``w += a * x`` over ``x``'s stored entries ``p0:p1`` (unsigned, see _sparse_dot)."""
     p = np.uint64(p0)
@@ -169,7 +170,7 @@ def _axpy(a, w, indices, data, p0, p1):  # pragma: no cover - compiled
         p += _U1
 
 
-@njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _dcd_squared_hinge(
     indptr, indices, data, rows, sqn, y, cost, bias, eps, max_iter, seed, w, qd, alpha, index
 ):  # pragma: no cover - compiled
@@ -251,7 +252,7 @@ def _dcd_squared_hinge(
     return b, it
 
 
-@njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _dcd_logistic(
     indptr, indices, data, rows, sqn, y, cost, bias, eps, max_iter, seed, w, qd, alpha, index
 ):  # pragma: no cover - compiled
@@ -337,13 +338,26 @@ def _dcd_logistic(
     return b, it
 
 
-@njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _solve(
     loss, indptr, indices, data, rows, sqn, y, cost, bias, eps, max_iter, seed, w, qd, alpha, index
 ):  # pragma: no cover - compiled
     if loss == 0:
         return _dcd_squared_hinge(
-            indptr, indices, data, rows, sqn, y, cost, bias, eps, max_iter, seed, w, qd, alpha,
+            indptr,
+            indices,
+            data,
+            rows,
+            sqn,
+            y,
+            cost,
+            bias,
+            eps,
+            max_iter,
+            seed,
+            w,
+            qd,
+            alpha,
             index,
         )
     return _dcd_logistic(
@@ -351,7 +365,7 @@ def _solve(
     )
 
 
-@njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _radix_sort(a, n, tmp, counts, n_bits):  # pragma: no cover - compiled
     """Sort ``a[:n]`` (non-negative ints below ``2**n_bits``) in place; LSD radix sort.
 
@@ -379,13 +393,32 @@ def _radix_sort(a, n, tmp, counts, n_bits):  # pragma: no cover - compiled
         a[:n] = tmp[:n]
 
 
-@njit(cache=True, nogil=True)
+@jit(nogil=True)
 def _fit_items(
-    x_indptr, x_indices, x_data, sqnorms, n_features,
-    g_row_indptr, g_row_indices, g_label_indices,
-    y_indptr, y_indices, y_data,
-    item_group, item_start, item_stop, seeds,
-    loss, cp, cn, eps, max_iter, bias, threshold, use_relevance, compact_mode,
+    x_indptr,
+    x_indices,
+    x_data,
+    sqnorms,
+    n_features,
+    g_row_indptr,
+    g_row_indices,
+    g_label_indices,
+    y_indptr,
+    y_indices,
+    y_data,
+    item_group,
+    item_start,
+    item_stop,
+    seeds,
+    loss,
+    cp,
+    cn,
+    eps,
+    max_iter,
+    bias,
+    threshold,
+    use_relevance,
+    compact_mode,
 ):  # pragma: no cover - compiled
     """Train the labels ``g_label_indices[item_start[t]:item_stop[t]]`` of group
     ``item_group[t]``, for every work item ``t``. ``x_indices`` must be ``uint32``.
@@ -506,13 +539,41 @@ def _fit_items(
                     cost[k] = cp * y_data[p] if use_relevance else cp
             if compact:
                 b, _ = _solve(
-                    loss, loc_indptr, loc_indices, loc_data, loc_rows[:m], sqn[:m], y, cost,
-                    bias, eps, max_iter, seeds[c], w, qd, alpha, index,
+                    loss,
+                    loc_indptr,
+                    loc_indices,
+                    loc_data,
+                    loc_rows[:m],
+                    sqn[:m],
+                    y,
+                    cost,
+                    bias,
+                    eps,
+                    max_iter,
+                    seeds[c],
+                    w,
+                    qd,
+                    alpha,
+                    index,
                 )
             else:
                 b, _ = _solve(
-                    loss, x_indptr, x_indices, x_data, grows, sqn[:m], y, cost,
-                    bias, eps, max_iter, seeds[c], w, qd, alpha, index,
+                    loss,
+                    x_indptr,
+                    x_indices,
+                    x_data,
+                    grows,
+                    sqn[:m],
+                    y,
+                    cost,
+                    bias,
+                    eps,
+                    max_iter,
+                    seeds[c],
+                    w,
+                    qd,
+                    alpha,
+                    index,
                 )
             # keep |w| >= threshold (exact zeros never); reset the buffer on the way,
             # touching only the group's features (never O(d) per label)
@@ -594,7 +655,8 @@ def row_squared_norms(X: sp.csr_matrix) -> np.ndarray:
 
 
 def _check_X(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
-    """``(indptr int64, indices uint32, data float32, shape)`` of X as sorted CSR.
+    """``(indptr int64, indices uint32, data float32, shape)`` of X as canonical CSR
+    (sorted indices, duplicate entries summed).
 
     Copies only when needed (the int64 ``indptr`` is a copy of n + 1 entries when scipy
     stored int32). Fixed dtypes give the compiled kernels a single type signature; the
@@ -614,19 +676,18 @@ def _check_X(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int
     if X.dtype != np.float32:
         X = X.astype(np.float32)
         copied = True
-    if not X.has_sorted_indices:
-        # unsorted indices make the gathers of the solver about 2x slower
+    if not X.has_canonical_format:
+        # unsorted indices make the gathers of the solver about 2x slower, and duplicate
+        # entries would give wrong row norms (the sum of the squares of the stored values)
         if not copied:
             X = X.copy()
             copied = True
-        X.sort_indices()
+        X.sum_duplicates()
     indices = X.indices.astype(np.int32, copy=False).view(np.uint32)
     return X.indptr.astype(np.int64, copy=False), indices, X.data, X.shape
 
 
-def _check_params(
-    loss: str, Cp: float, Cn: float, tol: float, max_iter: int, bias: float
-) -> int:
+def _check_params(loss: str, Cp: float, Cn: float, tol: float, max_iter: int, bias: float) -> int:
     if loss not in _LOSS_CODES:
         raise ValueError(f"loss must be one of {sorted(_LOSS_CODES)}, got {loss!r}.")
     if not (Cp > 0 and Cn > 0):
@@ -707,9 +768,21 @@ def fit_binary(
         cost[pos] *= relevance[pos]
     w = np.zeros(d, np.float64)
     b, n_iter = _solve(
-        loss_code, indptr, indices, data, np.arange(n, dtype=np.int32),
-        _row_sqnorms(indptr, data), np.where(pos, 1.0, -1.0), cost, float(bias),
-        float(tol), int(max_iter), np.uint64(seed), w, np.empty(n), np.empty(2 * n),
+        loss_code,
+        indptr,
+        indices,
+        data,
+        np.arange(n, dtype=np.int32),
+        _row_sqnorms(indptr, data),
+        np.where(pos, 1.0, -1.0),
+        cost,
+        float(bias),
+        float(tol),
+        int(max_iter),
+        np.uint64(seed),
+        w,
+        np.empty(n),
+        np.empty(2 * n),
         np.empty(n, np.int64),
     )
     return w, float(b), int(n_iter)
@@ -841,7 +914,9 @@ class LayerGroups:
             M = sp.csr_matrix(M)
             if M.shape != (n, C.shape[1]):
                 raise ValueError(f"M must have shape {(n, C.shape[1])}, got {M.shape}.")
-            M1 = sp.csr_matrix((np.ones(M.indices.shape[0], np.float32), M.indices, M.indptr), M.shape)
+            M1 = sp.csr_matrix(
+                (np.ones(M.indices.shape[0], np.float32), M.indices, M.indptr), M.shape
+            )
             A = A + M1
         A = sp.csc_matrix(A)
         A.sum_duplicates()
@@ -1001,12 +1076,30 @@ def fit_layer(
     def run(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
         item_group, item_start, item_stop = chunk
         return _fit_items(
-            x_indptr, x_indices, x_data, row_sqnorms, d,
-            groups.row_indptr, groups.row_indices, groups.label_indices,
-            y_indptr, y_indices, Yc.data,
-            item_group, item_start, item_stop, seeds,
-            loss_code, float(Cp), float(Cn), float(tol), int(max_iter), float(bias),
-            float(weight_threshold), bool(use_relevance), compact_mode,
+            x_indptr,
+            x_indices,
+            x_data,
+            row_sqnorms,
+            d,
+            groups.row_indptr,
+            groups.row_indices,
+            groups.label_indices,
+            y_indptr,
+            y_indices,
+            Yc.data,
+            item_group,
+            item_start,
+            item_stop,
+            seeds,
+            loss_code,
+            float(Cp),
+            float(Cn),
+            float(tol),
+            int(max_iter),
+            float(bias),
+            float(weight_threshold),
+            bool(use_relevance),
+            compact_mode,
         )
 
     if n_threads == 1 or len(chunks) == 1:
