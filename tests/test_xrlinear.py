@@ -62,7 +62,9 @@ def test_real_data_beats_label_frequency(fitted_demo, demo):
 
 def test_bibtex_close_to_flat_one_vs_rest(bibtex):
     X, Y, Xt, Yt = bibtex
-    clf = XRLinearClassifier(tree=HierarchicalLabelTree(max_leaf_size=20, branching_factor=4)).fit(X, Y)
+    clf = XRLinearClassifier(tree=HierarchicalLabelTree(max_leaf_size=20, branching_factor=4)).fit(
+        X, Y
+    )
     flat = XRLinearClassifier(tree=HierarchicalLabelTree(max_leaf_size=1000)).fit(X, Y)
     assert flat.tree_.n_layers_ == 1
     p_tree = precision_at_k(Yt, clf.decision_function(Xt), k=1)
@@ -74,7 +76,7 @@ def test_bibtex_close_to_flat_one_vs_rest(bibtex):
 def test_scoring_strategies_agree_on_real_model(fitted_demo, demo, monkeypatch):
     X_test = demo[2].copy()
     X_test.sort_indices()  # beam_search's contract; the estimator sorts for its callers
-    parents, _ = fitted_demo._search_cache
+    parents = fitted_demo._search_cache.parents
     results = []
     for dense_max in (0, 10**9):
         monkeypatch.setattr(_beam, "DENSE_LAYER_MAX_NODES", dense_max)
@@ -125,12 +127,12 @@ def test_beam_search_matches_dense_reference(monkeypatch, dense_max):
     chunks = [ChunkedWeights(w, p) for w, p in zip(W, parents)]
     out = beam_search(X, chunks, parents, bias=1.0, beam_size=2, top_k=3, n_jobs=2)
     Xa = np.hstack([X.toarray(), np.ones((n, 1))])
-    path1 = np.exp(-np.maximum(1 - Xa @ W[0].toarray(), 0) ** 3)
+    path1 = np.exp(-(np.maximum(1 - Xa @ W[0].toarray(), 0) ** 3))
     raw2 = Xa @ W[1].toarray()
     for i in range(n):
         beam = np.lexsort((np.arange(K1), -path1[i]))[:2]
         cands = [c for c in range(L) if parent_of[c] in beam]
-        score = {c: np.exp(-max(1 - raw2[i, c], 0) ** 3) * path1[i, parent_of[c]] for c in cands}
+        score = {c: np.exp(-(max(1 - raw2[i, c], 0) ** 3)) * path1[i, parent_of[c]] for c in cands}
         top = sorted(cands, key=lambda c: (-score[c], c))[:3]
         got = out[i].indices.tolist()
         # Same best scores; labels may differ only between float32 near-ties.

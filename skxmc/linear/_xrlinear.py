@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -48,18 +49,73 @@ def _relevance_targets(Y: sp.csr_matrix, chain: list[sp.csr_matrix]) -> list[sp.
 
 
 def _as_sorted_csr(X: Any) -> sp.csr_matrix:
-    """CSR float32 with sorted indices, copying only when the input is not already so.
+    """Canonical CSR float32 (sorted indices, no duplicate entries), copying only when the
+    input is not already so.
 
     The solver and the beam search run about twice as fast on sorted indices, and
-    ``TfidfVectorizer`` emits unsorted ones; the caller's matrix is never modified.
+    ``TfidfVectorizer`` emits unsorted ones. Duplicate entries would give wrong row norms
+    in the solver (it sums the squares of the stored entries), hence a different model.
+    The caller's matrix is never modified.
     """
     X = sp.csr_matrix(X, dtype=np.float32) if not sp.isspmatrix_csr(X) else X
     if X.dtype != np.float32:
         X = X.astype(np.float32)
-    if not X.has_sorted_indices:
+    if not X.has_canonical_format:
         X = X.copy()
-        X.sort_indices()
+        X.sum_duplicates()  # also sorts the indices
     return X
+
+
+# Median row norms of X outside this range make ``weight_threshold`` (and the
+# regularisation) act on another scale than the L2-normalised rows it is meant for; on the
+# demo data P@1 drops by 12-15% at its ends (TF-IDF x 0.5 or x 10), to 0 at TF-IDF x 100.
+_ROW_NORM_RANGE = (0.5, 5.0)
+# A layer in which more than this share of the nodes with positives keeps no feature weight
+# is (nearly) empty: its nodes score every sample alike.
+_EMPTY_NODE_SHARE = 0.5
+_MAX_BIAS = 1e3
+
+
+class _SearchCache(NamedTuple):
+    """What a beam search reads, derived from ``tree_`` / ``weights_`` and kept with the
+    ``classes_`` of the same fit, so that a predict never mixes two fits."""
+
+    parents: list
+    chunks: list
+    classes: np.ndarray
+
+
+def _search_structures(tree: HierarchicalLabelTree, weights: list, classes: Any) -> _SearchCache:
+    """Parent maps and parent-grouped weights of the beam search."""
+    parents = []
+    for C in tree.cluster_chain_:
+        P = C.T.tocsr()
+        P.sort_indices()
+        parents.append(P)
+    chunks = [ChunkedWeights(W, P) for W, P in zip(weights, parents)]
+    return _SearchCache(parents, chunks, classes)
+
+
+def _empty_node_share(W: sp.csc_matrix, Y_t: sp.csr_matrix) -> float:
+    """Share of the nodes with at least one positive whose feature weights were all pruned
+    (the bias row ``W[-1]`` does not count: a bias alone ranks every sample alike)."""
+    has_positive = Y_t.getnnz(axis=0) > 0
+    if not has_positive.any():
+        return 0.0
+    nnz_per_node = np.diff(W.indptr)
+    node_of_entry = np.repeat(np.arange(W.shape[1]), nnz_per_node)
+    bias_entries = np.bincount(node_of_entry[W.indices == W.shape[0] - 1], minlength=W.shape[1])
+    feature_weights = nnz_per_node - bias_entries
+    return float(np.mean(feature_weights[has_positive] == 0))
+
+
+def _row_norm_summary(sqnorms: np.ndarray) -> tuple[float, float, str]:
+    """Median and maximum L2 norm of the non-empty rows, and a phrase for messages."""
+    norms = np.sqrt(sqnorms[sqnorms > 0])
+    if norms.size == 0:
+        return 0.0, 0.0, "every row of X is empty"
+    median, largest = float(np.median(norms)), float(norms.max())
+    return median, largest, f"the rows of X have L2 norms of median {median:.3g}, max {largest:.3g}"
 
 
 @persistent
@@ -93,10 +149,17 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     max_iter : int, default=100
         Maximum passes over the data of each binary problem.
     bias : float, default=1.0
-        Value of the bias feature appended to every sample (0 disables it).
+        Value of the bias feature appended to every sample (0 disables it), at most 1000.
+        Like the features it should be of order 1: a large bias takes over the model and,
+        from about 100 on, gets every feature weight pruned.
     weight_threshold : float, default=0.1
         Weights with an absolute value below this are dropped after training (model
-        size and prediction speed; PECOS's default).
+        size and prediction speed; PECOS's default). The default assumes L2-normalised
+        rows of ``X`` (as ``TfidfVectorizer`` gives by default): weights scale as one over
+        the feature values, so on raw counts or scaled TF-IDF most or all of them fall
+        below it and the model ranks poorly or not at all. ``fit`` warns when the median
+        row norm of ``X`` is far from 1, and when a layer keeps no feature weight for most
+        of its nodes.
     relevance_weighted : bool, default=False
         Weight the positives of inner-layer nodes by relevance: the cost of a positive
         sample is ``Cp`` times the number of its labels under the node, divided by its
@@ -120,7 +183,8 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         How a node's score combines with its parent's: ``exp(-max(1 - v, 0) ** 3)`` or a
         sigmoid multiplied along the path, or the raw score of the last layer.
     n_jobs : int or None, default=None
-        Threads for tree building, training and prediction (joblib semantics).
+        Threads for tree building, training and prediction (joblib semantics; 0 is
+        invalid).
     random_state : int, RandomState instance or None, default=0
         Seeds the tree and the coordinate-descent orders. The default makes two fits on
         the same data give the same model (PECOS's behaviour); None draws a new seed from
@@ -182,7 +246,10 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         "Cn": [Interval(Real, 0, None, closed="neither")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "bias": [Interval(Real, 0, None, closed="left")],
+        # From ~100 on the bias feature swamps unit-norm rows (bias**2 >> |x|**2) and every
+        # feature weight is pruned (fit warns); above 1e3 it nears float32's precision, and
+        # 1e39 is not even a float32.
+        "bias": [Interval(Real, 0, _MAX_BIAS, closed="both")],
         "weight_threshold": [Interval(Real, 0, None, closed="left")],
         "relevance_weighted": ["boolean"],
         "beam_size": [Interval(Integral, 1, None, closed="left")],
@@ -190,7 +257,11 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         "classes": ["array-like", None],
         "sparse_output": ["boolean"],
         "post_processor": [StrOptions(set(POST_PROCESSORS))],
-        "n_jobs": [Integral, None],
+        "n_jobs": [
+            Interval(Integral, None, -1, closed="right"),
+            Interval(Integral, 1, None, closed="left"),
+            None,
+        ],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -242,10 +313,18 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     def fit(self, X: Any, Y: Any) -> XRLinearClassifier:
         """Build the label tree and train the node models layer by layer.
 
+        The fitted attributes are set together once training has finished: a fit that
+        does not finish (an exception, or Ctrl-C) leaves the estimator as it was, unfitted
+        or with its previous model, and a ``predict`` running meanwhile in another thread
+        uses the previous model.
+
         Parameters
         ----------
         X : {sparse matrix, ndarray} of shape (n_samples, n_features)
-            Features (e.g. TF-IDF), converted to CSR float32.
+            Features (e.g. TF-IDF), converted to CSR float32. Rows should be L2-normalised,
+            as ``TfidfVectorizer`` does by default (``norm="l2"``): ``weight_threshold``
+            and the regularisation assume unit-norm rows, and a warning is issued when the
+            median row norm is far from 1.
         Y : sparse matrix, ndarray or sequence of label collections
             Labels: a 0/1 indicator ``(n_samples, n_labels)``, one collection of labels
             per sample (samples without labels are allowed; see
@@ -256,15 +335,30 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         self : XRLinearClassifier
         """
         check_not_raw_text(X, type(self).__name__)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float32, reset=True)
+        # validate_data(reset=True) sets n_features_in_ / feature_names_in_ on the estimator
+        # it is given: an unfitted twin keeps them off self until the model is complete.
+        twin = type(self)(**self.get_params(deep=False))
+        X = validate_data(twin, X, accept_sparse="csr", dtype=np.float32, reset=True)
         X = _as_sorted_csr(X)
-        Y_csr, self.classes_, self.target_type_ = encode_target(
+        Y_csr, classes, target_type = encode_target(
             Y, classes=self.classes, name="Y", n_samples=X.shape[0]
         )
         if Y_csr.shape[1] == 0:
             raise ValueError("Y has no labels at all; XRLinearClassifier needs at least one.")
         n_jobs = int(effective_n_jobs(self.n_jobs))
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        sqnorms = row_squared_norms(X)
+        median_norm, _, norm_phrase = _row_norm_summary(sqnorms)
+        if median_norm > 0 and not _ROW_NORM_RANGE[0] <= median_norm <= _ROW_NORM_RANGE[1]:
+            warnings.warn(
+                f"XRLinearClassifier expects L2-normalised rows of X, but {norm_phrase}. "
+                f"weight_threshold={self.weight_threshold!r} and the regularisation assume "
+                f"unit-norm rows, so the model may be much worse or empty: L2-normalise the "
+                f"rows (TfidfVectorizer(norm='l2'), the default, or "
+                f"sklearn.preprocessing.normalize(X)).",
+                UserWarning,
+                stacklevel=3,
+            )
 
         t0 = time.perf_counter()
         tree = (
@@ -272,29 +366,30 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             if self.tree is None
             else clone(self.tree)
         )
-        self.tree_ = tree.fit(X, Y_csr)
+        tree = tree.fit(X, Y_csr)
         progress(
             logger,
             self.verbose,
             "label tree: %d layers %s in %.2f s",
-            self.tree_.n_layers_,
-            [C.shape[0] for C in self.tree_.cluster_chain_],
+            tree.n_layers_,
+            [C.shape[0] for C in tree.cluster_chain_],
             time.perf_counter() - t0,
         )
         if self.relevance_weighted:
-            targets = _relevance_targets(Y_csr, self.tree_.cluster_chain_)
+            targets = _relevance_targets(Y_csr, tree.cluster_chain_)
         else:
-            targets = self.tree_.cluster_label_matrices(Y_csr)
-        sqnorms = row_squared_norms(X)
-        self.weights_ = []
-        self.fit_time_per_layer_ = []
-        for t, (C, Y_t) in enumerate(zip(self.tree_.cluster_chain_, targets)):
+            targets = tree.cluster_label_matrices(Y_csr)
+        weights: list[sp.csc_matrix] = []
+        fit_times: list[float] = []
+        empty_layers: list[str] = []
+        cache = None
+        for t, (C, Y_t) in enumerate(zip(tree.cluster_chain_, targets)):
             t_layer = time.perf_counter()
             if t == 0:
                 # Under the root every instance is a candidate of every first-layer node.
                 matcher = sp.csr_matrix(np.ones((X.shape[0], 1), dtype=np.float32))
             elif self.negative_sampling == "tfn+man":
-                matcher = self._search(X, n_layers=t, top_k=self.beam_size)
+                matcher = self._search(X, top_k=self.beam_size, n_layers=t, cache=cache)
             else:
                 matcher = None
             groups = LayerGroups.from_matrices(Y_t, C, matcher)
@@ -314,10 +409,14 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
                 n_jobs=n_jobs,
                 row_sqnorms=sqnorms,
             )
-            self.weights_.append(W)
+            weights.append(W)
+            share = _empty_node_share(W, Y_t)
+            if share > _EMPTY_NODE_SHARE:
+                empty_layers.append(f"layer {t + 1} ({share:.0%} of {W.shape[1]} nodes)")
             if self.negative_sampling == "tfn+man" and t + 1 < len(targets):
-                self._build_search_structures()  # the next layer's matcher searches this one
-            self.fit_time_per_layer_.append(time.perf_counter() - t_layer)
+                # the next layer's matcher searches the layers trained so far
+                cache = _search_structures(tree, weights, classes)
+            fit_times.append(time.perf_counter() - t_layer)
             progress(
                 logger,
                 self.verbose,
@@ -326,24 +425,84 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
                 len(targets),
                 C.shape[0],
                 W.nnz,
-                self.fit_time_per_layer_[-1],
+                fit_times[-1],
             )
-        self._build_search_structures()
+        if empty_layers:
+            warnings.warn(
+                f"XRLinearClassifier kept no feature weight for most nodes of "
+                f"{', '.join(empty_layers)}: every weight below weight_threshold="
+                f"{self.weight_threshold!r} was pruned, so these nodes score all samples "
+                f"alike and the model ranks poorly. weight_threshold assumes L2-normalised "
+                f"rows of X (TF-IDF rows should be L2-normalised, as "
+                f"TfidfVectorizer(norm='l2') does) and a bias of order 1; here "
+                f"{norm_phrase} and bias={self.bias!r}. Normalise X, or lower "
+                f"weight_threshold.",
+                UserWarning,
+                stacklevel=3,
+            )
+        fitted = {
+            "n_features_in_": twin.n_features_in_,
+            "classes_": classes,
+            "target_type_": target_type,
+            "tree_": tree,
+            "weights_": weights,
+            "fit_time_per_layer_": fit_times,
+            "_search_cache": _search_structures(tree, weights, classes),
+        }
+        if hasattr(twin, "feature_names_in_"):
+            fitted["feature_names_in_"] = twin.feature_names_in_
+        # One dict update (atomic under the GIL): a concurrent predict sees the old model
+        # or the new one, and an interrupted fit above has changed nothing.
+        self.__dict__.update(fitted)
+        if "feature_names_in_" not in fitted:
+            self.__dict__.pop("feature_names_in_", None)  # stale names of a previous fit
         return self
 
     # -------------------------------------------------------------- predict
 
+    def __sklearn_is_fitted__(self) -> bool:
+        # Complete models only: the search structures exist once the weights of every
+        # layer do (after fit, unpickling and loading).
+        return "_search_cache" in vars(self)
+
     def _build_search_structures(self) -> None:
-        """Parent maps and parent-grouped weights for the beam search, derived from
-        ``tree_`` / ``weights_`` (rebuilt after fit, unpickling and loading; never during
-        predict, which must leave the estimator unchanged)."""
-        parents = []
-        for C in self.tree_.cluster_chain_:
-            P = C.T.tocsr()
-            P.sort_indices()
-            parents.append(P)
-        chunks = [ChunkedWeights(W, P) for W, P in zip(self.weights_, parents)]
-        self._search_cache = (parents, chunks)
+        """Rebuild ``_search_cache`` from ``tree_`` / ``weights_`` (after unpickling and
+        loading; never during predict, which must leave the estimator unchanged)."""
+        self._search_cache = _search_structures(self.tree_, self.weights_, self.classes_)
+
+    def _check_complete(self) -> None:
+        """Raise if the fitted attributes do not form one complete model (e.g. a model
+        saved by an older version from an interrupted fit)."""
+        missing = [
+            name
+            for name in ("classes_", "tree_", "weights_", "n_features_in_")
+            if name not in vars(self)
+        ]
+        if missing:
+            raise ValueError(
+                f"this XRLinearClassifier holds an incomplete model (missing {missing}); "
+                f"fit it again."
+            )
+        n_layers = len(self.tree_.cluster_chain_)
+        if len(self.weights_) != n_layers:
+            raise ValueError(
+                f"this XRLinearClassifier holds an incomplete model: weights_ has "
+                f"{len(self.weights_)} layers but its label tree has {n_layers} (an "
+                f"interrupted fit?); fit it again."
+            )
+        for t, (W, C) in enumerate(zip(self.weights_, self.tree_.cluster_chain_)):
+            if W.shape != (self.n_features_in_ + 1, C.shape[0]):
+                raise ValueError(
+                    f"this XRLinearClassifier holds an inconsistent model: weights_[{t}] "
+                    f"has shape {W.shape}, expected {(self.n_features_in_ + 1, C.shape[0])} "
+                    f"(n_features_in_ + 1, nodes of layer {t}); fit it again."
+                )
+        if self.weights_[-1].shape[1] != len(self.classes_):
+            raise ValueError(
+                f"this XRLinearClassifier holds an inconsistent model: the last layer has "
+                f"{self.weights_[-1].shape[1]} labels but classes_ has {len(self.classes_)}; "
+                f"fit it again."
+            )
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -353,16 +512,28 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if "weights_" in state:
+            self._check_complete()
             self._build_search_structures()
+
+    def _save_state(self) -> tuple[dict, dict]:
+        check_is_fitted(self)
+        self._check_complete()
+        return super()._save_state()
 
     def _load_state(self, attributes: dict, arrays: dict) -> None:
         super()._load_state(attributes, arrays)
+        self._check_complete()
         self._build_search_structures()
 
     def _search(
-        self, X: sp.csr_matrix, *, top_k: int | None, n_layers: int | None = None
+        self,
+        X: sp.csr_matrix,
+        *,
+        top_k: int | None,
+        n_layers: int | None = None,
+        cache: _SearchCache | None = None,
     ) -> sp.csr_matrix:
-        parents, chunks = self._search_cache
+        parents, chunks, _ = self._search_cache if cache is None else cache
         return beam_search(
             X,
             chunks,
@@ -410,9 +581,10 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         """
         X = self._validate_X(X)
         k = self._resolve_k(k)
-        scores = self._search(X, top_k=k)
+        cache = self._search_cache  # one snapshot: weights and classes of the same fit
+        scores = self._search(X, top_k=k, cache=cache)
         idx, val = topk_from_sparse(scores, k)
-        return LabelSpace(self.classes_).labels_of(idx), val.astype(np.float32)
+        return LabelSpace(cache.classes).labels_of(idx), val.astype(np.float32)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
