@@ -20,18 +20,34 @@ estimator, a ``TfidfVectorizer`` / ``CountVectorizer``, another such pipeline, o
 ``predict_topk``. The model directory of ``skxmc fit`` is such a pipeline; the older
 layout of ``skxmc fit`` (``ranker/`` + ``vectorizer.json``) loads as well.
 
+Integrity: ``skxmc-model.json`` lists every other file of the model (relative name, size,
+sha256) under ``"files"``; :func:`load` checks that list before it reads anything else, and
+checks the structure of every sparse matrix and the shapes the JSON promises before compiled
+code sees them, so a damaged or crafted model directory raises an error naming the file
+rather than loading wrong or crashing the process. Directories saved before the list existed
+load with a warning. ``save(overwrite=True)`` replaces only a directory whose files all
+belong to the model: it refuses, naming them, when the directory holds anything else.
+
 Directories and files are created with the permissions of the user's umask.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import hashlib
+import inspect
 import json
 import logging
 import os
 import re
 import secrets
 import shutil
-from pathlib import Path
+import sys
+import warnings
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -55,6 +71,17 @@ _READABLE_VERSIONS = (1, 2)
 LEGACY_RANKER_DIR = "ranker"
 LEGACY_VECTORIZER_FILE = "vectorizer.json"
 _PART_PATTERN = re.compile(r"parts/[0-9]+")
+# The key of skxmc-model.json that lists the other files: {name: {"size", "sha256"}}.
+MANIFEST_KEY = "files"
+# What a model directory saved before the manifest may hold (the estimators' files and the
+# legacy ``skxmc fit`` layout): overwrite replaces these and refuses anything else.
+_OWNED_WITHOUT_MANIFEST = frozenset(
+    {CONFIG_NAME, ARRAYS_NAME, "model.safetensors", "encoder", "parts"}
+    | {LEGACY_RANKER_DIR, LEGACY_VECTORIZER_FILE}
+)
+# A save's working folder next to the target: ``.<name>.skxmc-<pid>-<hex>.tmp``; the pid
+# lets a later save remove the folder a killed one left behind.
+_TMP_PATTERN = re.compile(r"\.(?P<name>.+)\.skxmc-(?P<pid>[0-9]+)-[0-9a-f]+\.tmp")
 _PIPELINE_CLASSES = (_SklearnPipeline, Pipeline)
 
 _REGISTRY: dict[str, type] = {}
@@ -93,16 +120,104 @@ class _ArrayStore:
     def get(ref: dict, arrays: Any) -> Any:
         if "__sparse__" in ref:
             key = ref["__sparse__"]
-            cls = sp.csr_matrix if ref["format"] == "csr" else sp.csc_matrix
-            return cls(
-                (arrays[f"{key}.data"], arrays[f"{key}.indices"], arrays[f"{key}.indptr"]),
-                shape=tuple(ref["shape"]),
-            )
+            parts = [_array(arrays, f"{key}.{part}") for part in ("data", "indices", "indptr")]
+            return _checked_sparse(key, ref.get("format"), ref.get("shape"), *parts, arrays)
         if "__object_array__" in ref:
             out = np.empty(len(ref["__object_array__"]), dtype=object)
             out[:] = ref["__object_array__"]
             return out.reshape(ref["shape"])
-        return arrays[ref["__array__"]]
+        return _array(arrays, ref["__array__"])
+
+
+class _Arrays(Mapping):
+    """The arrays of an open ``arrays.npz``, read on first use (an unused member is never
+    inflated); a missing or unreadable member raises an error naming the file and key."""
+
+    def __init__(self, npz: Any, path: Path) -> None:
+        self.npz, self.path = npz, path
+        self._cache: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self._cache:
+            if key not in self.npz.files:
+                raise ValueError(
+                    f"{self.path} has no array {key!r}, which {CONFIG_NAME} refers to: the "
+                    f"model directory is incomplete or was edited."
+                )
+            try:
+                self._cache[key] = self.npz[key]
+            except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+                raise ValueError(f"cannot read array {key!r} of {self.path}: {exc}") from exc
+        return self._cache[key]
+
+    def __iter__(self):
+        return iter(self.npz.files)
+
+    def __len__(self) -> int:
+        return len(self.npz.files)
+
+
+def _where(arrays: Any) -> str:
+    return str(getattr(arrays, "path", ARRAYS_NAME))
+
+
+def _array(arrays: Any, key: str) -> np.ndarray:
+    try:
+        return arrays[key]
+    except KeyError:
+        raise ValueError(
+            f"{_where(arrays)} has no array {key!r}, which {CONFIG_NAME} refers to."
+        ) from None
+
+
+def _checked_sparse(
+    key: str,
+    fmt: Any,
+    shape: Any,
+    data: np.ndarray,
+    indices: np.ndarray,
+    indptr: np.ndarray,
+    arrays: Any,
+) -> sp.spmatrix:
+    """The sparse matrix ``key`` after checking its structure (vectorised, before any
+    compiled code reads it: out-of-range indices would make it read or write out of bounds).
+    """
+    where = f"sparse matrix {key!r} of {_where(arrays)}"
+    if fmt not in ("csr", "csc"):
+        raise ValueError(f"{where} has format {fmt!r}; expected 'csr' or 'csc'.")
+    if not (
+        isinstance(shape, list)
+        and len(shape) == 2
+        and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)
+    ):
+        raise ValueError(f"{where} has shape {shape!r}; expected two non-negative integers.")
+    n_major, n_minor = shape if fmt == "csr" else shape[::-1]
+    if indptr.ndim != 1 or indices.ndim != 1 or data.ndim != 1:
+        raise ValueError(f"{where}: data, indices and indptr must be 1-D arrays.")
+    if indices.dtype.kind not in "iu" or indptr.dtype.kind not in "iu":
+        raise ValueError(f"{where}: indices and indptr must be integer arrays.")
+    if data.dtype.kind not in "biuf":
+        raise ValueError(f"{where}: data has dtype {data.dtype}; expected numbers.")
+    if len(indptr) != n_major + 1:
+        raise ValueError(
+            f"{where}: indptr has {len(indptr)} entries; shape {tuple(shape)} needs {n_major + 1}."
+        )
+    if indptr[0] != 0 or indptr[-1] != len(indices) or len(indices) != len(data):
+        raise ValueError(
+            f"{where}: indptr runs from {indptr[0]} to {indptr[-1]} for {len(indices)} indices "
+            f"and {len(data)} values; expected 0 to the common length."
+        )
+    if np.any(np.diff(indptr) < 0):
+        raise ValueError(f"{where}: indptr is not monotone (non-decreasing).")
+    if len(indices) and (indices.min() < 0 or indices.max() >= n_minor):
+        raise ValueError(
+            f"{where}: indices range over [{indices.min()}, {indices.max()}], outside "
+            f"[0, {n_minor}) for shape {tuple(shape)}."
+        )
+    if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
+        raise ValueError(f"{where} holds NaN or infinite values.")
+    cls = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
+    return cls((data, indices, indptr), shape=tuple(shape))
 
 
 def _jsonable_list(values: list) -> list:
@@ -222,18 +337,162 @@ def _instantiate(spec: dict, arrays: Any, directory: Path) -> Any:
             getattr(skxmc, name)  # imports the module, which registers the class
     if name not in _REGISTRY:
         raise ValueError(f"the model directory names an unknown estimator class {name!r}.")
-    est = _REGISTRY[name](**_decode(spec["params"], arrays, directory))
+    cls = _REGISTRY[name]
+    source = directory / CONFIG_NAME
+    params = _decode(spec["params"], arrays, directory)
+    est = cls(**_checked_params(cls, params, source))
+    _validate_loaded_params(est, source)
     if "attributes" in spec:
-        est._load_state(
-            _decode(spec["attributes"], arrays, directory),
-            _decode(spec["arrays"], arrays, directory),
-        )
+        attributes = _decode(spec["attributes"], arrays, directory)
+        arrays_ = _decode(spec["arrays"], arrays, directory)
+        # Before _load_state: it may hand the arrays to compiled code.
+        _check_state(est, attributes, arrays_, source)
+        est._load_state(attributes, arrays_)
     if "files" in spec:
         # A fixed pattern: a model directory from elsewhere never points outside itself.
         if not isinstance(spec["files"], str) or not _PART_PATTERN.fullmatch(spec["files"]):
             raise ValueError(f"the model directory names an invalid part {spec['files']!r}.")
         est._load_extra_files(directory / spec["files"])
     return est
+
+
+def _checked_params(cls: type, params: Any, source: Path) -> dict:
+    """``params`` when they are keyword arguments that ``cls`` takes."""
+    if not isinstance(params, dict):
+        raise ValueError(f"{source}: the parameters of {cls.__name__} must be a mapping.")
+    signature = inspect.signature(cls.__init__).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in signature.values()):
+        unknown = sorted(set(params) - set(signature) - {"self"})
+        if unknown:
+            raise ValueError(
+                f"{source} sets unknown parameter(s) {', '.join(map(repr, unknown))} of "
+                f"{cls.__name__}; it takes {', '.join(k for k in signature if k != 'self')}."
+            )
+    return params
+
+
+def _validate_loaded_params(est: Any, source: Path) -> None:
+    # The checks fit runs (parameter constraints): a loaded model must not skip them.
+    validate = getattr(est, "_validate_params", None)
+    if not callable(validate):
+        return
+    try:
+        validate()
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{source}: invalid parameter of {type(est).__name__}: {exc}") from exc
+
+
+def _check_state(est: Any, attributes: dict, arrays: dict, source: Path) -> None:
+    """Check that the loaded state agrees with itself (shapes, label count) before use.
+
+    An estimator may define ``_check_saved_state(attributes, arrays)`` (raising
+    ``ValueError``); otherwise the rules below, keyed by class name, apply.
+    """
+    state = {**attributes, **arrays}
+    try:
+        hook = getattr(est, "_check_saved_state", None)
+        if callable(hook):
+            hook(attributes, arrays)
+        _generic_state_checks(state)
+        rule = _STATE_RULES.get(type(est).__name__)
+        if rule is not None:
+            rule(state)
+    except ValueError as exc:
+        raise ValueError(f"{source}: inconsistent {type(est).__name__}: {exc}") from exc
+
+
+def _n_rows(value: Any) -> int:
+    shape = getattr(value, "shape", None)
+    if shape is None or len(shape) < 1:
+        raise ValueError(f"expected an array, got {type(value).__name__}.")
+    return int(shape[0])
+
+
+def _generic_state_checks(state: dict) -> None:
+    classes = state.get("classes_")
+    if classes is not None:
+        classes = np.asarray(classes)
+        if classes.ndim != 1:
+            raise ValueError(f"classes_ has shape {classes.shape}; expected 1-D.")
+        try:
+            n_unique = len(set(classes.tolist()))
+        except TypeError:
+            n_unique = len(classes)  # unhashable labels: left to the estimator
+        if n_unique != len(classes):
+            raise ValueError("classes_ holds duplicate labels.")
+    n_features = state.get("n_features_in_")
+    if n_features is not None and (
+        not isinstance(n_features, int) or isinstance(n_features, bool) or n_features < 0
+    ):
+        raise ValueError(f"n_features_in_ is {n_features!r}; expected a non-negative int.")
+
+
+def _check_tree_state(state: dict) -> None:
+    chain = state.get("cluster_chain_")
+    if chain is None:
+        return
+    if not isinstance(chain, list) or not chain:
+        raise ValueError("cluster_chain_ must be a non-empty list of matrices.")
+    n_parent = 1
+    for t, C in enumerate(chain):
+        if not sp.issparse(C) or C.shape[1] != n_parent:
+            raise ValueError(
+                f"cluster_chain_[{t}] has shape {getattr(C, 'shape', None)}; expected "
+                f"(n_nodes, {n_parent}) after the previous layer's {n_parent} nodes."
+            )
+        n_parent = C.shape[0]
+    expected = {
+        "n_labels_": n_parent,
+        "n_layers_": len(chain),
+    }
+    for name, value in expected.items():
+        if name in state and state[name] != value:
+            raise ValueError(f"{name} is {state[name]!r}; the cluster chain gives {value}.")
+    for name in ("classes_", "leaf_assignment_"):
+        if state.get(name) is not None and _n_rows(state[name]) != n_parent:
+            raise ValueError(
+                f"{name} has {_n_rows(state[name])} entries for {n_parent} labels "
+                f"(rows of the last cluster_chain_ matrix)."
+            )
+
+
+def _check_xrlinear_state(state: dict) -> None:
+    weights, tree = state.get("weights_"), state.get("tree_")
+    if weights is None:
+        return
+    chain = getattr(tree, "cluster_chain_", None)
+    if not isinstance(weights, list) or chain is None or len(weights) != len(chain):
+        raise ValueError(
+            f"weights_ has {len(weights) if isinstance(weights, list) else '?'} layers; "
+            f"tree_ has {len(chain) if chain is not None else 'no'} cluster_chain_ matrices."
+        )
+    n_features = state.get("n_features_in_")
+    for t, (W, C) in enumerate(zip(weights, chain)):
+        # One row per feature plus the bias row, one column per node of the layer.
+        expected = (None if n_features is None else n_features + 1, C.shape[0])
+        if not sp.issparse(W) or any(e is not None and e != n for e, n in zip(expected, W.shape)):
+            raise ValueError(
+                f"weights_[{t}] has shape {getattr(W, 'shape', None)}; expected "
+                f"(n_features_in_ + 1, nodes of layer {t}) = {expected}."
+            )
+    classes = state.get("classes_")
+    if classes is not None and len(classes) != chain[-1].shape[0]:
+        raise ValueError(
+            f"classes_ has {len(classes)} labels; the last weights_ matrix has "
+            f"{chain[-1].shape[0]} columns."
+        )
+    tree_classes = getattr(tree, "classes_", None)
+    if classes is not None and tree_classes is not None and len(tree_classes) != len(classes):
+        raise ValueError(
+            f"classes_ has {len(classes)} labels; tree_.classes_ has {len(tree_classes)}."
+        )
+
+
+# Per-class consistency rules for estimators that do not define ``_check_saved_state``.
+_STATE_RULES = {
+    "HierarchicalLabelTree": _check_tree_state,
+    "XRLinearClassifier": _check_xrlinear_state,
+}
 
 
 def _is_fitted(est: Any) -> bool:
@@ -263,16 +522,182 @@ def holds_model(directory: str | os.PathLike) -> bool:
 
 def _load_legacy_cli_dir(directory: Path) -> Pipeline:
     """``ranker/`` + ``vectorizer.json`` (what earlier ``skxmc fit`` wrote) as a pipeline."""
-    state = json.loads((directory / LEGACY_VECTORIZER_FILE).read_text(encoding="utf-8"))
+    state = _read_json(directory / LEGACY_VECTORIZER_FILE)
     arrays = {k: np.asarray(v, dtype=np.float64) for k, v in state.pop("arrays", {}).items()}
     return make_pipeline(vectorizer_from_state(state, arrays), load(directory / LEGACY_RANKER_DIR))
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise ValueError(f"{path} is not valid JSON ({exc}): truncated or damaged?") from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} holds a JSON {type(value).__name__}; expected an object.")
+    return value
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _build_manifest(root: Path) -> dict[str, dict]:
+    """``{relative name: {"size", "sha256"}}`` of every file under ``root`` but the config."""
+    files = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path != root / CONFIG_NAME:
+            name = path.relative_to(root).as_posix()
+            files[name] = {"size": path.stat().st_size, "sha256": _sha256(path)}
+    return files
+
+
+def _checked_manifest(manifest: Any, source: Path) -> dict[str, dict]:
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{source}: {MANIFEST_KEY!r} must map file names to sizes and hashes.")
+    for name, entry in manifest.items():
+        parts = PurePosixPath(name).parts
+        # Relative names inside the directory only: a crafted list never reaches elsewhere.
+        if (
+            not parts
+            or PurePosixPath(name).is_absolute()
+            or any(part in ("", ".", "..") for part in parts)
+            or "\\" in name
+            or name == CONFIG_NAME
+            or not isinstance(entry, dict)
+            or not isinstance(entry.get("size"), int)
+            or not isinstance(entry.get("sha256"), str)
+        ):
+            raise ValueError(f"{source}: invalid entry {name!r} in its {MANIFEST_KEY!r} list.")
+    return manifest
+
+
+def _owned_dirs(manifest: dict) -> set[PurePosixPath]:
+    """The folders (relative, without the top level) that hold the manifest's files."""
+    return {
+        parent
+        for name in manifest
+        for parent in PurePosixPath(name).parents
+        if parent != PurePosixPath(".")
+    }
+
+
+def _verify_files(directory: Path, manifest: dict[str, dict], source: Path) -> None:
+    """Every listed file is there with its recorded size and hash, and the folders of the
+    model hold nothing else (a tokenizer reads any vocabulary file it finds in its folder)."""
+    for name, entry in manifest.items():
+        path = directory / name
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path} is missing ({source} lists it): the model directory is incomplete; "
+                f"copy or save it again."
+            )
+        size = path.stat().st_size
+        if size != entry["size"]:
+            raise ValueError(
+                f"{path} has {size} bytes where {entry['size']} were saved: the file is "
+                f"truncated, damaged or was replaced."
+            )
+        if _sha256(path) != entry["sha256"]:
+            raise ValueError(
+                f"{path} is not the file that was saved (its sha256 differs): the file is "
+                f"damaged or was replaced."
+            )
+    owned_dirs = _owned_dirs(manifest)
+    extra = []
+    for folder in sorted(owned_dirs):
+        for path in (directory / folder).iterdir():
+            rel = folder / path.name
+            if rel.as_posix() not in manifest and rel not in owned_dirs:
+                extra.append(rel.as_posix())
+    if extra:
+        raise ValueError(
+            f"the model folders of {directory} hold files that were not saved with the model "
+            f"({', '.join(sorted(extra))}; {source} lists the saved ones): remove them, they "
+            f"could change what loads."
+        )
+
+
+def _foreign_entries(directory: Path) -> list[str]:
+    """What ``directory`` holds besides the model saved in it (``save`` must not delete it)."""
+    manifest = None
+    if (directory / CONFIG_NAME).is_file():
+        try:
+            manifest = _read_json(directory / CONFIG_NAME).get(MANIFEST_KEY)
+        except (ValueError, OSError):
+            manifest = None
+    if not isinstance(manifest, dict):  # saved before the manifest: the known names
+        return sorted(
+            p.name + ("/" if p.is_dir() else "")
+            for p in directory.iterdir()
+            if p.name not in _OWNED_WITHOUT_MANIFEST
+        )
+    owned_dirs = _owned_dirs(manifest)
+    foreign = []
+    stack = [PurePosixPath()]
+    while stack:
+        rel = stack.pop()
+        for path in (directory / rel).iterdir():
+            name = rel / path.name
+            if path.is_dir() and not path.is_symlink():
+                if name in owned_dirs:
+                    stack.append(name)
+                else:
+                    foreign.append(f"{name.as_posix()}/")
+            elif name.as_posix() not in manifest and name.as_posix() != CONFIG_NAME:
+                foreign.append(name.as_posix())
+    return sorted(foreign)
+
+
+def _open_arrays(path: Path) -> Any:
+    """``np.load(path)`` (an ``NpzFile``, no pickle) with errors that name the file."""
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} is missing: the model directory is incomplete.") from None
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"cannot read {path} ({type(exc).__name__}: {exc}): damaged?") from exc
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path} is a single array, not the .npz archive save() writes.")
+    return npz
+
+
+def _pid_alive(pid: int) -> bool:
+    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, but another user's
+        return True
+    return True
+
+
+def _remove_stale_temps(directory: Path) -> None:
+    """Remove the hidden working folders of earlier saves to ``directory`` that were killed
+    (their process is gone); a running save's folder is left alone."""
+    if not directory.parent.is_dir():
+        return
+    for path in directory.parent.iterdir():
+        match = _TMP_PATTERN.fullmatch(path.name)
+        if match and match["name"] == directory.name and not _pid_alive(int(match["pid"])):
+            logger.info("removing %s, left by an interrupted save", path)
+            shutil.rmtree(path, ignore_errors=True)
+    old = directory.with_name(f".{directory.name}.old")
+    if old.exists() and holds_model(directory):  # otherwise it may be the only copy
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _new_sibling_dir(directory: Path) -> Path:
     """A new empty directory next to ``directory``; unlike ``tempfile.mkdtemp`` (mode 0o700)
     it gets the user's umask, so a model saved for a server stays readable by it."""
     while True:
-        tmp = directory.with_name(f".{directory.name}.{secrets.token_hex(6)}.tmp")
+        name = f".{directory.name}.skxmc-{os.getpid()}-{secrets.token_hex(6)}.tmp"
+        tmp = directory.with_name(name)
         try:
             tmp.mkdir()
             return tmp
@@ -280,14 +705,40 @@ def _new_sibling_dir(directory: Path) -> Path:
             continue
 
 
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``), so
+    that no instant leaves ``b`` missing; ``False`` where the system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # no libc symbol (musl before 1.2.5, old glibc)
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+    renameat2.argtypes += [ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # e.g. a filesystem without it
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
 def save(estimator: Any, directory: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Save a fitted estimator or pipeline to ``directory`` without pickle.
 
     The directory gets ``skxmc-model.json`` and ``arrays.npz`` (plus safetensors files for
-    torch weights), created with the user's umask. It is written next to its final place
-    and moved in at the end, so an interrupted save never leaves a half-written model. An
-    existing directory is only replaced when ``overwrite=True`` and when it holds an skxmc
-    model: other folders are never deleted.
+    torch weights), created with the user's umask; ``skxmc-model.json`` lists the other
+    files with their sizes and sha256 hashes, which :func:`load` verifies. The model is
+    written into a hidden folder next to its final place and moved in at the end (on Linux
+    by an atomic exchange with the old one), so an interrupted or killed save leaves the old
+    model or the new one, never a mix. A hidden folder left by a killed save is removed by
+    the next save to the same directory.
+
+    An existing directory is only replaced when ``overwrite=True``, when it holds an skxmc
+    model and when everything in it belongs to that model: a directory that also holds
+    other files (notes, plots) is refused with their names, and nothing is deleted.
 
     Parameters
     ----------
@@ -313,8 +764,8 @@ def save(estimator: Any, directory: str | os.PathLike, *, overwrite: bool = Fals
     ValueError
         When ``estimator`` is not fitted.
     FileExistsError
-        When ``directory`` is a file, a non-empty folder without a model, or a model and
-        ``overwrite=False``.
+        When ``directory`` is a file, a non-empty folder without a model, a model and
+        ``overwrite=False``, or a model together with files that are not part of it.
 
     Examples
     --------
@@ -355,25 +806,32 @@ def save(estimator: Any, directory: str | os.PathLike, *, overwrite: bool = Fals
                     f"directory {str(directory)!r} already holds a model; pass overwrite=True "
                     f"to replace it."
                 )
+            _refuse_foreign_entries(directory)
     store = _ArrayStore()
     spec = _encode(estimator, "model", store)
     config = {"format_version": store.format_version, "skxmc_version": __version__, "model": spec}
     directory.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(directory)
     tmp = _new_sibling_dir(directory)
     try:
-        (tmp / CONFIG_NAME).write_text(json.dumps(config, indent=1), encoding="utf-8")
         np.savez(tmp / ARRAYS_NAME, **store.arrays)
         if hasattr(estimator, "_save_extra_files"):
             estimator._save_extra_files(tmp)
         for part, est in store.parts:
             (tmp / part).mkdir(parents=True)
             est._save_extra_files(tmp / part)
+        # Written last, with the list of the files above: a folder without it is no model.
+        config[MANIFEST_KEY] = _build_manifest(tmp)
+        (tmp / CONFIG_NAME).write_text(json.dumps(config, indent=1), encoding="utf-8")
         if directory.exists():
-            old = directory.with_name(f".{directory.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            directory.rename(old)
-            tmp.rename(directory)
-            shutil.rmtree(old, ignore_errors=True)
+            _refuse_foreign_entries(directory)  # again: files may have arrived meanwhile
+            if not _exchange(tmp, directory):
+                old = directory.with_name(f".{directory.name}.old")
+                shutil.rmtree(old, ignore_errors=True)
+                directory.rename(old)
+                tmp.rename(directory)
+                shutil.rmtree(old, ignore_errors=True)
+            # After the exchange ``tmp`` holds the old model: removed below.
         else:
             tmp.rename(directory)
     finally:
@@ -383,12 +841,32 @@ def save(estimator: Any, directory: str | os.PathLike, *, overwrite: bool = Fals
     return directory
 
 
+def _refuse_foreign_entries(directory: Path) -> None:
+    foreign = _foreign_entries(directory)
+    if foreign:
+        shown = ", ".join(foreign[:10]) + (
+            f" and {len(foreign) - 10} more" if len(foreign) > 10 else ""
+        )
+        raise FileExistsError(
+            f"directory {str(directory)!r} holds a model and also {shown}, which are not part "
+            f"of it; overwriting would delete them. Move them elsewhere or save to another "
+            f"directory (nothing was written)."
+        )
+
+
 def load(directory: str | os.PathLike) -> Any:
     """Load an estimator or pipeline saved with :func:`save`; never unpickles anything.
 
     Only classes registered by skxmc and scikit-learn's text vectorisers are created, so
     opening a model directory from someone else runs no code from it. Pipelines come back as
     :class:`skxmc.pipeline.Pipeline`; a model directory of ``skxmc fit`` is one.
+
+    Before anything is used, the files are checked against the list that :func:`save`
+    recorded in ``skxmc-model.json`` (present, same size and sha256, no unknown files in
+    the model's sub-folders), every sparse matrix's structure is checked, the shapes and
+    label counts are checked against each other, and the parameters are validated as
+    ``fit`` validates them. A directory saved by an skxmc without that list loads with a
+    warning (its files cannot be checked for completeness); save it again to add the list.
 
     Parameters
     ----------
@@ -399,6 +877,14 @@ def load(directory: str | os.PathLike) -> Any:
     -------
     estimator
         The fitted estimator or pipeline.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``directory`` holds no model or a file of the model is missing.
+    ValueError
+        When a file is damaged, truncated or changed, or the model it describes is
+        inconsistent or has invalid parameters; the message names the file.
 
     Examples
     --------
@@ -413,16 +899,42 @@ def load(directory: str | os.PathLike) -> Any:
     if not config_path.is_file():
         if _is_legacy_cli_dir(directory):
             return _load_legacy_cli_dir(directory)
-        raise FileNotFoundError(f"no skxmc model in {str(directory)!r} ({CONFIG_NAME} is missing).")
-    config = json.loads(config_path.read_text(encoding="utf-8"))
+        old = directory.with_name(f".{directory.name}.old")
+        hint = (
+            f"; a save into it was interrupted and the previous model is in {str(old)!r}"
+            if (old / CONFIG_NAME).is_file()
+            else ""
+        )
+        raise FileNotFoundError(
+            f"no skxmc model in {str(directory)!r} ({CONFIG_NAME} is missing){hint}."
+        )
+    config = _read_json(config_path)
     if config.get("format_version") not in _READABLE_VERSIONS:
         raise ValueError(
             f"{config_path} has format version {config.get('format_version')!r}; this skxmc "
             f"reads versions {', '.join(map(str, _READABLE_VERSIONS))}: upgrade skxmc."
         )
-    with np.load(directory / ARRAYS_NAME, allow_pickle=False) as npz:
-        arrays = {k: npz[k] for k in npz.files}
-    est = _decode(config["model"], arrays, directory)
+    if not isinstance(config.get("model"), dict):
+        raise ValueError(f"{config_path} describes no model (its 'model' entry is missing).")
+    if MANIFEST_KEY in config:
+        _verify_files(directory, _checked_manifest(config[MANIFEST_KEY], config_path), config_path)
+    else:
+        warnings.warn(
+            f"{config_path} lists no files (saved by an older skxmc), so the model directory "
+            f"cannot be checked for missing or changed files; save the model again to add "
+            f"the list.",
+            UserWarning,
+            stacklevel=2,
+        )
+    with _open_arrays(directory / ARRAYS_NAME) as npz:
+        arrays = _Arrays(npz, directory / ARRAYS_NAME)
+        try:
+            est = _decode(config["model"], arrays, directory)
+        except (KeyError, TypeError, IndexError) as exc:
+            raise ValueError(
+                f"{config_path} does not describe a model this skxmc can build "
+                f"({type(exc).__name__}: {exc}): damaged or edited?"
+            ) from exc
     if "__estimator__" in config["model"] and hasattr(est, "_load_extra_files"):
         est._load_extra_files(directory)
     return est

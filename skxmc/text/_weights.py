@@ -33,6 +33,18 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+# The files a tokenizer is built from (one is enough: fast, WordPiece, BPE, SentencePiece).
+# Without any, transformers falls back to a tokenizer of a handful of special tokens that
+# maps every word to [UNK]: a silently different model.
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+)
+
 
 def save_module_weights(module: torch.nn.Module, path: str | os.PathLike) -> Path:
     """Write ``module.state_dict()`` (parameters and persistent buffers) to a safetensors file.
@@ -96,15 +108,33 @@ def load_module_weights(
 
     Raises
     ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    ValueError
+        When ``path`` is not a readable safetensors file (truncated, or a pickle).
     RuntimeError
-        With ``strict``, when keys or shapes do not match.
+        With ``strict``, when keys or shapes do not match (weights of another model).
     """
+    from safetensors import SafetensorError
     from safetensors.torch import load_model
 
     device = torch.device(map_location)
     # safetensors takes "cpu", "cuda:0" or an index rather than a torch.device.
     where = str(device) if device.type != "cuda" or device.index is not None else "cuda:0"
-    missing, unexpected = load_model(module, str(path), strict=strict, device=where)
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"weights file {str(path)!r} is missing.")
+    try:
+        missing, unexpected = load_model(module, str(path), strict=strict, device=where)
+    except SafetensorError as exc:
+        raise ValueError(
+            f"cannot read weights file {str(path)!r} ({exc}): truncated, damaged or not a "
+            f"safetensors file."
+        ) from exc
+    except RuntimeError as exc:
+        raise RuntimeError(
+            f"the weights in {str(path)!r} do not fit {type(module).__name__} (weights of "
+            f"another model or configuration?): {exc}"
+        ) from exc
     if not strict and (missing or unexpected):
         logger.debug(
             "load_module_weights(%s): missing %s, unexpected %s", path, missing, unexpected
@@ -160,14 +190,34 @@ def encoder_from_config(
     -------
     model : transformers.PreTrainedModel
     tokenizer : transformers tokenizer
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``config.json`` or every tokenizer vocabulary file (``tokenizer.json``,
+        ``vocab.txt``, ...) is missing: transformers would otherwise build a tokenizer of
+        special tokens only.
+    ValueError
+        When ``config.json`` cannot be read or names an unknown architecture.
     """
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+    folder = Path(directory)
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"{folder / 'config.json'} is missing: no encoder to rebuild.")
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise FileNotFoundError(
+            f"{str(folder)!r} holds no tokenizer vocabulary (one of "
+            f"{', '.join(TOKENIZER_FILES)}): the encoder folder is incomplete."
+        )
     directory = str(directory)
     with quiet_transformers(verbose):
-        config = AutoConfig.from_pretrained(
-            directory, local_files_only=True, trust_remote_code=False
-        )
+        try:
+            config = AutoConfig.from_pretrained(
+                directory, local_files_only=True, trust_remote_code=False
+            )
+        except (ValueError, OSError, KeyError) as exc:
+            raise ValueError(f"cannot use {folder / 'config.json'}: {exc}") from exc
         model = AutoModel.from_config(config, trust_remote_code=False, **dtype_kwargs())
         tokenizer = AutoTokenizer.from_pretrained(
             directory, local_files_only=True, trust_remote_code=False
