@@ -39,6 +39,7 @@ from .text import (
     seed_everything,
     tokenize,
 )
+from .text._checkpoint import params_fingerprint
 from .text._classifier import EncoderModule
 from .text._tokenize import TokenizedTexts
 from .text._weights import FineTunedModelMixin
@@ -711,16 +712,24 @@ class MatchXMLClassifier(
                        betas=(0.9, 0.98), eps=1e-6),
             ParamGroup("labels", module.labels, lr=self.label_learning_rate),
         ]  # fmt: skip
-        checkpoint = None if self.checkpoint_dir is None else Path(self.checkpoint_dir) / f"stage{stage}"
-        fingerprint = {k: v for k, v in self.get_params(deep=False).items()
-                       if isinstance(v, (int, float, str, bool, type(None)))
-                       and k not in ("verbose", "checkpoint_dir", "device")}  # fmt: skip
+        checkpoint = None
+        if self.checkpoint_dir is not None:
+            checkpoint = Path(self.checkpoint_dir) / f"stage{stage}"
         trainer = Trainer(
-            module, groups, n_epochs=self.max_epochs, max_steps=self.max_steps, warmup=self.warmup,
-            device=device, random_state=seed + stage, verbose=self.verbose, checkpoint_dir=checkpoint,
-            fingerprint={**fingerprint, "stage": stage, "n_texts": len(tokens)},
+            module,
+            groups,
+            n_epochs=self.max_epochs,
+            max_steps=self.max_steps,
+            warmup=self.warmup,
+            device=device,
+            random_state=seed + stage,
+            verbose=self.verbose,
+            checkpoint_dir=checkpoint,
+            fingerprint={**params_fingerprint(self), "stage": stage},
+            # The stage's texts and targets (tree clusters of the labels).
+            fit_data=(tokens, Y_t, self.classes_),
             desc=f"MatchXML stage {stage + 1}/{n_stages}",
-        )  # fmt: skip
+        )
 
         def batches(epoch: int, rng: np.random.Generator) -> Any:
             return tokens.batches(self.batch_size, shuffle=True, rng=rng)

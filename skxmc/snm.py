@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._base import MultiLabelRankerMixin
 from ._compat import Interval, StrOptions, _fit_context, validate_data
 from ._labels import LabelSpace, encode_target
+from ._memory import check_snm_fit
 from ._persistence import PersistenceMixin, persistent
 from ._search import SEARCH_METHODS, InnerProductIndex, resolve_search
 from .losses import (
@@ -36,9 +37,11 @@ from .text import (
     inference_device,
     load_module_weights,
     module_on_cpu,
+    resolve_device,
     save_module_weights,
     seed_everything,
 )
+from .text._checkpoint import RUN_ONLY_PARAMS, params_fingerprint
 
 __all__ = ["SNMClassifier", "SNMModule", "csr_inputs"]
 
@@ -398,9 +401,7 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         return groups
 
     def _fit_fingerprint(self) -> dict[str, Any]:
-        return {k: v for k, v in self.get_params().items()
-                if isinstance(v, (int, float, str, bool, type(None)))
-                and k not in ("verbose", "checkpoint_dir", "device", "top_k")}  # fmt: skip
+        return params_fingerprint(self, exclude=(*RUN_ONLY_PARAMS, "top_k"))
 
     def _inputs(self, X: Any, device: torch.device) -> tuple[torch.Tensor, ...]:
         if self.sparse_input_:
@@ -455,6 +456,20 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         if n_labels == 0 or Y_csr.nnz == 0:
             raise ValueError("Y has no labels at all; SNMClassifier needs at least one positive.")
         self.n_sampled_ = self._resolve_n_sampled(n_labels)
+        # Before any weight exists: sizes that cannot fit fail now, naming the parameter.
+        check_snm_fit(
+            n_samples=X.shape[0],
+            n_features=X.shape[1],
+            n_labels=n_labels,
+            max_positives=int(np.diff(Y_csr.indptr).max()),
+            hidden_size=self.hidden_size,
+            embedding_size=self.embedding_size,
+            batch_size=self.batch_size,
+            n_sampled=self.n_sampled_,
+            sparse_input=self.sparse_input_,
+            centroid_init=self.label_init == "centroid",
+            device=resolve_device(self.device),
+        )
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         seed_everything(seed)  # initial weights
         self.module_ = self._build_module()
@@ -464,11 +479,20 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         weights = top_k_weights(k) if self.negative_sampling == "snm" else None
         module, n = self.module_, X.shape[0]
         trainer = Trainer(
-            module, self._param_groups(module), n_epochs=self.max_epochs, warmup=self.warmup,
-            max_grad_norm=None, device=self.device, mixed_precision="no", random_state=seed,
-            verbose=self.verbose, checkpoint_dir=self.checkpoint_dir,
-            fingerprint=self._fit_fingerprint(), desc=type(self).__name__,
-        )  # fmt: skip
+            module,
+            self._param_groups(module),
+            n_epochs=self.max_epochs,
+            warmup=self.warmup,
+            max_grad_norm=None,
+            device=self.device,
+            mixed_precision="no",
+            random_state=seed,
+            verbose=self.verbose,
+            checkpoint_dir=self.checkpoint_dir,
+            fingerprint=self._fit_fingerprint(),
+            fit_data=(X, Y_csr, self.classes_),
+            desc=type(self).__name__,
+        )
         device = trainer.device
         theta = None if weights is None else weights.to(device)
 

@@ -44,6 +44,7 @@ from skxmc.text import (
     seed_everything,
     tokenize,
 )
+from skxmc.text._training import CheckpointMismatchWarning
 
 TEXTS = [
     "the cat sat on the mat",
@@ -697,10 +698,11 @@ def test_checkpoint_resume_matches_uninterrupted_run(tiny_bert, tmp_path):
     again = trainer_d.fit(step_d, data)
     assert again.n_steps == 12 and again.resumed_from == 12
     torch.testing.assert_close(clf_d.head.weight, clf_a.head.weight, atol=1e-6, rtol=0)
-    # Another run in the same folder is refused rather than resumed.
+    # The finished checkpoint of another run is not reused: that run trains from scratch.
     _, trainer_e, step_e, data = _toy_setup(tiny_bert, n_epochs=5, checkpoint_dir=tmp_path)
-    with pytest.raises(ValueError, match="different training run"):
-        trainer_e.fit(step_e, data)
+    with pytest.warns(CheckpointMismatchWarning, match="differs in the number of steps"):
+        other = trainer_e.fit(step_e, data)
+    assert other.resumed_from is None and other.n_steps == 20
 
 
 def test_stops_on_max_time_callback_and_nan(tiny_bert):

@@ -32,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from .._compat import Interval, StrOptions, _fit_context
 from .._persistence import PersistenceMixin
+from ._checkpoint import params_fingerprint
 from ._device import inference_device
 from ._encoder import batched_inference, encoder_forward, eval_mode, load_encoder
 from ._tokenize import TokenizedTexts, check_texts, tokenize
@@ -186,7 +187,14 @@ class TransformerClassifierBase(
     verbose : int
         0 silent; >= 1 progress bars and a summary line.
     checkpoint_dir : str, path-like or None
-        Where the trainer writes checkpoints; an interrupted ``fit`` resumes from there.
+        Where the trainer writes checkpoints; an interrupted ``fit`` resumes from there
+        when called again with the same data and parameters. A checkpoint of a fit on
+        other data or with other parameters is never reused: a finished one is replaced
+        with a :class:`~skxmc.text._training.CheckpointMismatchWarning` (so folds of a
+        cross-validation sharing the folder each train their own model), an unfinished
+        one makes ``fit`` raise. A finished checkpoint of the same data and parameters
+        (and an int ``random_state``) is this very fit: its weights are restored without
+        training.
     """
 
     _parameter_constraints: dict = {
@@ -247,12 +255,7 @@ class TransformerClassifierBase(
 
     def _fit_fingerprint(self) -> dict[str, Any]:
         """Parameters a resumed checkpoint must match (JSON-able)."""
-        return {
-            k: v
-            for k, v in self.get_params().items()
-            if isinstance(v, (int, float, str, bool, type(None)))
-            and k not in ("verbose", "checkpoint_dir", "device")
-        }
+        return params_fingerprint(self)
 
     # Fit --------------------------------------------------------------------------------
 
@@ -317,6 +320,8 @@ class TransformerClassifierBase(
             verbose=self.verbose,
             checkpoint_dir=self.checkpoint_dir,
             fingerprint=self._fit_fingerprint(),
+            # The tokenised texts are what training reads (augmented views included).
+            fit_data=(self._train_tokens, y_encoded, self.classes_),
             desc=type(self).__name__,
         )
         self._trainer = trainer  # the step reads trainer.state (progress) and trainer.device

@@ -31,6 +31,7 @@ from skxmc._logging import progress
 
 from ._checkpoint import (
     capture_rng_state,
+    data_fingerprint,
     find_checkpoint,
     load_checkpoint,
     restore_rng_state,
@@ -40,6 +41,7 @@ from ._device import autocast, move_to_device, resolve_device
 from ._seed import seed_everything
 
 __all__ = [
+    "CheckpointMismatchWarning",
     "ParamGroup",
     "TrainResult",
     "TrainState",
@@ -60,6 +62,11 @@ _END = object()  # end-of-epoch sentinel (a batch may be any object)
 
 class TrainingInterruptedWarning(UserWarning):
     """Training stopped early on Ctrl-C; the model keeps the last completed step's weights."""
+
+
+class CheckpointMismatchWarning(UserWarning):
+    """``checkpoint_dir`` held the finished checkpoint of another fit (other data or
+    parameters); it was not reused, training started from scratch and replaces it."""
 
 
 @dataclasses.dataclass
@@ -427,12 +434,25 @@ class Trainer:
         ``verbose``.
     checkpoint_dir : str, path-like or None, default=None
         Write checkpoints there (every ``checkpoint_every`` steps, at every epoch end, at
-        the end and on Ctrl-C) and resume from the one found at the start of :meth:`fit`.
+        the end and on Ctrl-C) and resume from the one found at the start of :meth:`fit`
+        when it belongs to the same run: same ``fingerprint``, ``fit_data``, seed, planned
+        steps, parameter shapes and optimiser groups. A finished checkpoint of the same
+        run is the result of this very fit: its weights are restored without training.
+        A checkpoint of another run is never resumed: a finished one is replaced (a
+        :class:`CheckpointMismatchWarning` says so and training starts from scratch, as
+        for every fold of a cross-validation sharing one folder); an unfinished one, the
+        progress of an interrupted run, makes :meth:`fit` raise instead of destroying it.
     checkpoint_every : int or None, default=None
         Steps between checkpoints in addition to epoch ends.
     fingerprint : dict or None, default=None
-        JSON-able description of the run (an estimator's parameters, a data hash); a
-        checkpoint with another fingerprint is refused instead of resumed.
+        JSON-able description of the run (an estimator's parameters, see
+        :func:`~skxmc.text._checkpoint.params_fingerprint`).
+    fit_data : object, default=None
+        The training data the run depends on (texts or tokenised texts, feature matrix,
+        encoded labels, ``classes_``, or a tuple of them, or a digest string from
+        :func:`~skxmc.text._checkpoint.data_fingerprint`). With ``checkpoint_dir``, it is
+        hashed once per :meth:`fit` into the checkpoint fingerprint, so that a checkpoint
+        of a fit on other data is never resumed.
     after_step : callable or None, default=None
         ``after_step(trainer) -> bool | None`` after every optimiser step (momentum
         encoder updates, queue refresh, evaluation); returning True stops training.
@@ -486,6 +506,7 @@ class Trainer:
         checkpoint_dir: str | Path | None = None,
         checkpoint_every: int | None = None,
         fingerprint: dict[str, Any] | None = None,
+        fit_data: Any = None,
         after_step: Callable[[Trainer], bool | None] | None = None,
         after_epoch: Callable[[Trainer], bool | None] | None = None,
         desc: str = "training",
@@ -512,6 +533,7 @@ class Trainer:
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.checkpoint_every = checkpoint_every
         self.fingerprint = fingerprint
+        self.fit_data = fit_data
         self.after_step = after_step
         self.after_epoch = after_epoch
         self.desc = desc
@@ -520,6 +542,8 @@ class Trainer:
         self.optimizers: list[torch.optim.Optimizer] = []
         self._groups: list[tuple[ParamGroup, str, torch.optim.Optimizer]] = []
         self._in_update = False
+        self._mid_step = False
+        self._volatile: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     # Helpers ----------------------------------------------------------------------------
 
@@ -538,7 +562,26 @@ class Trainer:
         }
         if isinstance(self.random_state, Integral):
             fp["seed"] = int(self.random_state)
+        if self.checkpoint_dir is not None:  # only checkpoints need it: skip the hashing
+            fit_data = self.fit_data
+            fp["data"] = fit_data if isinstance(fit_data, str) else data_fingerprint(fit_data)
         return json.loads(json.dumps(fp))  # normalise tuples etc. for comparison
+
+    def _volatile_state(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """(tensor, copy) for every buffer and every parameter no optimiser steps: what a
+        forward pass or the step function changes before the optimiser step (BatchNorm
+        statistics, momentum encoders, queues)."""
+        stepped = {
+            id(p) for opt in self.optimizers for pg in opt.param_groups for p in pg["params"]
+        }
+        tensors = list(self.module.buffers())
+        tensors += [p for p in self.module.parameters() if id(p) not in stepped]
+        return [(t, torch.empty_like(t)) for t in tensors]
+
+    def _restore_volatile(self) -> None:
+        with torch.no_grad():
+            for tensor, copy in self._volatile:
+                tensor.copy_(copy)
 
     def _set_lr(self, step: int, total: int, warmup: int) -> None:
         for g, _, opt in self._groups:
@@ -589,6 +632,13 @@ class Trainer:
     ) -> dict[str, Any]:
         """Forward (under autocast), backward, clipping, schedule and optimiser steps."""
         s = self.state
+        if self._volatile:
+            with torch.no_grad():
+                for tensor, copy in self._volatile:
+                    copy.copy_(tensor)
+        # From here until the counters move, the module may hold a partial step (BatchNorm
+        # statistics, a momentum update): a checkpoint on Ctrl-C restores the copy first.
+        self._mid_step = True
         batch = move_to_device(batch, self.device)
         with autocast(self.device, self.mixed_precision):
             out = step_fn(batch)
@@ -616,6 +666,7 @@ class Trainer:
         self._zero_grad()
         s.step += 1
         s.batch_in_epoch += 1
+        self._mid_step = False  # before _in_update drops, so no interrupt sees it stale
         self._in_update = False
         for i, (g, _, opt) in enumerate(self._groups):
             lr = opt.param_groups[0]["lr"]
@@ -625,6 +676,33 @@ class Trainer:
         record.update(extras)
         s.last = record
         return record
+
+    def _other_run(self, found: Path, saved: dict[str, Any], diff: list[str]) -> None:
+        """A checkpoint of another run was found: warn and start afresh when it is finished
+        (it is replaced), raise when it is not (it is the progress of an interrupted run)."""
+        what = ", ".join(diff) or "its format"
+        if saved.get("completed"):
+            warnings.warn(
+                f"checkpoint_dir {self.checkpoint_dir} holds the finished checkpoint of another "
+                f"fit (it differs in {what}); it is not reused: training starts from scratch "
+                f"and its checkpoints replace it.",
+                CheckpointMismatchWarning,
+                stacklevel=3,
+            )
+            return None
+        hint = ""
+        if "the seed (random_state)" in diff:
+            hint = (
+                " With random_state=None, every fit draws a new seed and cannot resume "
+                "another: set an int random_state."
+            )
+        total = (saved.get("fingerprint") or {}).get("total_steps", "?")
+        raise ValueError(
+            f"checkpoint_dir {self.checkpoint_dir} holds the unfinished checkpoint of another "
+            f"fit (step {saved.get('step', '?')} of {total}), which differs in {what}. To "
+            f"resume that fit, fit again with its data and parameters; to train this one, "
+            f"pass another checkpoint_dir or delete {found}.{hint}"
+        )
 
     # The loop ---------------------------------------------------------------------------
 
@@ -696,16 +774,10 @@ class Trainer:
         found = find_checkpoint(self.checkpoint_dir) if self.checkpoint_dir is not None else None
         if found is not None:
             saved = json.loads((found / "trainer_state.json").read_text(encoding="utf-8"))
-            if saved.get("fingerprint") != fp:
-                diff = sorted(
-                    k
-                    for k in set(fp) | set(saved.get("fingerprint") or {})
-                    if fp.get(k) != (saved.get("fingerprint") or {}).get(k)
-                )
-                raise ValueError(
-                    f"{found} holds a checkpoint of a different training run (it differs in "
-                    f"{diff}); pass another checkpoint_dir, or delete that folder to start over."
-                )
+            saved_fp = saved.get("fingerprint") or {}
+            if saved_fp != fp:
+                found = self._other_run(found, saved, _fingerprint_diff(fp, saved_fp))
+        if found is not None:
             saved, rng_state = load_checkpoint(found, self.module, self.optimizers)
             self.state.step, self.state.epoch = saved["step"], saved["epoch"]
             self.state.batch_in_epoch, self.state.seed = saved["batch_in_epoch"], saved["seed"]
@@ -727,7 +799,9 @@ class Trainer:
         rng_snapshot = capture_rng_state(self.rng) if tracking else {}
         stop_reason = "completed"
         interrupted = False
-        self._in_update = False
+        self._in_update = self._mid_step = False
+        # Only a checkpoint needs the state of the step's start (it costs one copy of it).
+        self._volatile = self._volatile_state() if tracking and not completed_before else []
         last_checkpoint: Path | None = found
         bar = None
         if self.verbose and not completed_before:
@@ -820,6 +894,8 @@ class Trainer:
             self._zero_grad()
             where = ""
             if tracking and not self._in_update:
+                if self._mid_step:  # the step is redone on resume: undo its partial effects
+                    self._restore_volatile()
                 # The snapshot is the RNG state at the start of the interrupted step, which
                 # is redone on resume.
                 last_checkpoint = self._save(
@@ -840,6 +916,7 @@ class Trainer:
                 stacklevel=2,
             )
         finally:
+            self._volatile, self._mid_step = [], False
             if bar is not None:
                 bar.close()
             self.module.eval()
@@ -871,6 +948,29 @@ class Trainer:
             seed=s.seed,
             checkpoint=last_checkpoint,
         )
+
+
+_FINGERPRINT_NAMES = {
+    "data": "the training data",
+    "seed": "the seed (random_state)",
+    "total_steps": "the number of steps",
+    "state_dict": "the model's tensor shapes",
+    "groups": "the optimiser groups",
+}
+
+
+def _fingerprint_diff(new: dict[str, Any], old: dict[str, Any]) -> list[str]:
+    """What differs between two run fingerprints, in words (parameters by name)."""
+    out = []
+    for key in sorted(set(new) | set(old)):
+        a, b = new.get(key), old.get(key)
+        if a == b:
+            continue
+        if key == "user" and isinstance(a, dict) and isinstance(b, dict):
+            out += [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        else:
+            out.append(_FINGERPRINT_NAMES.get(key, key))
+    return out
 
 
 def _split_output(out: Any) -> tuple[torch.Tensor, dict[str, float]]:
