@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +51,23 @@ def _candidate_dirs() -> list[Path]:
         if os.environ.get(var):
             dirs.append(Path(os.environ[var]).expanduser())
     nltk_roots = [Path(p) for p in os.environ.get("NLTK_DATA", "").split(os.pathsep) if p]
-    nltk_roots += [Path.home() / "nltk_data", Path(sys.prefix) / "nltk_data",
-                   Path(sys.prefix) / "share" / "nltk_data", Path(sys.prefix) / "lib" / "nltk_data",
-                   Path("/usr/share/nltk_data"), Path("/usr/local/share/nltk_data"),
-                   Path("/usr/lib/nltk_data"), Path("/usr/local/lib/nltk_data")]  # fmt: skip
+    nltk_roots += [
+        Path.home() / "nltk_data",
+        Path(sys.prefix) / "nltk_data",
+        Path(sys.prefix) / "share" / "nltk_data",
+        Path(sys.prefix) / "lib" / "nltk_data",
+        Path("/usr/share/nltk_data"),
+        Path("/usr/local/share/nltk_data"),
+        Path("/usr/lib/nltk_data"),
+        Path("/usr/local/lib/nltk_data"),
+    ]
     dirs += [root / "corpora" / "wordnet" for root in nltk_roots]
-    dirs += [Path("/usr/share/wordnet"), Path("/usr/local/share/wordnet"),
-             Path("/opt/homebrew/share/wordnet"), Path("/usr/local/WordNet-3.0/dict")]  # fmt: skip
+    dirs += [
+        Path("/usr/share/wordnet"),
+        Path("/usr/local/share/wordnet"),
+        Path("/opt/homebrew/share/wordnet"),
+        Path("/usr/local/WordNet-3.0/dict"),
+    ]
     return dirs
 
 
@@ -144,13 +154,13 @@ class WordNet:
         return {"path": self.path, "_index": {}, "_cache": {}}  # the index is rebuilt
 
 
-def synonym_replacement(text: str, rng: np.random.Generator, wordnet: WordNet,
-                        p: float = 0.1) -> str:  # fmt: skip
+def synonym_replacement(
+    text: str, rng: np.random.Generator, wordnet: WordNet, p: float = 0.1
+) -> str:
     """Replace ``max(1, p * n_words)`` random content words by a random WordNet synonym
     (the word substitution of EDA, Wei & Zou 2019, the SharpReCL paper's default view)."""
     words = text.split()
-    candidates = [i for i, w in enumerate(words)
-                  if w.isalpha() and w.lower() not in _STOPWORDS]  # fmt: skip
+    candidates = [i for i, w in enumerate(words) if w.isalpha() and w.lower() not in _STOPWORDS]
     n_replace = max(1, int(p * len(words)))
     replaced = 0
     for i in rng.permutation(candidates) if candidates else []:
@@ -178,6 +188,40 @@ def delete_swap(text: str, rng: np.random.Generator, p: float = 0.1) -> str:
             i, j = rng.choice(len(words), size=2, replace=False)
             words[i], words[j] = words[j], words[i]
     return " ".join(words)
+
+
+def _check_augmented(out: Any, texts: list, method: Callable) -> list:
+    """The output of an augmentation callable as a list, checked against its input: one
+    text (or pair) per input text, of the same kind."""
+    name = getattr(method, "__qualname__", None) or type(method).__name__
+    kind = "strings" if all(isinstance(t, str) for t in texts) else "texts or text pairs"
+    expected = f"a list of {len(texts)} {kind} (one view per input text, in order)"
+    # A bare string is iterable too, but as characters: refuse it like a number.
+    if isinstance(out, (str, bytes, Mapping)) or not isinstance(out, Iterable):
+        raise TypeError(
+            f"augmentation={name} must return {expected}; it returned {type(out).__name__}."
+        )
+    out = list(out)
+    if len(out) != len(texts):
+        raise ValueError(
+            f"augmentation={name} must return {expected}; it returned {len(out)} items."
+        )
+    for i, (view, text) in enumerate(zip(out, texts)):
+        if isinstance(text, str):
+            ok = isinstance(view, str)
+        else:  # a text pair: a pair of strings
+            ok = (
+                isinstance(view, (tuple, list))
+                and len(view) == 2
+                and all(isinstance(s, str) for s in view)
+            )
+        if not ok:
+            kind = "a str" if isinstance(text, str) else "a (str, str) pair"
+            raise TypeError(
+                f"augmentation={name} must return {expected}; item {i} is "
+                f"{type(view).__name__} ({view!r:.50}), expected {kind} like the input."
+            )
+    return [v if isinstance(v, str) else tuple(v) for v in out]
 
 
 def augment_texts(
@@ -218,11 +262,7 @@ def augment_texts(
     if method is None:
         return texts
     if callable(method):
-        out = list(method(texts))
-        if len(out) != len(texts):
-            raise ValueError(f"the augmentation callable returned {len(out)} texts for "
-                             f"{len(texts)} inputs.")  # fmt: skip
-        return out
+        return _check_augmented(method(texts), texts, method)
     rng = np.random.default_rng(random_state)
     if method == "synonym":
         wn = wordnet if wordnet is not None else WordNet()
@@ -230,6 +270,7 @@ def augment_texts(
     elif method == "delete_swap":
         one = lambda t: delete_swap(t, rng, p)  # noqa: E731
     else:
-        raise ValueError(f"augmentation must be one of {AUGMENTATIONS}, a callable or None, "
-                         f"got {method!r}.")  # fmt: skip
+        raise ValueError(
+            f"augmentation must be one of {AUGMENTATIONS}, a callable or None, got {method!r}."
+        )
     return [one(t) if isinstance(t, str) else tuple(one(s) for s in t) for t in texts]

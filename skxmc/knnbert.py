@@ -12,10 +12,12 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from ._compat import Interval, StrOptions
+from ._memory import FLOAT32, INT64, check_allocation, encoder_hidden_size
 from ._persistence import persistent
 from ._search import SEARCH_METHODS, InnerProductIndex
 from .losses import batch_contrastive_loss, queue_contrastive_loss
 from .text._classifier import EncoderModule, TransformerClassifierBase, softmax
+from .text._device import resolve_device
 from .text._encoder import batched_inference, encoder_forward, eval_mode
 from .text._training import momentum_update
 
@@ -353,6 +355,13 @@ class KNNBertClassifier(TransformerClassifierBase):
         Returns
         -------
         self
+
+        Raises
+        ------
+        MemoryError
+            Before the encoder loads, when ``queue_size`` (with the encoder's hidden size)
+            implies tensors larger than the memory of the training device; the error (also
+            a ValueError) names the parameter and the estimate in GiB.
         """
         self.__dict__.pop("_memory_index", None)
         try:
@@ -369,6 +378,48 @@ class KNNBertClassifier(TransformerClassifierBase):
 
     def _build_module(self, encoder: nn.Module, n_classes: int) -> nn.Module:
         return _KNNBertModule(encoder, self.pooling, n_classes, self.dropout)
+
+    def _validate_fit_data(self, X: Any, y: Any) -> tuple[list, np.ndarray]:
+        texts, y_encoded = super()._validate_fit_data(X, y)
+        # Here, before the encoder loads: a queue that cannot fit fails in a second.
+        self._check_memory(len(texts))
+        return texts, y_encoded
+
+    def _check_memory(self, n_samples: int) -> None:
+        """Refuse a ``queue_size`` (or enqueue count) whose tensors cannot fit."""
+        if not self._uses_queue():
+            return
+        device = resolve_device(self.device)
+        hidden = encoder_hidden_size(self.encoder)
+        h = hidden or 1  # unknown until the encoder loads: a lower bound
+        width = f"hidden size {hidden}" if hidden else "a hidden size of at least 1"
+        q = int(self.queue_size)
+        batch = min(int(self.batch_size), n_samples)
+        # The queue holds a float32 key and two int64 (label, row) per entry; it is built
+        # on the CPU, then moved to the training device.
+        queue = q * (FLOAT32 * h + 2 * INT64)
+        what = "the momentum queue (queue_size x hidden size)"
+        check_allocation(
+            queue, what=what, parameter=f"queue_size={q} and {width}", hint="lower queue_size"
+        )
+        # Each step compares the batch with every entry: float32 similarities and three
+        # boolean masks of (batch, queue_size).
+        check_allocation(
+            queue + batch * q * (FLOAT32 + 3),
+            what=f"{what} and one step's similarities to it (batch x queue_size)",
+            parameter=f"queue_size={q}, batch_size={self.batch_size} and {width}",
+            device=device,
+            hint="lower queue_size or batch_size",
+        )
+        # Same-class rows drawn (int64) and encoded by the key side at every step.
+        check_allocation(
+            INT64 * batch * int(self.n_enqueue_per_anchor),
+            what="the texts enqueued per training step (batch x n_enqueue_per_anchor)",
+            parameter=(
+                f"n_enqueue_per_anchor={self.n_enqueue_per_anchor} and batch_size={self.batch_size}"
+            ),
+            hint="lower n_enqueue_per_anchor",
+        )
 
     def _uses_queue(self) -> bool:
         return self.contrastive_weight > 0 and self.contrastive_keys == "queue"

@@ -49,6 +49,8 @@ GENSIM_LOGGER_NAME = f"{__name__}.gensim"
 # gensim's compiled training routines truncate sentences to this many tokens
 # (gensim.models.word2vec_inner.MAX_WORDS_IN_BATCH).
 _MAX_SENTENCE_LENGTH = 10000
+# The default ``negative`` (the paper's), accepted however few labels there are.
+_DEFAULT_NEGATIVE = 20
 
 
 def _stable_hash(token: str) -> int:
@@ -223,7 +225,9 @@ class Label2VecTransformer(
         ``window_``), so that every pair of labels of an instance is a training pair, as
         the paper prescribes (label order carries no meaning).
     negative : int, default=20
-        Negative samples per positive pair.
+        Negative samples per positive pair, drawn with replacement among the labels. At
+        most the number of labels that get a vector (or 20): beyond that every pair draws
+        each label several times, which only multiplies the training time.
     ns_exponent : float, default=0.5
         Exponent of the negative-sampling distribution (label frequency to this power):
         1.0 samples proportionally to frequency, 0.0 uniformly, a negative value samples
@@ -409,8 +413,9 @@ class Label2VecTransformer(
         Raises
         ------
         ValueError
-            For bare-string rows in ``Y`` or a multi-label ``y`` (see above), and for
-            ``Y`` without any positive label.
+            For bare-string rows in ``Y`` or a multi-label ``y`` (see above), for
+            ``Y`` without any positive label, and for a ``negative`` larger than both the
+            number of labels that get a vector and 20.
         """
         if y is not None and _is_label_sets(y):
             raise ValueError(
@@ -443,6 +448,7 @@ class Label2VecTransformer(
         seed = int(rng.randint(np.iinfo(np.int32).max))
         workers = max(1, int(effective_n_jobs(self.n_jobs)))
         counts = np.bincount(Y_csr.indices, minlength=n_labels)
+        self._check_negative(int((counts >= self.min_count).sum()))
         tokens = np.array([str(j) for j in range(n_labels)], dtype=object)
         stop = threading.Event()
         corpus = _LabelSentences(Y_csr, tokens, shuffle=self.shuffle, rng=rng, stop=stop)
@@ -505,6 +511,19 @@ class Label2VecTransformer(
             workers,
         )
         return self
+
+    def _check_negative(self, n_vocab: int) -> None:
+        """Refuse a ``negative`` far above the number of labels (gensim's cost grows with
+        it, e.g. 90 s for 40 labels at 10**6, with nothing more to learn)."""
+        if n_vocab == 0 or self.negative <= max(n_vocab, _DEFAULT_NEGATIVE):
+            return  # no vocabulary: fit reports min_count with its own message
+        raise ValueError(
+            f"negative={self.negative} is more than the {n_vocab} labels that get a vector: "
+            f"every positive pair would draw each label about "
+            f"{self.negative / n_vocab:,.0f} times as a negative, which multiplies the "
+            f"training time without adding information. Pass negative <= "
+            f"{max(n_vocab, _DEFAULT_NEGATIVE)}."
+        )
 
     def _train(self, model: Any, corpus: _LabelSentences, stop: threading.Event) -> int:
         """Run gensim's training in a thread; Ctrl-C stops it cleanly. Returns epochs done."""

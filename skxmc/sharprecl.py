@@ -11,6 +11,7 @@ from torch import nn
 
 from ._augment import augment_texts
 from ._compat import Interval, StrOptions
+from ._memory import FLOAT32, check_allocation, check_trainable, encoder_hidden_size
 from ._persistence import persistent
 from .losses import (
     effective_number_weights,
@@ -19,6 +20,7 @@ from .losses import (
     rebalanced_targets,
 )
 from .text._classifier import EncoderModule, TransformerClassifierBase
+from .text._device import resolve_device
 from .text._tokenize import check_texts
 
 __all__ = ["SharpReCLClassifier"]
@@ -312,10 +314,58 @@ class SharpReCLClassifier(TransformerClassifierBase):
         Returns
         -------
         self
+
+        Raises
+        ------
+        MemoryError
+            Before the encoder loads, when ``projection_dim`` or the synthetic target
+            counts imply tensors larger than the memory of the training device; the error
+            (also a ValueError) names the parameter and the estimate in GiB.
         """
         return super().fit(X, y, X_augmented=X_augmented)
 
     # Hooks of TransformerClassifierBase -----------------------------------------------
+
+    def _validate_fit_data(self, X: Any, y: Any) -> tuple[list, np.ndarray]:
+        texts, y_encoded = super()._validate_fit_data(X, y)
+        # Here, before the encoder loads: a size that cannot fit fails in a second.
+        self._check_memory(len(texts), len(self.classes_))
+        return texts, y_encoded
+
+    def _check_memory(self, n_samples: int, n_classes: int) -> None:
+        """Refuse ``projection_dim`` / synthetic target counts whose tensors cannot fit."""
+        device = resolve_device(self.device)
+        hidden = encoder_hidden_size(self.encoder)
+        h = hidden or 1  # unknown until the encoder loads: a lower bound
+        width = f"hidden size {hidden}" if hidden else "a hidden size of at least 1"
+        d = int(self.projection_dim)
+        # Two heads (Linear h-h, BatchNorm, Linear h-d) and the classifier.
+        head_params = 2 * (h * h + 3 * h + h * d + d) + (h + 1) * n_classes
+        check_trainable(
+            FLOAT32 * head_params,
+            what="the two projection heads (hidden size x projection_dim each)",
+            parameter=f"projection_dim={d} and {width}",
+            device=device,
+            hint="lower projection_dim",
+        )
+        if self.contrastive_weight == 0 or not (self.simple_sampling or self.hard_mixup):
+            return
+        # Per step, each anchor (n_views x batch texts and the class prototypes) gathers its
+        # class's targets: (anchors, targets, projection_dim), next to the (classes,
+        # targets, projection_dim) target sets themselves.
+        anchors = self.n_views * min(int(self.batch_size), n_samples) + n_classes
+        targets = int(self.n_synthetic_positive) + int(self.n_synthetic_negative)
+        check_allocation(
+            FLOAT32 * d * targets * (anchors + n_classes),
+            what="the synthetic contrastive targets of one training step",
+            parameter=(
+                f"n_synthetic_positive={self.n_synthetic_positive}, n_synthetic_negative="
+                f"{self.n_synthetic_negative}, projection_dim={d} and {anchors} anchors "
+                f"(batch_size={self.batch_size}, n_views={self.n_views}, {n_classes} classes)"
+            ),
+            device=device,
+            hint="lower n_synthetic_negative, n_synthetic_positive, projection_dim or batch_size",
+        )
 
     def _build_module(self, encoder: nn.Module, n_classes: int) -> nn.Module:
         return _SharpReCLModule(encoder, self.pooling, n_classes, self.projection_dim)
