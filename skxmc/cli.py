@@ -15,7 +15,9 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import time
+import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -134,8 +136,20 @@ def _fit(args: argparse.Namespace) -> int:
             raise FileExistsError(
                 f"--model-dir {str(model_dir)!r} holds no skxmc model; refusing to overwrite it."
             )
+    _check_can_create(model_dir)
     texts, labels = load_text_jsonl(args.train)
     logger.info("read %d training records from %s", len(texts), args.train)
+    if not texts:
+        raise ValueError(
+            f"--train {args.train!r} has no records; it needs JSON lines such as "
+            f'{{"text": "...", "labels": ["..."]}}.'
+        )
+    if len(texts) < args.min_df:
+        # TF-IDF would fail with "max_df corresponds to < documents than min_df".
+        raise ValueError(
+            f"--train {args.train!r} has {len(texts)} record(s), fewer than --min-df "
+            f"{args.min_df}, so no term can be kept; use more records or a lower --min-df."
+        )
     labels = _label_lists(labels)
     t0 = time.perf_counter()
     vectorizer = _vectorizer(args)
@@ -146,7 +160,17 @@ def _fit(args: argparse.Namespace) -> int:
         n_jobs=args.n_jobs,
         verbose=args.verbose,
     )
-    pipe = make_pipeline(vectorizer, clf).fit(texts, labels)
+    try:
+        pipe = make_pipeline(vectorizer, clf).fit(texts, labels)
+    except ValueError as exc:
+        if hasattr(vectorizer, "vocabulary_"):
+            raise  # the ranker's error, which says what is wrong itself
+        # sklearn says "empty vocabulary; perhaps the documents only contain stop words".
+        raise ValueError(
+            f"--train {args.train!r} has no usable text: TF-IDF found no terms that occur in "
+            f"at least --min-df {args.min_df} records ({exc}). Check the 'text' fields, or "
+            f"lower --min-df."
+        ) from None
     fit_s = time.perf_counter() - t0
     save(pipe, model_dir, overwrite=args.overwrite)
     print(
@@ -156,12 +180,86 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predict(args: argparse.Namespace) -> int:
+def _check_can_create(model_dir: Path) -> None:
+    """Fail now, not after training, when ``model_dir`` cannot be created or replaced.
+
+    ``save`` writes a sibling directory and renames it into place, so what must be writable
+    is the parent, or the nearest folder that exists above a missing one.
+    """
+    folder = model_dir.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise FileExistsError(
+            f"--model-dir {str(model_dir)!r} cannot be created: {str(folder)!r} is a file."
+        )
+    try:
+        # A real attempt, as os.access() says yes to root even where mkdir fails (/sys).
+        probe = tempfile.mkdtemp(prefix=f".{model_dir.name}.", suffix=".probe", dir=folder)
+    except OSError as exc:
+        raise OSError(
+            f"--model-dir {str(model_dir)!r} cannot be written: {exc.strerror or exc} in "
+            f"{str(folder)!r} (checked before training)."
+        ) from None
+    os.rmdir(probe)
+
+
+def _check_output(output: str, input_path: str) -> None:
+    """Refuse an ``--output`` that cannot be written, before the model is loaded and run."""
+    if output == STDIN:
+        return
+    out = Path(output)
+    if out.is_dir():
+        raise ValueError(f"--output {output!r} is a directory; give a file name.")
+    if input_path != STDIN and out.exists() and Path(input_path).exists():
+        if os.path.samefile(out, input_path):
+            raise ValueError(
+                f"--output {output!r} is the --input file; writing the predictions would "
+                f"destroy it. Choose another --output."
+            )
+    if not out.parent.is_dir():
+        raise FileNotFoundError(
+            f"--output {output!r}: the folder {str(out.parent)!r} does not exist."
+        )
+
+
+def _load_model(model_dir: Path) -> Any:
+    """``skxmc.load`` with errors that name ``--model-dir``."""
     from ._persistence import load
 
+    old = model_dir.with_name(f".{model_dir.name}.old")
+    if not model_dir.exists() and old.is_dir():
+        # skxmc.save moves the previous model there just before moving the new one in.
+        raise FileNotFoundError(
+            f"--model-dir {str(model_dir)!r} does not exist, but {str(old)!r} holds the model "
+            f"an interrupted save moved aside; rename it back to use it."
+        )
+    try:
+        # load() reads skxmc.save directories and the older ranker/ + vectorizer.json layout.
+        return load(model_dir)
+    except FileNotFoundError:
+        raise
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        if str(model_dir) in str(exc):
+            raise
+        raise ValueError(
+            f"--model-dir {str(model_dir)!r} holds a model that cannot be read "
+            f"({type(exc).__name__}: {exc})."
+        ) from None
+
+
+def _write_predictions(out: Any, labels: np.ndarray, scores: np.ndarray) -> None:
+    for row_labels, row_scores in zip(labels.tolist(), scores.tolist()):
+        kept = [(lab, sc) for lab, sc in zip(row_labels, row_scores) if np.isfinite(sc)]
+        record = {"labels": [lab for lab, _ in kept], "scores": [round(sc, 6) for _, sc in kept]}
+        out.write(json.dumps(record) + "\n")
+    out.flush()
+
+
+def _predict(args: argparse.Namespace) -> int:
+    _check_output(args.output, args.input)
     model_dir = Path(args.model_dir)
-    # load() reads skxmc.save directories and the older ranker/ + vectorizer.json layout.
-    model = load(model_dir)
+    model = _load_model(model_dir)
     if not hasattr(model, "predict_topk"):
         raise ValueError(
             f"--model-dir {str(model_dir)!r} holds a {type(model).__name__}, which has no "
@@ -174,42 +272,33 @@ def _predict(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     labels, scores = model.predict_topk(texts, k=args.top_k)
     predict_s = time.perf_counter() - t0
-    out = sys.stdout if args.output == STDIN else open(args.output, "w", encoding="utf-8")
-    try:
-        for row_labels, row_scores in zip(labels.tolist(), scores.tolist()):
-            kept = [(lab, sc) for lab, sc in zip(row_labels, row_scores) if np.isfinite(sc)]
-            record = {
-                "labels": [lab for lab, _ in kept],
-                "scores": [round(sc, 6) for _, sc in kept],
-            }
-            out.write(json.dumps(record) + "\n")
-        out.flush()
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    if args.output == STDIN:
+        _write_predictions(sys.stdout, labels, scores)
+    else:
+        try:
+            with open(args.output, "w", encoding="utf-8") as out:
+                _write_predictions(out, labels, scores)
+        except OSError as exc:
+            raise OSError(
+                f"--output {args.output!r} cannot be written: {exc.strerror or exc}."
+            ) from None
     logger.info("predicted %d samples in %.2f s", len(texts), predict_s)
     return 0
 
 
-def _stdin_records() -> Iterator[tuple[int, dict]]:
-    """``(line number, object)`` of the JSON lines on standard input."""
-    for line_no, line in enumerate(sys.stdin, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"<stdin>: line {line_no} is not valid JSON ({exc.msg}).") from None
-        if not isinstance(record, dict):
-            raise ValueError(f"<stdin>: line {line_no} is not a JSON object.")
-        yield line_no, record
-
-
 def _records_of(path: str) -> Iterator[tuple[int, dict]]:
     """JSON-lines records of a file (plain or gzip), or of standard input for ``-``."""
-    from .datasets import _records
+    from .datasets import _decoded_lines, _json_records, _records
 
-    return _stdin_records() if path == STDIN else _records(path)
+    if path != STDIN:
+        return _records(path)
+    # The bytes, decoded line by line, so that bad UTF-8 is reported with its line;
+    # a replaced sys.stdin (tests, embedding) may have no .buffer.
+    buffer = getattr(sys.stdin, "buffer", None)
+    lines = (
+        _decoded_lines(buffer, "<stdin>") if buffer is not None else enumerate(sys.stdin, start=1)
+    )
+    return _json_records(lines, "<stdin>")
 
 
 def _texts_of(path: str) -> list[str]:
@@ -233,18 +322,30 @@ def _evaluate(args: argparse.Namespace) -> int:
     truth = _label_lists(truth)
     predicted, pred_scores = [], []
     for line_no, record in _records_of(args.pred):
-        if not isinstance(record.get("labels"), list):
-            raise ValueError(f"--pred {args.pred}: line {line_no}: 'labels' must be a list.")
-        predicted.append(record["labels"])
-        pred_scores.append(
-            record.get("scores") or [-float(i) for i in range(len(record["labels"]))]
-        )
+        where = f"--pred {args.pred}: line {line_no}"
+        row = record.get("labels")
+        if not isinstance(row, list):
+            raise ValueError(f"{where}: 'labels' must be a list.")
+        row_scores = record.get("scores")
+        if row_scores is None:  # a ranking without scores: rank order
+            row_scores = [-float(i) for i in range(len(row))]
+        elif not isinstance(row_scores, list) or len(row_scores) != len(row):
+            n = len(row_scores) if isinstance(row_scores, list) else type(row_scores).__name__
+            raise ValueError(
+                f"{where}: 'scores' must be a list with one score per label; got {n} for "
+                f"{len(row)} labels."
+            )
+        bad = [v for v in row_scores if not _is_number(v)]
+        if bad:
+            raise ValueError(f"{where}: 'scores' must be numbers, got {bad[0]!r:.40}.")
+        predicted.append(row)
+        pred_scores.append(row_scores)
     if len(predicted) != len(truth):
         raise ValueError(
             f"--pred has {len(predicted)} lines but --true has {len(truth)}; they must "
             f"describe the same samples in the same order."
         )
-    ks = sorted({int(k) for k in args.ks.split(",")})
+    ks = args.ks
     if args.train:
         _, train_labels = load_text_jsonl(args.train)
         train_labels = _label_lists(train_labels)
@@ -270,6 +371,24 @@ def _evaluate(args: argparse.Namespace) -> int:
     )
     _print_metrics(result, ks, normalized=normalized)
     return 0
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _ks(value: str) -> list[int]:
+    """``--ks``: comma-separated positive cut-offs; an ``argparse`` type, so that a bad
+    value is a usage error (exit 2) naming the option."""
+    try:
+        ks = sorted({int(k) for k in value.split(",")})
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive integers such as 1,3,5, got {value!r}"
+        ) from None
+    if ks[0] < 1:
+        raise argparse.ArgumentTypeError(f"cut-offs must be >= 1, got {value!r}")
+    return ks
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -323,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--pred", required=True, help="output of skxmc predict; - for standard input"
     )
     evaluate.add_argument("--train", help="training file, for propensity-scored metrics")
-    evaluate.add_argument("--ks", default="1,3,5", help="cut-offs (default 1,3,5)")
+    evaluate.add_argument("--ks", type=_ks, default="1,3,5", help="cut-offs (default 1,3,5)")
     evaluate.add_argument(
         "--unnormalized",
         action="store_true",
@@ -357,6 +476,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell tool killed by the closed pipe
+    except OSError as exc:  # after BrokenPipeError, a subclass; str(exc) names the file
+        print(f"skxmc {args.command}: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"skxmc {args.command}: interrupted", file=sys.stderr)
         return 130  # 128 + SIGINT, the shell's convention

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gzip
-import io
 import json
+import math
 import os
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterable, Iterator
+from contextlib import closing
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,30 +23,70 @@ __all__ = ["get_data_dir", "load_demo", "load_text_jsonl", "load_xc_bow", "make_
 
 PathLike = str | os.PathLike
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
-def _open_text(path: PathLike) -> io.TextIOBase:
+
+def _decoded_lines(stream: Iterable[bytes], name: str) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of the UTF-8 lines of a binary stream (plain or gzip).
+
+    Decoding line by line, not through a text wrapper, is what lets a bad byte be reported
+    with its line; a truncated or corrupt gzip stream becomes a ``ValueError`` naming
+    ``name`` instead of a bare ``EOFError`` / ``BadGzipFile`` / ``zlib.error``.
+    """
+    line_no = 0
+    try:
+        for line_no, raw in enumerate(stream, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(
+                    f"{name}: line {line_no} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at "
+                    f"byte {exc.start + 1} of the line); save the file as UTF-8."
+                ) from None
+            yield line_no, line
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise ValueError(
+            f"{name}: the gzip data is truncated or corrupt ({exc}); detected after line {line_no}."
+        ) from None
+    except OSError as exc:
+        if exc.filename is None:  # a read error (EIO, ...) carries no file name by itself
+            exc.filename = name
+        raise
+
+
+def _lines(path: PathLike) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of a UTF-8 text file, gzip-compressed or not (detected from
+    the content); errors name the file (and the line where known)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"path {str(path)!r} does not exist or is not a file.")
-    with open(path, "rb") as probe:
-        gzipped = probe.read(2) == b"\x1f\x8b"
-    if gzipped:
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+    with open(path, "rb") as raw:
+        gzipped = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        if gzipped:
+            with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
+                yield from _decoded_lines(unzipped, str(path))
+        else:
+            yield from _decoded_lines(raw, str(path))
+
+
+def _json_records(lines: Iterable[tuple[int, str]], name: str) -> Iterator[tuple[int, dict]]:
+    """``(line number, object)`` of JSON lines; blank lines are skipped."""
+    for line_no, line in lines:
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{name}: line {line_no} is not valid JSON ({exc.msg}).") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{name}: line {line_no} is not a JSON object.")
+        yield line_no, record
 
 
 def _records(path: PathLike) -> Iterator[tuple[int, dict]]:
-    with _open_text(path) as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {line_no} is not valid JSON ({exc.msg}).") from None
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}: line {line_no} is not a JSON object.")
-            yield line_no, record
+    """``(line number, object)`` of a JSON-lines file (plain or gzip)."""
+    return _json_records(_lines(path), str(path))
 
 
 def load_text_jsonl(
@@ -78,6 +120,14 @@ def load_text_jsonl(
         ``cross_val_score`` accept with their default ``cv``). Single-label files: the
         labels.
 
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` is not a file.
+    ValueError
+        For malformed content, naming the file and the line: invalid JSON or UTF-8, a
+        missing or mistyped field, a truncated or corrupt gzip stream.
+
     Examples
     --------
     >>> import json, tempfile, pathlib
@@ -95,35 +145,45 @@ def load_text_jsonl(
     labels: list = []
     kind: str | None = None
     pairs: bool | None = None
-    for line_no, record in _records(path):
-        where = f"{path}: line {line_no}"
-        text = record.get(text_field)
-        if not isinstance(text, str):
-            raise ValueError(f"{where}: field {text_field!r} must be a string, got {text!r:.60}.")
-        has_pair = text_pair_field in record
-        if pairs is None:
-            pairs = has_pair
-        elif has_pair != pairs:
-            raise ValueError(f"{where}: {text_pair_field!r} present on some lines only.")
-        if has_pair:
-            pair = record[text_pair_field]
-            if not isinstance(pair, str):
-                raise ValueError(f"{where}: field {text_pair_field!r} must be a string.")
-            text = (text, pair)
-        this_kind = "labels" if "labels" in record else "label" if "label" in record else None
-        if this_kind is None:
-            raise ValueError(f"{where}: the record has neither 'labels' nor 'label'.")
-        if kind is None:
-            kind = this_kind
-        elif kind != this_kind:
-            raise ValueError(f"{where}: mixes 'label' and 'labels' records in one file.")
-        value = record[this_kind]
-        if this_kind == "labels" and not isinstance(value, list):
-            raise ValueError(f"{where}: 'labels' must be a list, got {type(value).__name__}.")
-        if this_kind == "label" and isinstance(value, (list, dict)):
-            raise ValueError(f"{where}: 'label' must be a single label; use 'labels' for lists.")
-        texts.append(text)
-        labels.append(value)
+    with closing(_records(path)) as records:  # closes the file on an early error too
+        for line_no, record in records:
+            where = f"{path}: line {line_no}"
+            text = record.get(text_field)
+            if text_field not in record:
+                raise ValueError(
+                    f"{where}: the record has no {text_field!r} field (it has "
+                    f"{sorted(record)!r:.80})."
+                )
+            if not isinstance(text, str):
+                raise ValueError(
+                    f"{where}: field {text_field!r} must be a string, got {text!r:.60}."
+                )
+            has_pair = text_pair_field in record
+            if pairs is None:
+                pairs = has_pair
+            elif has_pair != pairs:
+                raise ValueError(f"{where}: {text_pair_field!r} present on some lines only.")
+            if has_pair:
+                pair = record[text_pair_field]
+                if not isinstance(pair, str):
+                    raise ValueError(f"{where}: field {text_pair_field!r} must be a string.")
+                text = (text, pair)
+            this_kind = "labels" if "labels" in record else "label" if "label" in record else None
+            if this_kind is None:
+                raise ValueError(f"{where}: the record has neither 'labels' nor 'label'.")
+            if kind is None:
+                kind = this_kind
+            elif kind != this_kind:
+                raise ValueError(f"{where}: mixes 'label' and 'labels' records in one file.")
+            value = record[this_kind]
+            if this_kind == "labels" and not isinstance(value, list):
+                raise ValueError(f"{where}: 'labels' must be a list, got {type(value).__name__}.")
+            if this_kind == "label" and isinstance(value, (list, dict)):
+                raise ValueError(
+                    f"{where}: 'label' must be a single label; use 'labels' for lists."
+                )
+            texts.append(text)
+            labels.append(value)
     if kind == "label":
         return texts, np.asarray(labels)
     return texts, as_label_sets(labels, indicator=False)
@@ -146,6 +206,15 @@ def load_xc_bow(path: PathLike) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     X : csr_matrix of float32, shape (num_points, num_features)
     Y : csr_matrix of float32, shape (num_points, num_labels)
 
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` is not a file.
+    ValueError
+        For malformed content, naming the file and the line: a bad header or point line,
+        ids outside the header's ranges, non-finite values, invalid UTF-8, a truncated or
+        corrupt gzip stream, or a point count that differs from the header.
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -160,8 +229,9 @@ def load_xc_bow(path: PathLike) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     array([[1., 1.],
            [0., 1.]], dtype=float32)
     """
-    with _open_text(path) as fh:
-        header = fh.readline().split()
+    with closing(_lines(path)) as lines:  # closes the file on an early error too
+        _, first_line = next(lines, (1, ""))
+        header = first_line.split()
         try:
             n_points, n_features, n_labels = (int(v) for v in header)
         except ValueError:
@@ -171,8 +241,8 @@ def load_xc_bow(path: PathLike) -> tuple[sp.csr_matrix, sp.csr_matrix]:
             ) from None
         x_indptr, x_indices, x_data = [0], [], []
         y_indptr, y_indices = [0], []
-        for line_no, line in enumerate(fh, start=2):
-            line = line.rstrip("\n")
+        for line_no, line in lines:
+            line = line.rstrip("\r\n")
             if not line.strip():
                 raise ValueError(f"{path}: line {line_no} is empty; every point needs a line.")
             try:
@@ -198,6 +268,16 @@ def load_xc_bow(path: PathLike) -> tuple[sp.csr_matrix, sp.csr_matrix]:
                     f"{path}: line {line_no} has a feature id outside [0, {n_features}) "
                     f"declared in the header."
                 )
+            # float() reads 'nan' and 'inf' (and a large exponent overflows to inf); no model
+            # can use them, and float32 storage would turn 1e39 into inf too.
+            bad = next(
+                (v for v in line_values if not math.isfinite(v) or abs(v) > _FLOAT32_MAX), None
+            )
+            if bad is not None:
+                raise ValueError(
+                    f"{path}: line {line_no} has a non-finite or float32-overflowing feature value "
+                    f"({bad!r}); feature values must be finite numbers."
+                )
             y_indices.extend(line_labels)
             x_indices.extend(line_features)
             x_data.extend(line_values)
@@ -205,13 +285,19 @@ def load_xc_bow(path: PathLike) -> tuple[sp.csr_matrix, sp.csr_matrix]:
             y_indptr.append(len(y_indices))
     n_read = len(x_indptr) - 1
     if n_read != n_points:
-        raise ValueError(f"{path}: the header declares {n_points} points but the file has {n_read}.")
+        raise ValueError(
+            f"{path}: the header declares {n_points} points but the file has {n_read}."
+        )
     X = sp.csr_matrix(
         (np.asarray(x_data, dtype=np.float32), np.asarray(x_indices, dtype=np.int32), x_indptr),
         shape=(n_points, n_features),
     )
     Y = sp.csr_matrix(
-        (np.ones(len(y_indices), dtype=np.float32), np.asarray(y_indices, dtype=np.int32), y_indptr),
+        (
+            np.ones(len(y_indices), dtype=np.float32),
+            np.asarray(y_indices, dtype=np.int32),
+            y_indptr,
+        ),
         shape=(n_points, n_labels),
     )
     for M in (X, Y):
