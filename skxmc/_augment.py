@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .exceptions import WordNetNotFoundError
+
 __all__ = [
     "AUGMENTATIONS",
     "WordNet",
@@ -39,10 +41,6 @@ _STOPWORDS = frozenset(
     "when where why how not no nor so too very can will just than there here all any both "
     "each few more most other some such only own same s t don should now".split()
 )
-
-
-class WordNetNotFoundError(FileNotFoundError):
-    """The WordNet database files are not installed."""
 
 
 def _candidate_dirs() -> list[Path]:

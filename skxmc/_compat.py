@@ -40,9 +40,19 @@ __all__ = [
     "_fit_context",
     "_num_samples",
     "validate_data",
+    "validate_estimator_params",
     "validate_params",
 ]
 
 #: ``(major, minor)`` of the installed scikit-learn, for version-dependent shims.
 _major, _minor = (int(part) for part in re.findall(r"\d+", sklearn.__version__)[:2])
 SKLEARN_VERSION: tuple[int, int] = (_major, _minor)
+
+
+def validate_estimator_params(estimator: object) -> None:
+    """Check ``estimator``'s parameters against its ``_parameter_constraints``, as ``fit``
+    does (``BaseEstimator._validate_params``, a private method); a no-op for objects
+    without it (e.g. a vectorizer of an old scikit-learn)."""
+    validate = getattr(estimator, "_validate_params", None)
+    if callable(validate):
+        validate()

@@ -21,6 +21,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .exceptions import InsufficientMemoryError
+
 __all__ = [
     "FLOAT32",
     "INT64",
@@ -36,24 +38,6 @@ __all__ = [
 _GIB = 2**30
 FLOAT32 = 4
 INT64 = 8
-
-
-class InsufficientMemoryError(MemoryError, ValueError):
-    """A hyperparameter implies tensors larger than the memory of the device.
-
-    Subclasses :class:`MemoryError` (it is one, found before the allocation) and
-    :class:`ValueError` (the fix is a smaller parameter value; scikit-learn tools and the
-    ``skxmc`` command line report ``ValueError`` as an invalid-input error, not a crash).
-
-    Attributes
-    ----------
-    n_bytes : int
-        The estimated size.
-    limit_bytes : int
-        The memory of the device it was compared with.
-    parameter : str
-        The parameter(s) that set the size, as given to :func:`check_allocation`.
-    """
 
 
 def format_gib(n_bytes: float) -> str:

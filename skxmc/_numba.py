@@ -23,11 +23,9 @@ from typing import Any
 
 from numba import njit
 
+from .exceptions import NumbaCacheWarning
+
 __all__ = ["NumbaCacheWarning", "jit"]
-
-
-class NumbaCacheWarning(UserWarning):
-    """numba has no writable cache location: kernels are compiled in every process."""
 
 
 _warned = False

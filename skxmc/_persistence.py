@@ -54,6 +54,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.pipeline import Pipeline as _SklearnPipeline
 
+from ._compat import validate_estimator_params
 from ._vectorizers import is_text_vectorizer, vectorizer_from_state, vectorizer_to_state
 from .pipeline import Pipeline, make_pipeline
 
@@ -373,11 +374,8 @@ def _checked_params(cls: type, params: Any, source: Path) -> dict:
 
 def _validate_loaded_params(est: Any, source: Path) -> None:
     # The checks fit runs (parameter constraints): a loaded model must not skip them.
-    validate = getattr(est, "_validate_params", None)
-    if not callable(validate):
-        return
     try:
-        validate()
+        validate_estimator_params(est)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{source}: invalid parameter of {type(est).__name__}: {exc}") from exc
 
@@ -806,7 +804,7 @@ def save(estimator: Any, directory: str | os.PathLike, *, overwrite: bool = Fals
                     f"directory {str(directory)!r} already holds a model; pass overwrite=True "
                     f"to replace it."
                 )
-            _refuse_foreign_entries(directory)
+            refuse_foreign_entries(directory)
     store = _ArrayStore()
     spec = _encode(estimator, "model", store)
     config = {"format_version": store.format_version, "skxmc_version": __version__, "model": spec}
@@ -824,7 +822,7 @@ def save(estimator: Any, directory: str | os.PathLike, *, overwrite: bool = Fals
         config[MANIFEST_KEY] = _build_manifest(tmp)
         (tmp / CONFIG_NAME).write_text(json.dumps(config, indent=1), encoding="utf-8")
         if directory.exists():
-            _refuse_foreign_entries(directory)  # again: files may have arrived meanwhile
+            refuse_foreign_entries(directory)  # again: files may have arrived meanwhile
             if not _exchange(tmp, directory):
                 old = directory.with_name(f".{directory.name}.old")
                 shutil.rmtree(old, ignore_errors=True)
@@ -841,7 +839,9 @@ def save(estimator: Any, directory: str | os.PathLike, *, overwrite: bool = Fals
     return directory
 
 
-def _refuse_foreign_entries(directory: Path) -> None:
+def refuse_foreign_entries(directory: Path) -> None:
+    """Raise ``FileExistsError`` listing the entries of ``directory`` that are not part of the
+    model saved there (overwriting would delete them)."""
     foreign = _foreign_entries(directory)
     if foreign:
         shown = ", ".join(foreign[:10]) + (

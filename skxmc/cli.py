@@ -117,7 +117,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from ._persistence import holds_model, save
+    from ._persistence import holds_model, refuse_foreign_entries, save
     from .datasets import load_text_jsonl
     from .linear import XRLinearClassifier
     from .pipeline import make_pipeline
@@ -136,6 +136,7 @@ def _fit(args: argparse.Namespace) -> int:
             raise FileExistsError(
                 f"--model-dir {str(model_dir)!r} holds no skxmc model; refusing to overwrite it."
             )
+        refuse_foreign_entries(model_dir)  # before training, not after
     _check_can_create(model_dir)
     texts, labels = load_text_jsonl(args.train)
     logger.info("read %d training records from %s", len(texts), args.train)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import warnings
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,28 @@ class SNMModule(torch.nn.Module):
         """Normalised class vectors of ``labels`` (any shape), or of every class."""
         w = self.labels.weight if labels is None else self.labels(labels)
         return F.normalize(w, dim=-1)
+
+
+def _check_not_collapsed(module: SNMModule, inputs: tuple, est: Any) -> None:
+    """Warn when training left every sample on the zero vector (all ReLUs dead): the
+    loss stays finite, so nothing else notices, and every score is 0 (e.g. a learning
+    rate of 1e9)."""
+    with torch.inference_mode():
+        norms = module.embed(inputs).float().norm(dim=1)
+    if not torch.isfinite(norms).all():
+        raise FloatingPointError(
+            f"SNMClassifier training diverged: the embeddings hold NaN or infinity; lower "
+            f"learning_rate (now {est.learning_rate}) or input_learning_rate (now "
+            f"{est.input_learning_rate})."
+        )
+    if len(norms) and bool((norms < 1e-6).all()):
+        warnings.warn(
+            f"SNMClassifier training collapsed: every training sample maps to the zero "
+            f"vector, so every label scores 0. Lower learning_rate (now {est.learning_rate}) "
+            f"or input_learning_rate (now {est.input_learning_rate}).",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def csr_inputs(X: sp.csr_matrix, device: torch.device | str = "cpu") -> tuple[torch.Tensor, ...]:
@@ -523,6 +546,7 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         finally:
             self._trainer = None
         module.eval()
+        _check_not_collapsed(module, self._inputs(X[:_EMBED_ROWS], trainer.device), self)
         self._index_labels()
         self.loss_curve_ = [float(v) for v in result.loss_curve]
         self.n_iter_ = math.ceil(result.epochs)

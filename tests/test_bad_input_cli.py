@@ -733,3 +733,23 @@ def test_9_cli_predict_points_to_a_model_moved_aside(files, tmp_path, capsys):
     assert main(argv) == EXIT_USER_ERROR
     err = capsys.readouterr().err
     assert "skxmc predict: error:" in err and ".model.old" in err and "rename it back" in err
+
+
+def test_9_cli_overwrite_with_foreign_files_fails_before_training(files, capsys, monkeypatch):
+    import shutil
+
+    from skxmc.pipeline import Pipeline
+
+    target = files.root / "model-with-notes"
+    shutil.copytree(files.model, target)
+    (target / "notes.txt").write_text("mine")
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("trained although the overwrite would be refused")
+
+    monkeypatch.setattr(Pipeline, "fit", no_fit)
+    argv = _fit(files, files.train, target, "--min-df", "1", "--overwrite")
+    assert main(argv) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert "skxmc fit: error:" in err and "notes.txt" in err
+    assert (target / "notes.txt").read_text() == "mine"

@@ -264,11 +264,6 @@ def test_label2vec_reasonable_negative_is_accepted(n_labels, negative):
     assert l2v.embeddings_.shape == (n_labels, 4)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SNM learning_rate=1e9 kills every ReLU (finite weights, all-zero scores); the "
-    "check belongs after training in SNMClassifier.fit, outside this change",
-)
 def test_snm_diverged_learning_rate_is_reported():  # 3-hyper-snm-learning_rate=1e9
     X, Y = snm_data()
     clf = SNMClassifier(
@@ -282,3 +277,19 @@ def test_snm_diverged_learning_rate_is_reported():  # 3-hyper-snm-learning_rate=
             assert "learning_rate" in str(exc)
             return
     assert any("learning_rate" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize(
+    "y, match",
+    [
+        pytest.param([0.5, 1.5, 2.25, 0.5], "continuous", id="2-bady-sharprecl-continuous-y"),
+        pytest.param(
+            np.array([1, "a", 1, "a"], dtype=object), "mixes label types", id="2-bady-mixed-y"
+        ),
+    ],
+)
+def test_text_classifiers_refuse_unusable_targets(y, match):
+    from skxmc.text._classifier import check_class_labels
+
+    with pytest.raises(ValueError, match=match):
+        check_class_labels(y, n_samples=4)

@@ -116,3 +116,21 @@ def test_oldest_sklearn_job_tests_the_claimed_minimum():
     )
     assert match, "Makefile has no SKLEARN_OLDEST ?= X.Y.Z"
     assert (int(match[1]), int(match[2])) == _claimed_minimum()
+
+
+def test_exceptions_have_one_home_and_import_no_torch():
+    import subprocess
+    import sys
+
+    import skxmc.exceptions as exc
+    from skxmc import _memory, _numba
+    from skxmc.text import CheckpointMismatchWarning, TrainingInterruptedWarning
+
+    assert _memory.InsufficientMemoryError is exc.InsufficientMemoryError
+    assert _numba.NumbaCacheWarning is exc.NumbaCacheWarning
+    assert TrainingInterruptedWarning is exc.TrainingInterruptedWarning
+    assert CheckpointMismatchWarning is exc.CheckpointMismatchWarning
+    assert issubclass(exc.InsufficientMemoryError, (MemoryError, ValueError))
+    code = "import sys, skxmc.exceptions; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr

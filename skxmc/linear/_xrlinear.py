@@ -574,8 +574,11 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         Returns
         -------
         labels : ndarray of shape (n_samples, k)
-            Label identifiers from ``classes_``; empty slots (fewer than ``k`` labels
-            reached) hold -1 for integer labels and None otherwise.
+            Label identifiers from ``classes_``. Empty slots (fewer than ``k`` labels
+            reached) hold a value that is never a label (see
+            :func:`skxmc._labels.indices_to_labels`: -1, or ``min(classes_) - 1`` when
+            the classes include -1; NaN for float labels; None otherwise) and score
+            ``-inf``, which the metrics read as empty.
         scores : ndarray of shape (n_samples, k)
             Path scores; ``-inf`` in empty slots.
         """

@@ -37,6 +37,7 @@ from ._seed import seed_everything
 from ._sentence import SentenceEncoder, read_sentence_transformers_folder, sentence_embeddings
 from ._tokenize import DEFAULT_MAX_LENGTH, TextBatch, TokenizedTexts, check_texts, tokenize
 from ._training import (
+    CheckpointMismatchWarning,
     ParamGroup,
     Trainer,
     TrainingInterruptedWarning,
@@ -59,6 +60,7 @@ from ._weights import (
 __all__ = [
     "DEFAULT_MAX_LENGTH",
     "POOLING_OPTIONS",
+    "CheckpointMismatchWarning",
     "EncoderNotFoundError",
     "ParamGroup",
     "SentenceEncoder",

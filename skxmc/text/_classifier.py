@@ -73,6 +73,19 @@ def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("y contains NaN or infinity.")
     if y.dtype == object and any(v is None for v in y):
         raise ValueError("y contains None.")
+    if y.dtype.kind == "f" and not np.all(y == np.round(y)):
+        bad = y[y != np.round(y)][0]
+        raise ValueError(
+            f"Unknown label type: continuous. y holds non-integer numbers such as {bad!r}; "
+            f"class labels must be identifiers (str or int), not continuous values."
+        )
+    if y.dtype == object:
+        kinds = {type(v).__name__ for v in y.tolist()}
+        if len(kinds) > 1:
+            raise ValueError(
+                f"y mixes label types {sorted(kinds)}; use one type for all class labels "
+                f"(e.g. convert every label with str())."
+            )
     classes, y_encoded = np.unique(y, return_inverse=True)
     if len(classes) < 2:
         raise ValueError(

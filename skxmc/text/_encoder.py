@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..exceptions import EncoderNotFoundError
 from ._device import autocast, resolve_device
 from ._tokenize import DEFAULT_MAX_LENGTH, TokenizedTexts, tokenize
 
@@ -31,13 +32,6 @@ logger = logging.getLogger(__name__)
 
 #: Pooling modes of :func:`pool`. ``"pooler"`` is BERT's tanh layer over ``[CLS]``.
 POOLING_OPTIONS = ("cls", "pooler", "mean", "max", "mean_sqrt_len")
-
-
-class EncoderNotFoundError(OSError):
-    """An encoder name is neither a local directory nor loadable from the Hugging Face hub.
-
-    Subclasses :class:`OSError`, which is what ``transformers`` raises in this case.
-    """
 
 
 def bundled_minilm_path() -> str | None:

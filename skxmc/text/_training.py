@@ -27,8 +27,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from skxmc._logging import progress
-
+from .._logging import progress
+from ..exceptions import CheckpointMismatchWarning, TrainingInterruptedWarning
 from ._checkpoint import (
     capture_rng_state,
     data_fingerprint,
@@ -58,15 +58,6 @@ OPTIMIZERS = ("auto", "adamw", "adam", "sparse_adam", "sgd")
 SCHEDULES = ("linear", "constant")
 _NORM_TYPES = (nn.LayerNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm)
 _END = object()  # end-of-epoch sentinel (a batch may be any object)
-
-
-class TrainingInterruptedWarning(UserWarning):
-    """Training stopped early on Ctrl-C; the model keeps the last completed step's weights."""
-
-
-class CheckpointMismatchWarning(UserWarning):
-    """``checkpoint_dir`` held the finished checkpoint of another fit (other data or
-    parameters); it was not reused, training started from scratch and replaces it."""
 
 
 @dataclasses.dataclass
