@@ -23,6 +23,7 @@ dense outputs the others get the estimator's lowest score (``_score_floor``), an
 
 from __future__ import annotations
 
+import textwrap
 import warnings
 from numbers import Integral
 from typing import Any
@@ -59,17 +60,39 @@ def check_not_raw_text(X: Any, estimator: str) -> None:
         )
 
 
+#: The parameters every ranker shares, documented once: a subclass's docstring holds the
+#: line ``{ranker_output_params}`` where they belong (``__init_subclass__`` fills it).
+RANKER_OUTPUT_PARAMS = """\
+classes : array-like of shape (n_labels,), default=None
+    A fixed label space (as ``MultiLabelBinarizer(classes=...)``): the columns of every
+    output, in this order; labels of ``Y`` outside it are ignored with a warning. Set it
+    for ``cross_val_predict`` on label collections, where each fold would otherwise learn
+    its own columns. None: the labels seen in ``fit``.
+sparse_output : bool, default=False
+    Return CSR from ``predict``, ``decision_function`` and ``predict_proba`` whatever the
+    target. False: outputs follow ``Y`` as in sklearn's ``OneVsRestClassifier`` (1-D
+    labels for a 1-D target, dense for a dense indicator, CSR for sparse ``Y`` or label
+    collections). Set it with a dense ``Y`` of many labels."""
+
+
 class MultiLabelRankerMixin:
     """Mixin (before ``BaseEstimator`` in the bases) of the multi-label rankers.
 
-    Subclasses have ``classes_``, ``target_type_``, the parameters ``top_k`` and
-    ``sparse_output``, and implement ``_rank_scores(X, k)``: validated ``X`` in, a CSR
+    Subclasses have ``classes_``, ``target_type_``, the parameters ``top_k``, ``classes``
+    and ``sparse_output``, and implement ``_rank_scores(X, k)``: validated ``X`` in, a CSR
     ``(n, L)`` of the scores of each row's ``k`` best labels out (all the labels the search
     reaches when ``k`` is None), plus ``_score_floor`` and ``_proba_of(scores)`` (scores
     mapped into [0, 1]).
     """
 
     _score_floor: float = 0.0
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        marker = "    {ranker_output_params}"
+        if cls.__doc__ and marker in cls.__doc__:
+            shared = textwrap.indent(RANKER_OUTPUT_PARAMS, "    ")
+            cls.__doc__ = cls.__doc__.replace(marker, shared)
 
     def _resolve_k(self, k: int | None) -> int:
         """``k`` (``top_k`` when None) validated, and clipped with a warning to the number

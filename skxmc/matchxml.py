@@ -237,14 +237,7 @@ class MatchXMLClassifier(
     top_k : int, default=10
         Labels returned per text by ``predict`` and ``predict_topk``; values above the
         number of labels are clipped with a warning.
-    classes : array-like of shape (n_labels,), default=None
-        A fixed label space (as ``MultiLabelBinarizer(classes=...)``): the columns of every
-        output, in this order; labels of ``Y`` outside it are ignored with a warning. Set it
-        for ``cross_val_predict`` on label collections. None: the labels seen in ``fit``.
-    sparse_output : bool, default=False
-        Return CSR from ``predict``, ``decision_function`` and ``predict_proba`` whatever
-        the target. False: outputs follow ``Y`` (1-D labels for a 1-D target, dense for a
-        dense indicator, CSR for sparse ``Y`` or label collections).
+    {ranker_output_params}
     device : str, default="auto"
         ``"auto"`` (CUDA when available, with bfloat16 autocast), ``"cpu"``, ``"cuda"``.
     random_state : int, RandomState instance or None, default=0

@@ -226,14 +226,7 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         Labels returned per sample by ``predict`` and ``predict_topk`` and scored by CSR
         ``decision_function`` / ``predict_proba`` (dense outputs score every label);
         values above the number of labels are clipped with a warning.
-    classes : array-like of shape (n_labels,), default=None
-        A fixed label space (as ``MultiLabelBinarizer(classes=...)``): the columns of every
-        output, in this order; labels of ``Y`` outside it are ignored with a warning. Set it
-        for ``cross_val_predict`` on label collections. None: the labels seen in ``fit``.
-    sparse_output : bool, default=False
-        Return CSR from ``predict``, ``decision_function`` and ``predict_proba`` whatever
-        the target. False: outputs follow ``Y`` (1-D labels for a 1-D target, dense for a
-        dense indicator, CSR for sparse ``Y`` or label collections).
+    {ranker_output_params}
     search : {"auto", "exact", "approximate"}, default="auto"
         How ``predict*`` find each sample's best labels. ``"exact"``: every class vector,
         in blocks (never a dense ``(n_samples, n_labels)``). ``"approximate"``: a faiss

@@ -456,3 +456,10 @@ def test_multiclass_neural_estimators_in_dataframe_workflows(kind, tiny_bert_dir
     out = model[0].transform(df)
     assert list(out.columns)[-1] == "remainder__n_words"
     assert model.predict(df).shape == (len(df),)
+
+
+def test_shared_parameter_docs_are_filled_in():
+    for cls in (XRLinearClassifier, SNMClassifier, MatchXMLClassifier):
+        doc = cls.__doc__
+        assert "{ranker_output_params}" not in doc
+        assert "    classes : array-like" in doc and "    sparse_output : bool" in doc

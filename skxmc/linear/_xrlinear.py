@@ -169,16 +169,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     top_k : int, default=10
         Labels returned per sample by ``predict`` and ``predict_topk``. Values above the
         number of labels are clipped with a warning.
-    classes : array-like of shape (n_labels,), default=None
-        A fixed label space (as ``MultiLabelBinarizer(classes=...)``): the columns of every
-        output, in this order; labels of ``Y`` outside it are ignored with a warning. Set it
-        for ``cross_val_predict`` on label collections, where each fold would otherwise
-        learn its own columns. None: the labels seen in ``fit``.
-    sparse_output : bool, default=False
-        Return CSR from ``predict``, ``decision_function`` and ``predict_proba`` whatever
-        the target. False: outputs follow ``Y`` as in sklearn's ``OneVsRestClassifier``
-        (1-D labels for a 1-D target, dense for a dense indicator, CSR for sparse ``Y`` or
-        label collections). Set it with a dense ``Y`` of many labels.
+    {ranker_output_params}
     post_processor : {"l3-hinge", "sigmoid", "noop"}, default="l3-hinge"
         How a node's score combines with its parent's: ``exp(-max(1 - v, 0) ** 3)`` or a
         sigmoid multiplied along the path, or the raw score of the last layer.
