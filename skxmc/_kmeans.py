@@ -157,6 +157,57 @@ def _scores(indptr, indices, data, dense, is_dense, seg, lo, hi, c, scores):
 
 
 @jit(nogil=True)
+def _less(a, b):
+    """``a < b`` with NaN above every number (numpy's sort order)."""
+    return a < b or (b != b and a == a)
+
+
+@jit(nogil=True)
+def _select(a, n, k):
+    """The ``k``-th smallest of ``a[:n]`` (0-based), reordering ``a[:n]`` in place.
+
+    Hoare's selection with a median-of-three pivot, in place of ``np.partition``: the
+    value is the same (the k-th order statistic is unique), and numba's ``np.partition``
+    costs about 10 s of compilation (it pulls in ``np.unique``, a quicksort and string
+    formatting for its error messages) against well under one for this loop.
+    """
+    lo = 0
+    hi = n - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        # median of a[lo], a[mid], a[hi] as the pivot: a value inside the range, which
+        # stops both scans below
+        x = a[mid]
+        if _less(x, a[lo]):
+            x = a[lo]
+            if _less(a[hi], x):
+                x = a[hi] if _less(a[mid], a[hi]) else a[mid]
+        elif _less(a[hi], x):
+            x = a[hi] if _less(a[lo], a[hi]) else a[lo]
+        i = lo
+        j = hi
+        while i <= j:
+            while _less(a[i], x):
+                i += 1
+            while _less(x, a[j]):
+                j -= 1
+            if i <= j:
+                tmp = a[i]
+                a[i] = a[j]
+                a[j] = tmp
+                i += 1
+                j -= 1
+        # a[lo:j + 1] <= x <= a[i:hi + 1] and a[j + 1:i] == x
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return a[k]
+    return a[k]
+
+
+@jit(nogil=True)
 def _partition(seg, scores, half, prev, ids, sc):
     """Cut ``seg`` at ``half`` by ``(score, id)``; keep the old left half in ``prev``.
 
@@ -166,6 +217,7 @@ def _partition(seg, scores, half, prev, ids, sc):
     so a merge gives the id order; a selection finds the cut score ``t``; one pass in
     id order sends ``score < t`` left, ``score > t`` right and the lowest ids of
     ``score == t`` left until the left half is full, which leaves both halves sorted.
+    ``scores`` is used as the selection's work buffer (its values are lost).
     """
     n = seg.shape[0]
     # Merge the two sorted halves into id order, carrying the scores along.
@@ -180,8 +232,13 @@ def _partition(seg, scores, half, prev, ids, sc):
             ids[p] = seg[b]
             sc[p] = scores[b]
             b += 1
-    prev[:half] = seg[:half]
-    t = np.partition(sc[:n], half)[half]
+    # Element loops, not slice assignments (``prev[:half] = seg[:half]``): numba compiles
+    # those with a shape check whose error message pulls in seconds of string formatting.
+    for p in range(half):
+        prev[p] = seg[p]
+    for p in range(n):
+        scores[p] = sc[p]
+    t = _select(scores, n, half)
     n_tied_left = half
     for p in range(n):
         if sc[p] < t:
@@ -228,37 +285,59 @@ def _moved(seg, prev, half, to_left, to_right):
 
 
 @jit(nogil=True)
-def _update_sums(indptr, indices, data, dense, is_dense, to_left, n_left, to_right,
-                 n_right, s_r, s_l):
+def _update_sums(
+    indptr, indices, data, dense, is_dense, to_left, n_left, to_right, n_right, s_r, s_l
+):
     """Move the rows that changed side from one centre sum to the other."""
-    _add_rows(indptr, indices, data, dense, is_dense, to_left, 0, n_left, 1.0, s_l)
-    _add_rows(indptr, indices, data, dense, is_dense, to_left, 0, n_left, -1.0, s_r)
-    _add_rows(indptr, indices, data, dense, is_dense, to_right, 0, n_right, 1.0, s_r)
-    _add_rows(indptr, indices, data, dense, is_dense, to_right, 0, n_right, -1.0, s_l)
+    zero = np.int64(0)  # a literal 0 would compile _add_rows once more (see _split_node)
+    _add_rows(indptr, indices, data, dense, is_dense, to_left, zero, n_left, 1.0, s_l)
+    _add_rows(indptr, indices, data, dense, is_dense, to_left, zero, n_left, -1.0, s_r)
+    _add_rows(indptr, indices, data, dense, is_dense, to_right, zero, n_right, 1.0, s_r)
+    _add_rows(indptr, indices, data, dense, is_dense, to_right, zero, n_right, -1.0, s_l)
 
 
 @jit(nogil=True)
-def _split_node(indptr, indices, data, dense, is_dense, seg, pick_r, pick_l, max_iter,
-                s_r, s_l, c, mark, touched, scores, prev, to_left, to_right, ids, sc):
+def _split_node(
+    indptr,
+    indices,
+    data,
+    dense,
+    is_dense,
+    seg,
+    pick_r,
+    pick_l,
+    max_iter,
+    s_r,
+    s_l,
+    c,
+    mark,
+    touched,
+    scores,
+    prev,
+    to_left,
+    to_right,
+    ids,
+    sc,
+):
     """Balanced spherical 2-means on one node, in place on ``seg`` (one thread)."""
     n = seg.shape[0]
     half = n // 2
     u = _touched_features(indptr, indices, is_dense, c.shape[0], seg, mark, touched)
-    picks = np.empty(2, dtype=seg.dtype)
-    picks[0] = seg[pick_r]
-    picks[1] = seg[pick_l]
+    # Integer constants passed to another kernel are typed as literals and would compile
+    # it once per distinct constant: int64 variables keep one signature per kernel.
+    zero = np.int64(0)
     full = True
     for it in range(max_iter):
         if it == 0:
             _reset(s_r, s_l, touched, u)
-            _add_rows(indptr, indices, data, dense, is_dense, picks, 0, 1, 1.0, s_r)
-            _add_rows(indptr, indices, data, dense, is_dense, picks, 1, 2, 1.0, s_l)
+            _add_rows(indptr, indices, data, dense, is_dense, seg, pick_r, pick_r + 1, 1.0, s_r)
+            _add_rows(indptr, indices, data, dense, is_dense, seg, pick_l, pick_l + 1, 1.0, s_l)
         elif full:
             _reset(s_r, s_l, touched, u)
             _add_rows(indptr, indices, data, dense, is_dense, seg, half, n, 1.0, s_r)
-            _add_rows(indptr, indices, data, dense, is_dense, seg, 0, half, 1.0, s_l)
+            _add_rows(indptr, indices, data, dense, is_dense, seg, zero, half, 1.0, s_l)
         _combine(s_r, s_l, touched, u, it > 0, c)
-        _scores(indptr, indices, data, dense, is_dense, seg, 0, n, c, scores)
+        _scores(indptr, indices, data, dense, is_dense, seg, zero, n, c, scores)
         if not _partition(seg, scores, half, prev, ids, sc):
             break
         if it > 0:
@@ -266,29 +345,97 @@ def _split_node(indptr, indices, data, dense, is_dense, seg, pick_r, pick_l, max
             # Moving a row costs two row updates; re-summing the node costs one per row.
             full = 4 * (n_left + n_right) >= n
             if not full:
-                _update_sums(indptr, indices, data, dense, is_dense, to_left, n_left,
-                             to_right, n_right, s_r, s_l)
+                _update_sums(
+                    indptr,
+                    indices,
+                    data,
+                    dense,
+                    is_dense,
+                    to_left,
+                    n_left,
+                    to_right,
+                    n_right,
+                    s_r,
+                    s_l,
+                )
 
 
 @jit(nogil=True)
-def _split_nodes(indptr, indices, data, dense, is_dense, elements, starts, ends, picks_r,
-                 picks_l, node_ids, max_iter, s_r, s_l, c, mark, touched, scores, prev,
-                 to_left, to_right, ids, sc):
+def _split_nodes(
+    indptr,
+    indices,
+    data,
+    dense,
+    is_dense,
+    elements,
+    starts,
+    ends,
+    picks_r,
+    picks_l,
+    node_ids,
+    max_iter,
+    s_r,
+    s_l,
+    c,
+    mark,
+    touched,
+    scores,
+    prev,
+    to_left,
+    to_right,
+    ids,
+    sc,
+):
     """Split the listed nodes of one level one after the other (one worker thread)."""
     for q in range(node_ids.shape[0]):
         v = node_ids[q]
-        seg = elements[starts[v]:ends[v]]
-        _split_node(indptr, indices, data, dense, is_dense, seg, picks_r[v], picks_l[v],
-                    max_iter, s_r, s_l, c, mark, touched, scores, prev, to_left, to_right,
-                    ids, sc)
+        seg = elements[starts[v] : ends[v]]
+        _split_node(
+            indptr,
+            indices,
+            data,
+            dense,
+            is_dense,
+            seg,
+            picks_r[v],
+            picks_l[v],
+            max_iter,
+            s_r,
+            s_l,
+            c,
+            mark,
+            touched,
+            scores,
+            prev,
+            to_left,
+            to_right,
+            ids,
+            sc,
+        )
 
 
 def _as_kernel_args(E: object) -> tuple:
-    """``(indptr, indices, data, dense, is_dense)`` for a CSR matrix or a dense array."""
+    """``(indptr, indices, data, dense, is_dense)`` for a CSR matrix or a dense array.
+
+    One dtype set whatever the input (``indptr`` int64, ``indices`` int32, float32 values,
+    the same for the unused placeholders), so that every kernel compiles once: scipy
+    stores int32 or int64 indices depending on the matrix size and how it was built.
+    """
     if isinstance(E, np.ndarray):
-        empty_i = np.zeros(1, dtype=np.int32)
-        return empty_i, empty_i, np.zeros(1, dtype=np.float32), E, True
-    return E.indptr, E.indices, E.data, np.zeros((1, 1), dtype=np.float32), False
+        return (
+            np.zeros(1, dtype=np.int64),
+            np.zeros(1, dtype=np.int32),
+            np.zeros(1, dtype=np.float32),
+            np.ascontiguousarray(E, dtype=np.float32),
+            True,
+        )
+    return (
+        E.indptr.astype(np.int64, copy=False),
+        E.indices.astype(np.int32, copy=False),
+        E.data.astype(np.float32, copy=False),
+        np.zeros((1, 1), dtype=np.float32),
+        False,
+    )
 
 
 def _feature_buffers(n_features: int) -> tuple:
@@ -337,8 +484,18 @@ def split_level(
 
     def work(t: int) -> None:
         node_ids = np.arange(t, n_nodes, n_threads, dtype=np.int64)
-        _split_nodes(*args, elements, starts, ends, picks_r, picks_l, node_ids, max_iter,
-                     *_feature_buffers(E.shape[1]), *_node_buffers(max_size))
+        _split_nodes(
+            *args,
+            elements,
+            starts,
+            ends,
+            picks_r,
+            picks_l,
+            node_ids,
+            max_iter,
+            *_feature_buffers(E.shape[1]),
+            *_node_buffers(max_size),
+        )
 
     n_workers = min(n_threads, n_nodes)
     if n_workers == 1:
@@ -372,7 +529,7 @@ def split_node_threaded(
     bounds = np.linspace(0, n, n_threads + 1).astype(np.int64)
     chunks = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
     u = _touched_features(indptr, indices, is_dense, E.shape[1], seg, mark, touched)
-    picks = np.array([seg[pick_r], seg[pick_l]], dtype=seg.dtype)
+    pick_r, pick_l = int(pick_r), int(pick_l)
 
     def add_half(side: int) -> None:
         if side == 0:
@@ -388,8 +545,8 @@ def split_node_threaded(
     for it in range(max_iter):
         if it == 0:
             _reset(s_r, s_l, touched, u)
-            _add_rows(*args, picks, 0, 1, 1.0, s_r)
-            _add_rows(*args, picks, 1, 2, 1.0, s_l)
+            _add_rows(*args, seg, pick_r, pick_r + 1, 1.0, s_r)
+            _add_rows(*args, seg, pick_l, pick_l + 1, 1.0, s_l)
         elif full:
             _reset(s_r, s_l, touched, u)
             list(map_fn(add_half, range(2)))

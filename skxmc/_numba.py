@@ -1,34 +1,106 @@
-"""``jit``: numba's ``njit`` with an on-disk cache when one can be written, else without.
+"""``jit``: numba's ``njit`` with an on-disk cache; a notice while compiling; ``warmup``.
 
-Every numba kernel of skxmc is compiled through :func:`jit`. Its caching differs from
-``njit(cache=True)`` in one respect only: ``njit(cache=True)`` raises at decoration time
-(``RuntimeError: cannot cache function ...: no locator available``), that is while
-``import skxmc`` runs, when numba finds no writable cache location. There is none for a
-read-only install (a system site-packages, a container image) used by someone without a
-writable ``HOME`` and without ``NUMBA_CACHE_DIR``. :func:`jit` then compiles the kernel
-without a cache: each new process compiles it again (slower start, same results), and one
-warning says how to get the cache back.
+Every numba kernel of skxmc is compiled through :func:`jit`.
 
-Why fall back instead of pointing ``NUMBA_CACHE_DIR`` to a temporary folder: the variable is
-read once, when numba is imported, and is global to every numba user of the process, so
-skxmc would have to change another library's configuration behind the user's back; and a
-per-process temporary cache would not save any compilation across processes anyway.
+Compilation and the cache
+-------------------------
+numba compiles a kernel the first time a process calls it and writes the machine code
+to its on-disk cache; later processes load it from there (a fraction of a second for all
+of skxmc's kernels). So the first ``fit`` after an install, or after an upgrade (which
+invalidates the cache), pays the compilation (``benchmarks/first_run.py`` measures it).
+While it runs, skxmc prints one line on standard error, once per process and only when
+a kernel of skxmc is really compiled (not when it is loaded from the cache)::
+
+    skxmc: compiling numba kernels once (about 10 s); later runs load them from the cache
+
+:func:`warmup` (``skxmc warmup`` on the command line) compiles every kernel ahead of time
+with the dtypes that fits use, for container images and CI. The kernels' Python callers
+convert their inputs to one dtype set (``indptr`` int64, ``indices`` int32 or uint32,
+float32 features), so that each kernel compiles once, whatever index dtype scipy chose.
+
+Where the cache goes
+--------------------
+numba tries, in order: ``NUMBA_CACHE_DIR`` if set; ``__pycache__`` next to the source
+files (the normal case for a user's own environment); when the package folder is
+read-only (a system site-packages, a container image built by root), the user-wide cache
+``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``. A read-only install therefore caches
+per user without any setting (``tests/test_numba_cache.py`` checks that a second process
+loads the kernels instead of compiling them). An image that runs ``skxmc warmup`` at
+build time keeps the compiled kernels where the build's user wrote them: build and run
+as the same user, or set ``NUMBA_CACHE_DIR`` to the same folder for both.
+
+When no location is writable (read-only package, no writable ``HOME``, no
+``NUMBA_CACHE_DIR``), ``njit(cache=True)`` would raise at decoration time, that is while
+``import skxmc`` runs. :func:`jit` then compiles the kernel without a cache: each new
+process compiles it again (slower start, same results), and one
+:class:`~skxmc.exceptions.NumbaCacheWarning` says how to get the cache back. skxmc does not
+point ``NUMBA_CACHE_DIR`` to a temporary folder itself: the variable is read once, when
+numba is imported, and is global to every numba user of the process, so skxmc would change
+another library's configuration behind the user's back; and a per-process temporary
+cache would not save any compilation across processes anyway.
 """
 
 from __future__ import annotations
 
+import logging
+import sys
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from numba import njit
+from numba.core import event
 
 from .exceptions import NumbaCacheWarning
 
-__all__ = ["NumbaCacheWarning", "jit"]
+__all__ = ["NumbaCacheWarning", "jit", "warmup"]
 
+logger = logging.getLogger(__name__)
+
+# benchmarks/first_run.py on the idle 2-core development machine: 6 s of compilation in
+# the README demo's first fit, about 2 s more in its first prediction (results/first_run.md);
+# rounded up, as busy machines take longer.
+COMPILE_SECONDS = 10
+COMPILE_MESSAGE = (
+    f"skxmc: compiling numba kernels once (about {COMPILE_SECONDS} s); "
+    "later runs load them from the cache"
+)
 
 _warned = False
+_noticed = False
+# Every kernel made by jit(), in definition order (warmup's report, tests).
+_KERNELS: list[Any] = []
+_PACKAGE = __name__.split(".")[0]
+
+
+class _CompileNotice(event.Listener):
+    """Prints :data:`COMPILE_MESSAGE` when numba starts compiling the first skxmc kernel.
+
+    numba broadcasts ``numba:compile`` only for a real compilation, not for a load from the
+    cache, so a process with a warm cache prints nothing.
+    """
+
+    def on_start(self, ev: event.Event) -> None:
+        global _noticed
+        if _noticed:
+            return
+        func = getattr((ev.data or {}).get("dispatcher"), "py_func", None)
+        module = getattr(func, "__module__", None) or ""
+        if module.split(".")[0] != _PACKAGE:
+            return  # another library's kernel, or numba's own helpers
+        _noticed = True
+        # standard error, not logging: it must show in a plain Python session and in
+        # `skxmc demo` without any logging configuration
+        print(COMPILE_MESSAGE, file=sys.stderr, flush=True)
+        logger.debug("compiling %s.%s: numba cache miss", module, func.__name__)
+
+    def on_end(self, ev: event.Event) -> None:
+        pass
+
+
+event.register("numba:compile", _CompileNotice())
 
 
 def _no_locator(error: RuntimeError) -> bool:
@@ -62,20 +134,143 @@ def jit(**options: Any) -> Callable[[Callable], Callable]:
     def decorate(func: Callable) -> Callable:
         global _warned
         try:
-            return njit(cache=True, **options)(func)
+            kernel = njit(cache=True, **options)(func)
         except RuntimeError as error:
             if not _no_locator(error):
                 raise
-        if not _warned:
-            _warned = True
-            warnings.warn(
-                "numba cannot cache skxmc's compiled kernels (no writable cache location: "
-                "the package folder is read-only and HOME has no writable cache folder); "
-                "they are compiled again in every process. Set NUMBA_CACHE_DIR to a writable "
-                "folder to cache them.",
-                NumbaCacheWarning,
-                stacklevel=2,
-            )
-        return njit(cache=False, **options)(func)
+            if not _warned:
+                _warned = True
+                warnings.warn(
+                    "numba cannot cache skxmc's compiled kernels (no writable cache location: "
+                    "the package folder is read-only and HOME has no writable cache folder); "
+                    "they are compiled again in every process. Set NUMBA_CACHE_DIR to a "
+                    "writable folder to cache them.",
+                    NumbaCacheWarning,
+                    stacklevel=2,
+                )
+            kernel = njit(cache=False, **options)(func)
+        _KERNELS.append(kernel)
+        return kernel
 
     return decorate
+
+
+def _compiled_signatures() -> int:
+    return sum(len(getattr(k, "signatures", ())) for k in _KERNELS)
+
+
+def _run_every_kernel() -> None:
+    """Call every kernel through its usual Python caller, on tiny synthetic data."""
+    import scipy.sparse as sp
+
+    from . import metrics
+    from ._ranking import topk_from_dense
+    from .linear import XRLinearClassifier
+    from .linear._beam import ChunkedWeights, score_candidates
+    from .linear._solver import fit_binary
+    from .tree import HierarchicalLabelTree
+
+    rng = np.random.RandomState(0)
+    n, d, n_labels = 120, 50, 24
+    X = sp.random(n, d, density=0.2, format="csr", random_state=rng, dtype=np.float32)
+    X.data += 0.1  # no explicit zeros
+    labels = [[int(i % n_labels), int((3 * i + 1) % n_labels)] for i in range(n)]
+    # n_jobs=2: the top of the label tree splits one node with two threads
+    # (split_node_threaded), lower levels a node per thread (split_level); tfn+man runs
+    # the beam search inside fit, predict_topk after it.
+    clf = XRLinearClassifier(
+        tree=HierarchicalLabelTree(max_leaf_size=4),
+        negative_sampling="tfn+man",
+        beam_size=2,
+        n_jobs=2,
+    ).fit(X, labels)
+    clf.predict_topk(X, k=3)
+    # (dense label embeddings, e.g. label2vec trees, reach the tree kernels with the same
+    # dtypes as sparse ones: no separate call needed)
+    fit_binary(X, np.arange(n) % 3 == 0, loss="logistic")
+    # layers above DENSE_LAYER_MAX_NODES nodes are scored parent by parent
+    W = sp.random(d + 1, 6, density=0.5, format="csc", random_state=rng, dtype=np.float32)
+    parents = sp.csr_matrix(np.kron(np.eye(2), np.ones((1, 3))), dtype=np.float32)
+    chunks = ChunkedWeights(W, parents)
+    chunks.feature_major = None
+    path = sp.csr_matrix(np.ones((n, 2), dtype=np.float32))
+    score_candidates(X, path, chunks, 6 * n, bias=1.0, n_jobs=2)
+    # metrics: ranking, hits, propensity-scored ideal rankings
+    Y = sp.csr_matrix(
+        (
+            np.ones(2 * n),
+            ([i for i in range(n) for _ in (0, 1)], [j for row in labels for j in row]),
+        ),
+        shape=(n, n_labels),
+    )
+    Y.sum_duplicates()
+    Y.data[:] = 1
+    scores = sp.random(n, n_labels, density=0.3, format="csr", random_state=rng)
+    metrics.evaluate(
+        Y, scores, ks=(1, 3), inv_propensity=metrics.inverse_propensity(Y), normalize=True
+    )
+    topk_from_dense(scores.toarray(), 3)
+
+
+def warmup(*, verbose: int = 0) -> dict[str, float | int]:
+    """Compile every numba kernel of skxmc now, with the dtypes that fits use.
+
+    Runs a tiny XR-Linear fit and prediction (both kinds of label-tree split, matcher-aware
+    negatives, beam search), the logistic solver and the ranking metrics on synthetic
+    data, so that every kernel is compiled (or loaded) for the one signature real data
+    gives it. The compiled code goes to numba's on-disk cache: later processes load it
+    instead of compiling. Meant for container images and CI (``skxmc warmup``); with a
+    warm cache it takes about a second.
+
+    Parameters
+    ----------
+    verbose : int, default=0
+        Print a summary line when greater than 0.
+
+    Returns
+    -------
+    dict
+        ``seconds`` (wall time), ``compiled`` (kernel signatures compiled now: 0 when the
+        cache had them all), ``loaded`` (signatures loaded from the cache) and ``kernels``
+        (kernels that have a compiled signature).
+    """
+    timer = _CompileCounter()
+    event.register("numba:compile", timer)
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            # the synthetic problem is tiny on purpose: size warnings do not apply
+            warnings.simplefilter("ignore")
+            _run_every_kernel()
+    finally:
+        event.unregister("numba:compile", timer)
+    seconds = time.perf_counter() - t0
+    report: dict[str, float | int] = {
+        "seconds": seconds,
+        "compiled": timer.compiled,
+        "loaded": sum(sum(getattr(k, "_cache_hits", {}).values()) for k in _KERNELS),
+        "kernels": sum(1 for k in _KERNELS if getattr(k, "signatures", ())),
+    }
+    if verbose:
+        print(
+            f"skxmc warmup: {report['kernels']} kernels ready in {seconds:.1f} s "
+            f"({report['compiled']} signatures compiled, {report['loaded']} loaded from "
+            "the cache)",
+            flush=True,
+        )
+    return report
+
+
+class _CompileCounter(event.Listener):
+    """Counts the skxmc kernel signatures numba compiles while registered."""
+
+    def __init__(self) -> None:
+        self.compiled = 0
+
+    def on_start(self, ev: event.Event) -> None:
+        func = getattr((ev.data or {}).get("dispatcher"), "py_func", None)
+        if (getattr(func, "__module__", None) or "").split(".")[0] == _PACKAGE:
+            self.compiled += 1
+
+    def on_end(self, ev: event.Event) -> None:
+        pass

@@ -420,6 +420,7 @@ def test_import_jit_falls_back_to_no_cache_with_one_warning(monkeypatch):
 
     monkeypatch.setattr(_numba, "njit", _fake_njit)
     monkeypatch.setattr(_numba, "_warned", False)
+    monkeypatch.setattr(_numba, "_KERNELS", [])  # keep the fakes out of the real registry
     with pytest.warns(_numba.NumbaCacheWarning, match="NUMBA_CACHE_DIR") as record:
         f = _numba.jit(nogil=True)(lambda: 1)
         g = _numba.jit(parallel=True)(lambda: 2)
@@ -438,6 +439,7 @@ def test_import_jit_reraises_other_numba_errors(monkeypatch):
         return decorate
 
     monkeypatch.setattr(_numba, "njit", broken)
+    monkeypatch.setattr(_numba, "_KERNELS", [])
     with pytest.raises(RuntimeError, match="something else"):
         _numba.jit()(lambda: 1)
     with pytest.raises(TypeError, match="do not pass cache"):

@@ -228,21 +228,23 @@ def score_candidates(
     out = np.zeros(n_candidates, dtype=np.float32)
     if n_candidates == 0:
         return out
+    x_indptr, x_indices, x_data = _csr_arrays(X)
     if chunks.feature_major is not None and candidates is not None:
-        W = chunks.feature_major
+        w_indptr, w_indices, w_data = _csr_arrays(chunks.feature_major)
+        c_indptr, c_indices, _ = _csr_arrays(candidates)
         with _numba_threads(n_jobs):
             _score_dense_kernel(
-                X.indptr,
-                X.indices,
-                X.data,
+                x_indptr,
+                x_indices,
+                x_data,
                 np.float32(bias),
                 X.shape[1],
-                W.indptr,
-                W.indices,
-                W.data,
+                w_indptr,
+                w_indices,
+                w_data,
                 chunks.n_nodes,
-                candidates.indptr,
-                candidates.indices,
+                c_indptr,
+                c_indices,
                 max(1, min(X.shape[0], 4 * n_jobs)),
                 out,
             )
@@ -254,9 +256,9 @@ def score_candidates(
     entry_order = np.argsort(parent, kind="stable")
     with _numba_threads(n_jobs):
         _score_chunks_kernel(
-            X.indptr,
-            X.indices,
-            X.data,
+            x_indptr,
+            x_indices,
+            x_data,
             np.float32(bias),
             X.shape[1],
             entry_order,
@@ -272,6 +274,20 @@ def score_candidates(
             out,
         )
     return out
+
+
+def _csr_arrays(M: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr int64, indices int32, data float32)`` of a CSR matrix.
+
+    One dtype set for the compiled kernels, which then compile once: scipy stores int32
+    or int64 indices depending on the matrix size and how it was built. Copies only what
+    has another dtype (in practice the ``n + 1`` entries of an int32 ``indptr``).
+    """
+    return (
+        M.indptr.astype(np.int64, copy=False),
+        M.indices.astype(np.int32, copy=False),
+        M.data.astype(np.float32, copy=False),
+    )
 
 
 class _numba_threads:

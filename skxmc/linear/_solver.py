@@ -390,7 +390,10 @@ def _radix_sort(a, n, tmp, counts, n_bits):  # pragma: no cover - compiled
         shift += 11
         n_pass += 1
     if n_pass % 2 == 1:
-        a[:n] = tmp[:n]
+        # a loop, not ``a[:n] = tmp[:n]``: numba's slice assignment checks shapes with an
+        # error message whose string formatting costs seconds of compilation
+        for i in range(n):
+            a[i] = tmp[i]
 
 
 @jit(nogil=True)
@@ -487,7 +490,8 @@ def _fit_items(
         if feats.shape[0] < min(nnz, n_features):
             feats = np.empty(min(nnz, n_features), np.int64)
             feats_tmp = np.empty(feats.shape[0], np.int64)
-        nf = 0
+        # int64 from the start: a literal 0 here would also compile _radix_sort for it
+        nf = np.int64(0)
         for k in range(m):
             r = grows[k]
             pos[r] = k
@@ -581,8 +585,9 @@ def _fit_items(
                 cap = max(2 * out_rows.shape[0], used + nf + 1)
                 new_rows = np.empty(cap, np.int32)
                 new_vals = np.empty(cap, np.float32)
-                new_rows[:used] = out_rows[:used]
-                new_vals[:used] = out_vals[:used]
+                for q in range(used):  # a loop: see _radix_sort
+                    new_rows[q] = out_rows[q]
+                    new_vals[q] = out_vals[q]
                 out_rows = new_rows
                 out_vals = new_vals
             start = used
