@@ -1,5 +1,6 @@
 # The two entry points of the README: `make demo` and `make test`.
-# Both create a virtual environment in $(VENV) and install skxmc into it.
+# Both create a virtual environment in $(VENV) and install skxmc into it with every extra
+# (`pip install skxmc` alone is the core: see pyproject.toml and skxmc/_optional.py).
 # TORCH_SPEC pins the CPU build of PyTorch found on the local disk of our machines; on another
 # machine set it to the build you want (e.g. TORCH_SPEC=torch) or install torch beforehand.
 PYTHON ?= python3
@@ -18,7 +19,20 @@ OLDEST_TESTS ?= tests/test_compat.py tests/test_logging.py tests/test_common.py 
 	tests/test_vectorizers.py tests/test_cli.py tests/test_sklearn_workflows.py \
 	tests/test_pipeline.py
 
-.PHONY: install install-test demo test lint docs test-oldest
+# `make wheel-check`: the package as users get it. Builds the sdist and, from it, the wheel
+# (so a file missing from the sdist is missing from the wheel too), runs twine check, installs
+# the wheel with the core only (no torch) into a fresh venv and, from a folder outside the
+# checkout, runs the CLI, the demo and the core tests; then adds the [text] extra and imports
+# a neural estimator. The checks run in a temporary folder, so that `import skxmc` can only
+# find the installed wheel; the tests and pytest's settings (pyproject.toml) are copied there.
+# About 4-5 min on 2 busy cores, half of it the demo and the tests.
+WHEEL_VENV ?= .venv-wheel
+WHEEL_TESTS ?= tests/test_packaging.py tests/test_cli.py tests/test_datasets.py \
+	tests/test_bad_input_linear.py
+WHEEL_PY := $(WHEEL_VENV)/bin/python
+WHEEL_ABS := $(abspath $(WHEEL_VENV))
+
+.PHONY: install install-test demo test lint docs test-oldest wheel-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,11 +40,11 @@ $(PY):
 
 install: $(PY)
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet -e ".[all]"
 
 install-test: $(PY)
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[all,test]"
 
 demo: install
 	$(VENV)/bin/skxmc demo
@@ -43,12 +57,31 @@ lint: install-test
 
 docs: $(PY)
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e ".[docs]"
+	$(PY) -m pip install --quiet -e ".[all,docs]"
 	$(MAKE) -C docs html SPHINXBUILD="$(abspath $(VENV))/bin/sphinx-build"
 
 test-oldest:
 	$(PYTHON) -m venv $(OLDEST_VENV)
 	$(OLDEST_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(OLDEST_VENV)/bin/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(OLDEST_VENV)/bin/python -m pip install --quiet -e ".[test]" "scikit-learn==$(SKLEARN_OLDEST)"
+	$(OLDEST_VENV)/bin/python -m pip install --quiet -e ".[all,test]" "scikit-learn==$(SKLEARN_OLDEST)"
 	$(OLDEST_VENV)/bin/python -m pytest $(PYTEST_ARGS) $(OLDEST_TESTS)
+
+wheel-check: $(PY)
+	rm -rf dist $(WHEEL_VENV)
+	$(PY) -m pip install --quiet build twine
+	$(PY) -m build --quiet --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
+	$(PYTHON) -m venv $(WHEEL_VENV)
+	$(WHEEL_PY) -m pip install --quiet --upgrade pip
+	$(WHEEL_PY) -m pip install --quiet dist/*.whl pytest
+	set -e; wheel=$$(ls "$(CURDIR)"/dist/*.whl); tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	cp -r tests pyproject.toml "$$tmp"/; cd "$$tmp"; \
+	"$(WHEEL_ABS)/bin/python" -c "import skxmc, sys; sys.exit(0 if '$(WHEEL_ABS)/lib/' in \
+		skxmc.__file__ else 'skxmc imported from ' + skxmc.__file__ + ', not the wheel')"; \
+	"$(WHEEL_ABS)/bin/skxmc" --version; \
+	"$(WHEEL_ABS)/bin/skxmc" demo; \
+	"$(WHEEL_ABS)/bin/python" -m pytest -p no:cacheprovider $(WHEEL_TESTS); \
+	"$(WHEEL_ABS)/bin/python" -m pip install --quiet "$(TORCH_SPEC)" "$$wheel[text]"; \
+	"$(WHEEL_ABS)/bin/python" -c "from skxmc import SharpReCLClassifier; import skxmc.text; \
+		SharpReCLClassifier()"

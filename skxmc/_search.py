@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from ._optional import require
+
 __all__ = ["APPROXIMATE_MIN_VECTORS", "SEARCH_METHODS", "InnerProductIndex", "resolve_search"]
 
 SEARCH_METHODS = ("auto", "exact", "approximate")
@@ -52,19 +54,17 @@ _MIN_SCANNED = 8192
 
 
 def _import_faiss() -> Any:
-    try:
-        import faiss
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "search='approximate' needs faiss: pip install faiss-cpu (or faiss-gpu), or use "
-            "search='exact'."
-        ) from exc
-    return faiss
+    return require(
+        "faiss",
+        "knn",
+        "search='approximate'",
+        alternative=" (or pip install faiss-gpu), or use search='exact'",
+    )
 
 
 def _faiss_available() -> bool:
     try:
-        import faiss  # noqa: F401
+        _import_faiss()
     except ImportError:
         return False
     return True

@@ -7,9 +7,13 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-import torch
 from sklearn.utils.validation import check_is_fitted
-from torch import nn
+
+from ._optional import require_extra
+
+with require_extra("text", "KNNBertClassifier"):
+    import torch
+    from torch import nn
 
 from ._compat import Interval, StrOptions
 from ._memory import FLOAT32, INT64, check_allocation, encoder_hidden_size

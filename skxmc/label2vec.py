@@ -38,6 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 from skxmc._compat import Interval, _fit_context
 from skxmc._labels import LabelSpace, encode_labels
 from skxmc._logging import progress
+from skxmc._optional import require
 from skxmc._persistence import PersistenceMixin, persistent
 
 __all__ = ["Label2VecTransformer"]
@@ -51,6 +52,11 @@ GENSIM_LOGGER_NAME = f"{__name__}.gensim"
 _MAX_SENTENCE_LENGTH = 10000
 # The default ``negative`` (the paper's), accepted however few labels there are.
 _DEFAULT_NEGATIVE = 20
+# What needs gensim (the [label2vec] extra), for the ImportError when it is missing.
+_NEEDED_BY = (
+    "Label2VecTransformer (also HierarchicalLabelTree and MatchXMLClassifier with "
+    "label_embedding='label2vec' or 'pifa+label2vec')"
+)
 
 
 def _stable_hash(token: str) -> int:
@@ -187,9 +193,9 @@ def _gensim_logging_routed(verbose: int, stop: threading.Event) -> Iterator[None
 
 def _epoch_callback(on_epoch_end: Any) -> Any:
     """A gensim callback object calling ``on_epoch_end()`` after every epoch."""
-    from gensim.models.callbacks import CallbackAny2Vec
+    callbacks = require("gensim.models.callbacks", "label2vec", _NEEDED_BY)
 
-    class _Callback(CallbackAny2Vec):
+    class _Callback(callbacks.CallbackAny2Vec):
         def on_epoch_end(self, model: Any) -> None:
             on_epoch_end()
 
@@ -425,7 +431,7 @@ class Label2VecTransformer(
                 "label sets; fit it on the labels instead: Label2VecTransformer().fit(Y)."
             )
         _check_not_texts(Y, "Y")
-        from gensim.models import Word2Vec
+        Word2Vec = require("gensim.models", "label2vec", _NEEDED_BY).Word2Vec
 
         Y_csr, classes = encode_labels(Y, name="Y")
         n_labels = len(classes)

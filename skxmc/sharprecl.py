@@ -6,8 +6,12 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
+
+from ._optional import require_extra
+
+with require_extra("text", "SharpReCLClassifier"):
+    import torch
+    from torch import nn
 
 from ._augment import augment_texts
 from ._compat import Interval, StrOptions

@@ -50,6 +50,7 @@ from skxmc._compat import (
 from skxmc._kmeans import split_level, split_node_threaded
 from skxmc._labels import LabelSpace, encode_labels
 from skxmc._logging import progress
+from skxmc._optional import require
 from skxmc._persistence import PersistenceMixin, persistent
 
 __all__ = ["HierarchicalLabelTree", "build_label_tree", "pifa_embeddings"]
@@ -613,6 +614,8 @@ matrix or estimator, default="pifa"
             n_samples = None if X is None else _num_samples(X)
         Y_csr, classes = encode_labels(Y, name="Y", n_samples=n_samples)
         self._check_n_labels(len(classes))
+        if method != "pifa":  # without gensim, fail before PIFA (minutes on large data)
+            require("gensim", "label2vec", f"HierarchicalLabelTree(label_embedding={method!r})")
         E = _pifa(X, Y_csr, "l2") if uses_pifa else None
         if method == "pifa":
             return E, classes
