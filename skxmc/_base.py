@@ -19,13 +19,19 @@ label collections          CSR 0/1                CSR ``(n, L)``
 memory for large label sets). CSR outputs store only the labels the search reached; in
 dense outputs the others get the estimator's lowest score (``_score_floor``), and 0 in
 ``predict_proba``.
+
+Two prediction options follow napkinXC and PECOS: ``predict(X, threshold=t)`` gives each
+row the labels whose ``predict_proba`` score is at least ``t`` among those the search
+reaches (``k`` caps them), and ``labels=subset`` in ``predict``, ``predict_topk``,
+``decision_function`` and ``predict_proba`` scores exactly the labels of ``subset``
+(PECOS's selected outputs); outputs keep the columns of ``classes_`` and the rules above.
 """
 
 from __future__ import annotations
 
 import textwrap
 import warnings
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -33,6 +39,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from ._labels import LabelSpace
+from ._ranking import topk_from_sparse
 from .metrics import precision_at_k
 
 __all__ = ["MultiLabelRankerMixin", "check_not_raw_text"]
@@ -79,10 +86,13 @@ class MultiLabelRankerMixin:
     """Mixin (before ``BaseEstimator`` in the bases) of the multi-label rankers.
 
     Subclasses have ``classes_``, ``target_type_``, the parameters ``top_k``, ``classes``
-    and ``sparse_output``, and implement ``_rank_scores(X, k)``: validated ``X`` in, a CSR
-    ``(n, L)`` of the scores of each row's ``k`` best labels out (all the labels the search
-    reaches when ``k`` is None), plus ``_score_floor`` and ``_proba_of(scores)`` (scores
-    mapped into [0, 1]).
+    and ``sparse_output``, and implement ``_rank_scores(X, k, labels=None)``: validated
+    ``X`` in, a CSR ``(n, L)`` of the scores of each row's ``k`` best labels out (all the
+    labels the search reaches when ``k`` is None); with ``labels`` (sorted distinct column
+    indices, from :meth:`_label_columns`) the scores of exactly those labels (their ``k``
+    best when ``k`` is set). Plus ``_score_floor`` and ``_proba_of(scores)`` (scores mapped
+    into [0, 1], monotonically). ``_above_threshold`` may be overridden when scoring every
+    reachable label at once would not fit in memory.
     """
 
     _score_floor: float = 0.0
@@ -94,9 +104,9 @@ class MultiLabelRankerMixin:
             shared = textwrap.indent(RANKER_OUTPUT_PARAMS, "    ")
             cls.__doc__ = cls.__doc__.replace(marker, shared)
 
-    def _resolve_k(self, k: int | None) -> int:
+    def _resolve_k(self, k: int | None, columns: np.ndarray | None = None) -> int:
         """``k`` (``top_k`` when None) validated, and clipped with a warning to the number
-        of labels."""
+        of labels; with a label subset (``columns``) also clipped, silently, to its size."""
         k = self.top_k if k is None else k
         if isinstance(k, bool) or not isinstance(k, (Integral, np.integer)) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}.")
@@ -108,14 +118,92 @@ class MultiLabelRankerMixin:
                 stacklevel=3,
             )
             k = n_labels
+        if columns is not None:
+            k = min(k, len(columns))
         return int(k)
 
-    def _rank_scores(self, X: Any, k: int | None) -> sp.csr_matrix:  # pragma: no cover
+    def _label_columns(self, labels: Any) -> np.ndarray | None:
+        """The sorted distinct columns of the label identifiers ``labels`` (None: None);
+        raises when one is not in ``classes_``."""
+        if labels is None:
+            return None
+        if isinstance(labels, (set, frozenset)):
+            labels = list(labels)
+        try:
+            arr = np.asarray(labels)
+        except (TypeError, ValueError):
+            arr = None
+        if arr is None or arr.ndim != 1 or arr.size == 0:
+            raise ValueError(
+                f"labels must be a non-empty 1-D array-like of label identifiers from "
+                f"classes_ (a single label goes in a list: labels=[label]), got {labels!r}."
+            )
+        try:
+            columns = LabelSpace(self.classes_).columns_of(arr)
+        except TypeError:  # unhashable entries (nested lists) are no label identifiers
+            columns = np.full(len(arr), -1, dtype=np.int64)
+        unknown = columns < 0
+        if unknown.any():
+            missing = arr[unknown]
+            raise ValueError(
+                f"labels holds {int(unknown.sum())} value(s) that are not in classes_ (the "
+                f"labels seen in fit), e.g. {missing[:5].tolist()!r}; classes_ is "
+                f"{self.classes_[:5].tolist()!r}{' ...' if len(self.classes_) > 5 else ''}."
+            )
+        return np.unique(columns)
+
+    def _check_threshold(self, threshold: Any) -> float | np.ndarray:
+        """``threshold`` validated: a number in [0, 1] or one per label (``(n_labels,)``)."""
+        n_labels = len(self.classes_)
+        expected = (
+            f"threshold must be a number in [0, 1] (on the predict_proba scale) or an "
+            f"array-like of shape (n_labels,) = ({n_labels},) of such numbers, one per "
+            f"label of classes_"
+        )
+        if isinstance(threshold, (bool, np.bool_)):
+            raise ValueError(f"{expected}; got {threshold!r}.")
+        if isinstance(threshold, (Real, np.number)):
+            value = float(threshold)
+            if not 0.0 <= value <= 1.0:  # also rejects NaN
+                raise ValueError(f"{expected}; got {threshold!r}.")
+            return value
+        try:
+            arr = np.asarray(threshold)
+        except (TypeError, ValueError):
+            arr = None
+        if arr is None or arr.shape != (n_labels,) or arr.dtype.kind not in "iuf":
+            shape = None if arr is None else arr.shape
+            raise ValueError(f"{expected}; got {type(threshold).__name__} of shape {shape}.")
+        arr = arr.astype(np.float64)
+        bad = ~((arr >= 0.0) & (arr <= 1.0))
+        if bad.any():
+            raise ValueError(
+                f"{expected}; entry {int(np.flatnonzero(bad)[0])} is {float(arr[bad][0])!r}."
+            )
+        return arr
+
+    def _rank_scores(  # pragma: no cover
+        self, X: Any, k: int | None, labels: np.ndarray | None = None
+    ) -> sp.csr_matrix:
         raise NotImplementedError
+
+    def _scores(self, X: Any, k: int | None, columns: np.ndarray | None) -> sp.csr_matrix:
+        # Without a subset the call keeps the two-argument form of _rank_scores.
+        if columns is None:
+            return self._rank_scores(X, k)
+        return self._rank_scores(X, k, labels=columns)
 
     def _proba_of(self, scores: sp.csr_matrix) -> sp.csr_matrix:
         """The scores mapped into [0, 1] (identity by default)."""
         return scores
+
+    def _above_threshold(
+        self, X: Any, threshold: float | np.ndarray, columns: np.ndarray | None
+    ) -> sp.csr_matrix:
+        """CSR of the :meth:`_proba_of` scores that reach ``threshold``, among the labels
+        the search reaches (``columns``: among exactly those labels)."""
+        P = sp.csr_matrix(self._proba_of(self._scores(X, None, columns)))
+        return _keep_entries(P, P.data >= _per_entry(threshold, P.indices))
 
     # -------------------------------------------------------------- outputs
 
@@ -135,35 +223,63 @@ class MultiLabelRankerMixin:
         out[rows, S.indices] = S.data
         return out
 
-    def decision_function(self, X: Any) -> np.ndarray | sp.csr_matrix:
-        """Scores of the labels: ``(n_samples, n_labels)``, dense or CSR (see the class
-        docstring), or ``(n_samples,)`` for a two-class 1-D target, as sklearn's binary
-        classifiers: ``predict_proba``'s second column minus its first (positive for the
-        second class, and ranked as its probability).
+    def decision_function(self, X: Any, *, labels: Any = None) -> np.ndarray | sp.csr_matrix:
+        """Scores of the labels.
 
-        CSR output stores the labels the search reaches; dense output gives the others
-        the lowest score the estimator can produce.
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Samples, as ``fit`` takes them.
+        labels : array-like of shape (n_selected,), default=None
+            Score exactly these labels (identifiers from ``classes_``), PECOS's "selected
+            outputs": each gets its exact score, reached by the search or not (see the
+            estimator's ``predict_topk``), and no other label is scored. The output keeps
+            the columns of ``classes_``. None: the labels the search reaches.
+
+        Returns
+        -------
+        scores : ndarray or csr_matrix of shape (n_samples, n_labels), or (n_samples,)
+            Dense or CSR (see the class docstring), or ``(n_samples,)`` for a two-class
+            1-D target, as sklearn's binary classifiers: ``predict_proba``'s second column
+            minus its first (positive for the second class, and ranked as its
+            probability). CSR output stores the labels scored; dense output gives the
+            others the lowest score the estimator can produce.
         """
         check_is_fitted(self)
+        columns = self._label_columns(labels)
         if self._target_type() == "multiclass" and len(self.classes_) == 2:
-            P = self.predict_proba(X)
+            P = self.predict_proba(X, labels=labels)
             P = P.toarray() if sp.issparse(P) else P
             return P[:, 1] - P[:, 0]
-        S = self._rank_scores(X, None)
+        S = self._scores(X, None, columns)
         if not self._dense_output():
             return S
         return self._densify(S, self._score_floor)
 
-    def predict_proba(self, X: Any) -> np.ndarray | sp.csr_matrix:
+    def predict_proba(self, X: Any, *, labels: Any = None) -> np.ndarray | sp.csr_matrix:
         """Scores in [0, 1] of the labels, ``(n_samples, n_labels)``, dense or CSR.
 
         They rank labels as :meth:`decision_function` does but are not calibrated
-        probabilities. Labels the search does not reach get 0. For a 1-D (multi-class)
-        target each row is divided by its sum, so that rows sum to 1 as sklearn's
-        classifiers do (a row with no score at all becomes uniform).
+        probabilities. Labels not scored (not reached by the search, or outside
+        ``labels``) get 0. For a 1-D (multi-class) target each row is divided by its sum,
+        so that rows sum to 1 as sklearn's classifiers do (a row with no score at all
+        becomes uniform, over ``labels`` when given).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Samples, as ``fit`` takes them.
+        labels : array-like of shape (n_selected,), default=None
+            Score exactly these labels (identifiers from ``classes_``), as in
+            :meth:`decision_function`.
+
+        Returns
+        -------
+        proba : ndarray or csr_matrix of shape (n_samples, n_labels)
         """
         check_is_fitted(self)
-        P = self._proba_of(self._rank_scores(X, None))
+        columns = self._label_columns(labels)
+        P = self._proba_of(self._scores(X, None, columns))
         if self._target_type() == "multiclass":
             P = sp.csr_matrix(P, dtype=np.float64)
             sums = np.asarray(P.sum(axis=1)).ravel()
@@ -171,28 +287,77 @@ class MultiLabelRankerMixin:
             if not self._dense_output():
                 return sp.csr_matrix(P)
             D = self._densify(sp.csr_matrix(P), 0.0, np.float64)
-            D[sums <= 0] = 1.0 / D.shape[1]
+            empty = sums <= 0
+            if columns is None:
+                D[empty] = 1.0 / D.shape[1]
+            else:
+                D[np.ix_(empty, columns)] = 1.0 / len(columns)
             return D
         return self._densify(P, 0.0) if self._dense_output() else P
 
-    def predict(self, X: Any) -> np.ndarray | sp.csr_matrix:
+    def predict(
+        self, X: Any, *, threshold: Any = None, k: int | None = None, labels: Any = None
+    ) -> np.ndarray | sp.csr_matrix:
         """The predicted labels.
 
         1-D target in ``fit``: the best label of each sample (1-D, from ``classes_``).
-        Otherwise a 0/1 indicator ``(n_samples, n_labels)`` with the ``top_k`` best labels
-        of each row, dense (int) for a dense ``Y`` and CSR otherwise (``sparse_output``).
-        The labels are the row's best, whatever their scores: XMC's top-k convention,
-        not sklearn's ``predict_proba > 0.5``.
+        Otherwise a 0/1 indicator ``(n_samples, n_labels)``, dense (int) for a dense ``Y``
+        and CSR otherwise (``sparse_output``), with in each row:
+
+        * by default the ``top_k`` (or ``k``) best labels, whatever their scores: XMC's
+          top-k convention, not sklearn's ``predict_proba > 0.5``;
+        * with ``threshold``, the labels whose :meth:`predict_proba` score is at least
+          ``threshold`` (napkinXC's ``predict(X, threshold=...)``), among the labels the
+          search reaches: a label the search does not reach is never predicted, even at
+          ``threshold=0``, and a row may get no label at all. ``k`` then caps each row to
+          its ``k`` best (no cap by default: ``top_k`` does not apply).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Samples, as ``fit`` takes them.
+        threshold : float or array-like of shape (n_labels,), default=None
+            Lowest :meth:`predict_proba` score (in [0, 1]) of a predicted label, or one
+            such bound per label of ``classes_`` (per-label thresholds, e.g. tuned on
+            validation data). Multi-label targets only: for a 1-D target use
+            ``predict_proba(X) >= threshold``.
+        k : int, default=None
+            Labels per row: ``top_k`` when None; with ``threshold``, at most ``k`` (no cap
+            when None). Multi-label targets only.
+        labels : array-like of shape (n_selected,), default=None
+            Predict among these labels only (identifiers from ``classes_``), scored
+            exactly as in :meth:`decision_function`; the output keeps the columns of
+            ``classes_``, and rows get at most ``len(labels)`` labels.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_labels), or csr_matrix
         """
         check_is_fitted(self)
+        columns = self._label_columns(labels)
         if self._target_type() == "multiclass":
-            S = self._rank_scores(X, 1)
+            if threshold is not None or k is not None:
+                raise ValueError(
+                    f"threshold and k apply to multi-label targets; this "
+                    f"{type(self).__name__} was fitted on a 1-D target and predicts one label "
+                    f"per sample (got threshold={threshold!r}, k={k!r}). Use "
+                    f"predict_proba(X) >= threshold, or predict_topk(X, k)."
+                )
+            S = self._scores(X, 1, columns)
             idx = np.full(S.shape[0], -1, dtype=np.int64)
             nonempty = np.diff(S.indptr) > 0
             idx[nonempty] = S.indices[S.indptr[:-1][nonempty]]
             return LabelSpace(self.classes_).labels_of(idx)
-        S = self._rank_scores(X, self._resolve_k(None))
+        if threshold is None:
+            S = self._scores(X, self._resolve_k(k, columns), columns)
+        else:
+            threshold = self._check_threshold(threshold)
+            cap = None if k is None else self._resolve_k(k, columns)
+            S = self._above_threshold(X, threshold, columns)
+            if cap is not None:
+                S = _keep_best(S, cap)
         S = sp.csr_matrix((np.ones(S.nnz, dtype=np.int64), S.indices, S.indptr), shape=S.shape)
+        S.sort_indices()
         return S.toarray() if self._dense_output() else S
 
     def score(self, X: Any, y: Any, sample_weight: None = None) -> float:
@@ -210,3 +375,24 @@ class MultiLabelRankerMixin:
         # Y: label collections, a 0/1 indicator, or a 1-D target (one label per sample)
         tags.target_tags.multi_output = True
         return tags
+
+
+def _per_entry(threshold: float | np.ndarray, indices: np.ndarray) -> float | np.ndarray:
+    """The threshold of each stored entry (a per-label array is gathered by column)."""
+    return threshold if np.isscalar(threshold) else threshold[indices]
+
+
+def _keep_entries(S: sp.csr_matrix, keep: np.ndarray) -> sp.csr_matrix:
+    """The entries of ``S`` where ``keep`` is True (rows keep their order)."""
+    kept_before = np.concatenate([[0], np.cumsum(keep)])
+    return sp.csr_matrix(
+        (S.data[keep], S.indices[keep], kept_before[S.indptr]), shape=S.shape, dtype=S.dtype
+    )
+
+
+def _keep_best(S: sp.csr_matrix, k: int) -> sp.csr_matrix:
+    """The ``k`` best stored entries of every row (ties: lower column first)."""
+    idx, val = topk_from_sparse(S, k)
+    keep = idx >= 0
+    indptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))])
+    return sp.csr_matrix((val[keep].astype(np.float32), idx[keep], indptr), shape=S.shape)

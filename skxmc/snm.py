@@ -7,17 +7,22 @@ import logging
 import math
 import os
 import warnings
+from collections.abc import Iterator
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-import torch
-import torch.nn.functional as F
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
+
+from ._optional import require_extra
+
+with require_extra("text", "SNMClassifier"):
+    import torch
+    import torch.nn.functional as F
 
 from ._base import MultiLabelRankerMixin
 from ._compat import Interval, StrOptions, _fit_context, validate_data
@@ -50,6 +55,8 @@ logger = logging.getLogger(__name__)
 
 _WEIGHTS = "model.safetensors"
 _EMBED_ROWS = 4096  # rows per forward pass (class-centroid initialisation, prediction)
+# Scores held at once by a threshold scan (float32, 64 MB) whatever the number of labels.
+_THRESHOLD_BLOCK = 1 << 24
 
 
 class SNMModule(torch.nn.Module):
@@ -566,26 +573,44 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         with torch.inference_mode():
             self._label_index = InnerProductIndex(module.label_vectors(), method=self.search)
 
-    def _topk(self, X: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k column indices and scores over the classes (``search``), in row blocks."""
+    def _embedded_blocks(self, X: Any, device: Any) -> Iterator[tuple[int, torch.Tensor]]:
+        """``(start, embeddings)`` of the rows of ``X`` in blocks, in inference mode (the
+        caller holds ``torch.inference_mode()``); the module's mode is restored after."""
+        module = self.module_.to(device)
+        was_training = module.training
+        module.eval()
+        try:
+            for start in range(0, X.shape[0], _EMBED_ROWS):
+                yield start, module.embed(self._inputs(X[start : start + _EMBED_ROWS], device))
+        finally:
+            module.train(was_training)
+
+    def _topk(
+        self, X: Any, k: int, columns: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k column indices and scores over the classes (``search``), in row blocks;
+        with ``columns``, an exact search among those classes only (``k`` at most their
+        number)."""
         n = X.shape[0]
         idx_out = np.empty((n, k), dtype=np.int64)
         score_out = np.empty((n, k), dtype=np.float32)
         device = inference_device(self.device)
         module = self.module_.to(device)
         with torch.inference_mode():
-            was_training = module.training
-            module.eval()
-            index = self.__dict__.get("_label_index")
-            if index is None or index.requested_method != self.search:
-                index = InnerProductIndex(module.label_vectors(), method=self.search,
-                                          device=device)  # fmt: skip
-            for start in range(0, n, _EMBED_ROWS):
-                h = module.embed(self._inputs(X[start : start + _EMBED_ROWS], device))
+            if columns is not None:
+                # A subset has no prebuilt index: its class vectors are searched exactly.
+                selected = torch.as_tensor(columns, dtype=torch.long, device=device)
+                vectors = module.label_vectors(selected)
+                index = InnerProductIndex(vectors, method="exact", device=device)
+            else:
+                index = self.__dict__.get("_label_index")
+                if index is None or index.requested_method != self.search:
+                    vectors = module.label_vectors()
+                    index = InnerProductIndex(vectors, method=self.search, device=device)
+            for start, h in self._embedded_blocks(X, device):
                 vals, idx = index.search(h, k)
-                idx_out[start : start + len(h)] = idx
+                idx_out[start : start + len(h)] = idx if columns is None else columns[idx]
                 score_out[start : start + len(h)] = vals
-            module.train(was_training)
         return idx_out, score_out
 
     def _as_csr(self, idx: np.ndarray, values: np.ndarray) -> sp.csr_matrix:
@@ -598,13 +623,19 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
     # Cosine scores: -1 is the lowest a label can get.
     _score_floor = -1.0
 
-    def _rank_scores(self, X: Any, k: int | None) -> sp.csr_matrix:
+    def _rank_scores(
+        self, X: Any, k: int | None, labels: np.ndarray | None = None
+    ) -> sp.csr_matrix:
         """Cosines of the ``k`` best labels of each row, CSR ``(n_samples, n_labels)``;
-        ``k=None``: every label for dense outputs, ``top_k`` for CSR ones."""
+        ``k=None``: every label for dense outputs, ``top_k`` for CSR ones. With ``labels``
+        (columns): an exact search among those labels, all of them when ``k`` is None."""
         X = self._validate_X(X)
         if k is None:
-            k = len(self.classes_) if self._dense_output() else self._resolve_k(None)
-        idx, vals = self._topk(X, k)
+            if labels is not None:
+                k = len(labels)
+            else:
+                k = len(self.classes_) if self._dense_output() else self._resolve_k(None)
+        idx, vals = self._topk(X, k, labels)
         return self._as_csr(idx, vals)
 
     def _proba_of(self, scores: sp.csr_matrix) -> sp.csr_matrix:
@@ -612,7 +643,48 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         scores.data = np.clip((scores.data + 1.0) / 2.0, 0.0, 1.0).astype(np.float32)
         return scores
 
-    def predict_topk(self, X: Any, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _above_threshold(
+        self, X: Any, threshold: float | np.ndarray, columns: np.ndarray | None
+    ) -> sp.csr_matrix:
+        """The :meth:`predict_proba` scores of every label (of ``columns``) that reach
+        ``threshold``: an exact scan of the class vectors in blocks, whatever ``search``
+        (an approximate index cannot list every label above a score), holding at most
+        ``_THRESHOLD_BLOCK`` scores at once."""
+        X = self._validate_X(X)
+        device = inference_device(self.device)
+        module = self.module_.to(device)
+        n, n_labels = X.shape[0], len(self.classes_)
+        rows, cols, vals = [], [], []
+        with torch.inference_mode():
+            if columns is None:
+                V = module.label_vectors()
+                thr = threshold
+            else:
+                V = module.label_vectors(torch.as_tensor(columns, dtype=torch.long, device=device))
+                thr = threshold if np.isscalar(threshold) else threshold[columns]
+            if not np.isscalar(thr):
+                thr = torch.as_tensor(thr, dtype=torch.float64, device=device)
+            step = max(1, _THRESHOLD_BLOCK // max(len(V), 1))
+            for start, H in self._embedded_blocks(X, device):
+                for sub in range(0, len(H), step):
+                    # Same arithmetic as _proba_of, in float32: the same scores result.
+                    P = (((H[sub : sub + step] @ V.T) + 1.0) / 2.0).clamp(0.0, 1.0)
+                    r, c = torch.nonzero(P >= thr, as_tuple=True)
+                    rows.append((r + start + sub).cpu().numpy())
+                    cols.append(c.cpu().numpy())
+                    vals.append(P[r, c].float().cpu().numpy())
+        r = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        c = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+        if columns is not None:
+            c = columns[c]
+        v = np.concatenate(vals) if vals else np.zeros(0, dtype=np.float32)
+        out = sp.csr_matrix((v, (r, c)), shape=(n, n_labels), dtype=np.float32)
+        out.sort_indices()
+        return out
+
+    def predict_topk(
+        self, X: Any, k: int | None = None, *, labels: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best labels of each sample and their scores, best first.
 
         Parameters
@@ -620,6 +692,10 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         X : {sparse matrix, ndarray} of shape (n_samples, n_features)
         k : int or None, default=None
             Labels per sample; None: ``top_k``.
+        labels : array-like of shape (n_selected,), default=None
+            Rank only these labels (identifiers from ``classes_``): an exact search
+            among their class vectors, whatever ``search``; at most ``len(labels)``
+            labels per sample. None: every label.
 
         Returns
         -------
@@ -629,7 +705,8 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
             Cosine scores, decreasing along each row.
         """
         X = self._validate_X(X)
-        idx, vals = self._topk(X, self._resolve_k(k))
+        columns = self._label_columns(labels)
+        idx, vals = self._topk(X, self._resolve_k(k, columns), columns)
         return LabelSpace(self.classes_).labels_of(idx), vals
 
     # ------------------------------------------------- tags, pickling, persistence

@@ -23,6 +23,7 @@ from .._persistence import PersistenceMixin, persistent
 from .._ranking import topk_from_sparse
 from ..tree import HierarchicalLabelTree
 from ._beam import POST_PROCESSORS, ChunkedWeights, beam_search
+from ._select import selected_search
 from ._solver import LayerGroups, fit_layer, row_squared_norms
 
 logger = logging.getLogger(__name__)
@@ -547,10 +548,31 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         # Post-processed path scores lie in [0, 1]; raw "noop" scores are unbounded.
         return 0.0 if self.post_processor != "noop" else float(np.finfo(np.float32).min)
 
-    def _rank_scores(self, X: Any, k: int | None) -> sp.csr_matrix:
+    def _selected(
+        self, X: sp.csr_matrix, columns: np.ndarray, *, top_k: int | None, cache: _SearchCache
+    ) -> sp.csr_matrix:
+        """Exact path scores of the labels ``columns`` (their ``top_k`` best when set)."""
+        return selected_search(
+            X,
+            cache.chunks,
+            cache.parents,
+            columns,
+            bias=self.bias,
+            post_processor=self.post_processor,
+            top_k=top_k,
+            n_jobs=int(effective_n_jobs(self.n_jobs)),
+        )
+
+    def _rank_scores(
+        self, X: Any, k: int | None, labels: np.ndarray | None = None
+    ) -> sp.csr_matrix:
         """Path scores of the ``k`` best labels of each row (all the labels the beam
-        reaches when None), CSR ``(n_samples, n_labels)``."""
-        return self._search(self._validate_X(X), top_k=k)
+        reaches when None), CSR ``(n_samples, n_labels)``; with ``labels`` (columns), the
+        exact path scores of those labels (their ``k`` best when set), beam or not."""
+        X = self._validate_X(X)
+        if labels is None:
+            return self._search(X, top_k=k)
+        return self._selected(X, labels, top_k=k, cache=self._search_cache)
 
     def _proba_of(self, scores: sp.csr_matrix) -> sp.csr_matrix:
         """With ``post_processor="l3-hinge"`` or ``"sigmoid"`` the path scores already lie
@@ -559,8 +581,25 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             scores.data = (1.0 / (1.0 + np.exp(-scores.data))).astype(np.float32)
         return scores
 
-    def predict_topk(self, X: Any, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def predict_topk(
+        self, X: Any, k: int | None = None, *, labels: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best labels of each sample and their scores, best first.
+
+        Parameters
+        ----------
+        X : {sparse matrix, ndarray} of shape (n_samples, n_features)
+            Samples.
+        k : int or None, default=None
+            Labels per sample; None: ``top_k``.
+        labels : array-like of shape (n_selected,), default=None
+            Rank only these labels (identifiers from ``classes_``), by their exact path
+            scores, as PECOS's ``predict(X, selected_outputs_csr=...)``: every layer keeps
+            the ancestors of the selected labels instead of a beam, so each selected label
+            gets the score a beam wide enough to reach it would give (the beam's own score
+            when it does reach it), and no other label is scored. The cost grows with the
+            subset (the children of its ancestors, per sample), not with ``beam_size``.
+            At most ``len(labels)`` labels per sample are returned. None: the beam search.
 
         Returns
         -------
@@ -574,9 +613,13 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             Path scores; ``-inf`` in empty slots.
         """
         X = self._validate_X(X)
-        k = self._resolve_k(k)
+        columns = self._label_columns(labels)
+        k = self._resolve_k(k, columns)
         cache = self._search_cache  # one snapshot: weights and classes of the same fit
-        scores = self._search(X, top_k=k, cache=cache)
+        if columns is None:
+            scores = self._search(X, top_k=k, cache=cache)
+        else:
+            scores = self._selected(X, columns, top_k=k, cache=cache)
         idx, val = topk_from_sparse(scores, k)
         return LabelSpace(cache.classes).labels_of(idx), val.astype(np.float32)
 
