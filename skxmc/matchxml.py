@@ -11,17 +11,22 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-import torch
-import torch.nn.functional as F
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.preprocessing import normalize
 from sklearn.utils.validation import check_is_fitted, check_random_state
+
+from ._optional import require_extra
+
+with require_extra("text", "MatchXMLClassifier"):
+    import torch
+    import torch.nn.functional as F
 
 from ._base import MultiLabelRankerMixin
 from ._compat import HasMethods, Interval, StrOptions, _fit_context
 from ._labels import LabelSpace, encode_target
 from ._logging import progress
 from ._persistence import PersistenceMixin, persistent
+from ._ranking import topk_from_sparse
 from ._vectorizers import default_tfidf
 from .linear import XRLinearClassifier
 from .losses._matching import candidate_scores, text_label_matching_loss, weighted_squared_hinge
@@ -31,9 +36,7 @@ from .text import (
     SentenceEncoder,
     TextTransformerMixin,
     Trainer,
-    batched_inference,
     check_texts,
-    eval_mode,
     inference_device,
     load_encoder,
     seed_everything,
@@ -309,6 +312,9 @@ class MatchXMLClassifier(
     ['food', 'ocean']
     """
 
+    # predict's encoder passes go through _text_model_outputs (set_inference_backend)
+    _onnx_inference = True
+
     _parameter_constraints: dict = {
         "encoder": [str, os.PathLike],
         "pooling": [StrOptions({"cls", "pooler", "mean", "max", "mean_sqrt_len"})],
@@ -451,10 +457,14 @@ class MatchXMLClassifier(
 
     def _embed(self, tokens: TokenizedTexts, device: torch.device, desc: str) -> np.ndarray:
         """Normalised text embeddings of the current encoder (inference mode)."""
-        module = self.module_.to(device)
-        with eval_mode(module):
-            Z = batched_inference(module.features, tokens, batch_size=2 * self.batch_size,
-                                  device=device, verbose=self.verbose, desc=desc)  # fmt: skip
+        Z = self._text_model_outputs(
+            "features",
+            tokens,
+            batch_size=2 * self.batch_size,
+            device=device,
+            verbose=self.verbose,
+            desc=desc,
+        )
         return _normalized_rows(np.asarray(Z, dtype=np.float32))
 
     def _sentence_embeddings(self, texts: list[str], device: torch.device) -> np.ndarray | None:
@@ -816,10 +826,16 @@ class MatchXMLClassifier(
     def _score_floor(self) -> float:
         return getattr(self.ranker_, "_score_floor", 0.0)
 
-    def _rank_scores(self, X: Any, k: int | None) -> sp.csr_matrix:
+    def _rank_scores(
+        self, X: Any, k: int | None, labels: np.ndarray | None = None
+    ) -> sp.csr_matrix:
         """The ranker's scores of the ``k`` best labels of each text (all the labels its
-        beam reaches when None), CSR ``(n_samples, n_labels)``."""
+        beam reaches when None), CSR ``(n_samples, n_labels)``; with ``labels`` (columns),
+        the exact scores of those labels (see :meth:`XRLinearClassifier.predict_topk`)."""
         features = self._features(X)
+        if labels is not None:
+            # The ranker was fitted on the label matrix: its columns are ours.
+            return self.ranker_._rank_scores(features, k, labels=labels)
         if k is None:
             return sp.csr_matrix(self.ranker_.decision_function(features))
         # The ranker was fitted on the label matrix: its classes are column indices.
@@ -836,13 +852,24 @@ class MatchXMLClassifier(
         proba_of = getattr(self.ranker_, "_proba_of", None)
         return scores if proba_of is None else proba_of(scores)
 
-    def predict_topk(self, X: Any, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def predict_topk(
+        self, X: Any, k: int | None = None, *, labels: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best labels of each text and their scores, best first (see
-        :meth:`XRLinearClassifier.predict_topk`); ``k=None``: ``top_k``."""
-        k = self._resolve_k(k)
+        :meth:`XRLinearClassifier.predict_topk`); ``k=None``: ``top_k``. ``labels``
+        (identifiers from ``classes_``): rank only those, by their exact path scores
+        through the ranker's tree."""
+        check_is_fitted(self, "ranker_")
+        columns = self._label_columns(labels)
+        k = self._resolve_k(k, columns)
         features = self._features(X)
-        columns, scores = self.ranker_.predict_topk(features, k=k)
-        return LabelSpace(self.classes_).labels_of(columns), scores
+        if columns is None:
+            columns_out, scores = self.ranker_.predict_topk(features, k=k)
+        else:
+            S = self.ranker_._rank_scores(features, k, labels=columns)
+            columns_out, scores = topk_from_sparse(S, k)
+            scores = scores.astype(np.float32)
+        return LabelSpace(self.classes_).labels_of(columns_out), scores
 
     # ------------------------------------------------------------------ persistence
 

@@ -13,7 +13,13 @@ weights in model directories (:func:`save_module_weights`, :func:`load_module_we
 
 from __future__ import annotations
 
-from ._classifier import TextTransformerMixin
+from .._optional import require_extra
+
+# The whole engine needs the [text] extra: check it before the first import of torch, so
+# that a missing piece is an ImportError naming the extra and its pip command.
+with require_extra("text", "skxmc.text"):
+    from ._classifier import TextTransformerMixin
+
 from ._device import (
     autocast,
     inference_device,
@@ -33,6 +39,7 @@ from ._encoder import (
     load_encoder,
     pool,
 )
+from ._onnx import OnnxTextModel
 from ._seed import seed_everything
 from ._sentence import SentenceEncoder, read_sentence_transformers_folder, sentence_embeddings
 from ._tokenize import DEFAULT_MAX_LENGTH, TextBatch, TokenizedTexts, check_texts, tokenize
@@ -62,6 +69,7 @@ __all__ = [
     "POOLING_OPTIONS",
     "CheckpointMismatchWarning",
     "EncoderNotFoundError",
+    "OnnxTextModel",
     "ParamGroup",
     "SentenceEncoder",
     "TextBatch",

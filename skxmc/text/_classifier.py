@@ -34,7 +34,7 @@ from .._compat import Interval, StrOptions, _fit_context
 from .._persistence import PersistenceMixin
 from ._checkpoint import params_fingerprint
 from ._device import inference_device
-from ._encoder import batched_inference, encoder_forward, eval_mode, load_encoder
+from ._encoder import encoder_forward, load_encoder
 from ._tokenize import TokenizedTexts, check_texts, tokenize
 from ._training import ParamGroup, Trainer, TrainResult
 from ._weights import FineTunedModelMixin
@@ -227,6 +227,10 @@ class TransformerClassifierBase(
         "checkpoint_dir": [str, os.PathLike, None],
     }
 
+    # transform / predict / predict_proba read the model through _text_model_outputs, so
+    # set_inference_backend("onnx") can run them with ONNX Runtime.
+    _onnx_inference = True
+
     # Subclass hooks ---------------------------------------------------------------------
 
     @abstractmethod
@@ -314,6 +318,8 @@ class TransformerClassifierBase(
         self
         """
         texts, y_encoded = self._validate_fit_data(X, y)
+        # An ONNX Runtime session holds the previous fit's weights.
+        self.__dict__.pop("_onnx_model", None)
         rs = check_random_state(self.random_state)
         seed = int(rs.randint(np.iinfo(np.int32).max))
         from ._seed import seed_everything
@@ -370,18 +376,15 @@ class TransformerClassifierBase(
                 else "single texts"
             )
             raise ValueError(f"this model was trained on {kind}; X holds {given}.")
-        device = self._inference_device()
-        module = self.module_.to(device)
-        with eval_mode(module):
-            out = batched_inference(
-                getattr(module, method),
-                self._tokenize(texts),
-                batch_size=2 * self.batch_size,
-                device=device,
-                verbose=self.verbose,
-                desc=desc,
-            )
-        return out
+        # Torch on the inference device, or ONNX Runtime after set_inference_backend("onnx").
+        return self._text_model_outputs(
+            method,
+            self._tokenize(texts),
+            batch_size=2 * self.batch_size,
+            device=self._inference_device(),
+            verbose=self.verbose,
+            desc=desc,
+        )
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Class scores (logits), shape (n_samples, n_classes).

@@ -11,11 +11,14 @@ trained on GPU opens on a CPU-only machine.
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from ._encoder import dtype_kwargs, quiet_transformers
@@ -264,12 +267,22 @@ def module_on_cpu(module: torch.nn.Module | None) -> torch.nn.Module | None:
 
 
 class FineTunedModelMixin:
-    """Pickling and ``save`` / :func:`skxmc.load` of estimators whose fitted state holds a
-    fine-tuned text model: ``module_`` (with the encoder as ``module_.encoder``) and
-    ``tokenizer_``. Goes before :class:`skxmc._persistence.PersistenceMixin` in the bases;
-    subclasses define ``_rebuild_module(encoder)``, which recreates ``module_`` around an
-    encoder of the saved configuration.
+    """Pickling, ``save`` / :func:`skxmc.load` and ONNX export of estimators whose fitted
+    state holds a fine-tuned text model: ``module_`` (with the encoder as
+    ``module_.encoder``) and ``tokenizer_``. Goes before
+    :class:`skxmc._persistence.PersistenceMixin` in the bases; subclasses define
+    ``_rebuild_module(encoder)``, which recreates ``module_`` around an encoder of the
+    saved configuration, and ``_tokenize(texts)``.
+
+    ONNX: :meth:`export_onnx` writes the text model (encoder, pooling and the heads that
+    inference reads) as an ONNX graph; :meth:`set_inference_backend` runs inference
+    through ONNX Runtime instead of torch in the estimators whose inference goes through
+    :meth:`_text_model_outputs` (``_onnx_inference = True``).
     """
+
+    #: Whether this estimator's inference reads the text model through
+    #: :meth:`_text_model_outputs` (so that an ONNX Runtime backend can replace torch).
+    _onnx_inference = False
 
     def _rebuild_module(self, encoder: torch.nn.Module) -> torch.nn.Module:
         raise NotImplementedError
@@ -279,7 +292,262 @@ class FineTunedModelMixin:
         if state.get("module_") is not None:
             state["module_"] = module_on_cpu(state["module_"])
         state.pop("_trainer", None)
+        # An ONNX Runtime session does not pickle; the unpickled estimator runs on torch.
+        state.pop("_onnx_model", None)
         return state
+
+    # ONNX -------------------------------------------------------------------------------
+
+    def _onnx_outputs(self) -> dict[str, str]:
+        """Graph output name -> method of ``module_``: ``embeddings`` (``embed``, or the
+        pooled ``features`` for a bare encoder) and ``logits`` where there is a head."""
+        module = self.module_
+        outputs = {"embeddings": "embed" if hasattr(module, "embed") else "features"}
+        if hasattr(module, "logits"):
+            outputs["logits"] = "logits"
+        return outputs
+
+    def _onnx_sample(self) -> dict[str, torch.Tensor]:
+        # Two texts of different lengths: the traced graph then masks padding, which is
+        # right for batches with and without padding alike.
+        if getattr(self, "text_pairs_", False):
+            texts: list = [("onnx export sample", "a longer second text of the pair"), ("a", "b")]
+        else:
+            texts = ["an onnx export sample text of a few words", "a"]
+        return self._tokenize(texts).collate(np.arange(len(texts))).inputs
+
+    def export_onnx(
+        self,
+        path: str | os.PathLike,
+        *,
+        opset_version: int | None = None,
+        dynamo: bool = False,
+        verify: bool = True,
+        atol: float = 1e-4,
+    ) -> Path:
+        """Write the fine-tuned text model as an ONNX graph, for ONNX Runtime or serving.
+
+        The graph takes the tokenizer's tensors (``input_ids`` and ``attention_mask``,
+        plus ``token_type_ids`` for a model of text pairs), all int64 of shape
+        ``(batch, sequence)`` with both axes dynamic, and returns float32 outputs of
+        shape ``(batch, width)``: ``embeddings`` (what ``transform`` returns, or the
+        pooled encoder output that a ranker reads) and, for estimators with a classifier
+        head, ``logits`` (the head's class scores; SharpReCL's ``predict_proba`` is their
+        softmax, KNN-BERT's mixes it with kNN votes over ``embeddings``). The
+        tokenizer is not in the graph: tokenise with ``tokenizer_`` (right padding).
+        Use it in this estimator with :meth:`set_inference_backend`.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The ``.onnx`` file to write (e.g. next to the saved model: ``model.onnx``).
+        opset_version : int or None, default=None
+            ONNX opset; None: 17 (TorchScript exporter) or torch's default (dynamo).
+        dynamo : bool, default=False
+            Use torch's ``torch.export``-based exporter (needs ``pip install
+            onnxscript``) instead of the TorchScript-based one.
+        verify : bool, default=True
+            Run the written graph with ONNX Runtime on a padded batch and on a single text,
+            and raise unless every output equals torch's to ``atol``.
+        atol : float, default=1e-4
+            Largest absolute difference ``verify`` accepts.
+
+        Returns
+        -------
+        path : pathlib.Path
+            The file. Its metadata (``skxmc.*`` keys) names the estimator, the outputs,
+            the pooling, the tokenizer's ``max_length``, the classes (the columns of
+            ``logits``, as JSON) and a hash of the weights, which
+            :meth:`set_inference_backend` checks.
+
+        Raises
+        ------
+        ImportError
+            When ``onnx`` (or, with ``verify``, ``onnxruntime``) is not installed; the
+            message gives the pip command.
+        RuntimeError
+            When ``verify`` finds outputs differing from torch's by more than ``atol``.
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        from ._encoder import eval_mode
+        from ._onnx import (
+            OnnxTextModel,
+            export_text_model,
+            metadata_json,
+            require_onnxruntime,
+            weights_fingerprint,
+        )
+
+        check_is_fitted(self, "module_")
+        if verify:
+            require_onnxruntime("export_onnx(verify=True)")
+        # Export from CPU: outputs are then compared with CPU float32 torch, not TF32 GPU.
+        module = module_on_cpu(self.module_)
+        outputs = self._onnx_outputs()
+        sample = self._onnx_sample()
+        metadata = {
+            "estimator": type(self).__name__,
+            "outputs": metadata_json(outputs),
+            "embeddings_method": outputs["embeddings"],
+            "pooling": str(getattr(module, "pooling", "")),
+            "text_pairs": metadata_json(bool(getattr(self, "text_pairs_", False))),
+            "weights_sha256": weights_fingerprint(module),
+            "max_length": str(self._max_length()),
+        }
+        if "logits" in outputs:
+            # The logits' columns, so that a process without skxmc can name the classes.
+            try:
+                metadata["classes"] = metadata_json(np.asarray(self.classes_).tolist())
+            except TypeError:  # labels that JSON cannot hold
+                pass
+        path = export_text_model(
+            module,
+            sample,
+            path,
+            outputs=outputs,
+            metadata=metadata,
+            opset_version=opset_version,
+            dynamo=dynamo,
+        )
+        if verify:
+            # The padded sample, and its second text alone (a batch without padding).
+            length = int(sample["attention_mask"][1].sum())
+            single = {name: value[1:, :length] for name, value in sample.items()}
+            runner = OnnxTextModel(path, n_threads=1)
+            for batch in (sample, single):
+                got = runner.session.run(list(outputs), {k: v.numpy() for k, v in batch.items()})
+                with torch.inference_mode(), eval_mode(module):
+                    for value, (name, method) in zip(got, outputs.items()):
+                        want = getattr(module, method)(batch).float().numpy()
+                        diff = float(np.abs(value - want).max())
+                        if not diff <= atol:
+                            raise RuntimeError(
+                                f"the exported ONNX graph's {name!r} output differs from "
+                                f"torch by {diff:.2g} (> atol={atol:g}); export again with "
+                                f"another opset_version or with dynamo=True."
+                            )
+        return path
+
+    def set_inference_backend(
+        self,
+        backend: str = "onnx",
+        *,
+        onnx_path: str | os.PathLike | None = None,
+        n_threads: int | None = None,
+        providers: Sequence[str] | None = None,
+    ) -> Any:
+        """Run ``transform`` / ``predict`` / ``predict_proba`` through ONNX Runtime or torch.
+
+        With ``"onnx"``, the fitted text model runs as an ONNX graph (the estimator's
+        tokenizer, batches and padding are unchanged; outputs equal torch's to about 1e-5,
+        checked to 1e-4 by the tests). Set after ``fit``: a new ``fit`` returns to torch,
+        and so does a pickled, cloned or loaded estimator (the session is not stored).
+        ``device`` is ignored while the ONNX backend is on (``providers`` chooses).
+
+        Parameters
+        ----------
+        backend : {"onnx", "torch"}, default="onnx"
+            ``"torch"`` drops the ONNX Runtime session.
+        onnx_path : str, path-like or None, default=None
+            A graph written by :meth:`export_onnx` for this very model (its weights hash
+            must match). None: export one now, held in memory only.
+        n_threads : int or None, default=None
+            ONNX Runtime's ``intra_op_num_threads``; None: its default (one per physical
+            core).
+        providers : sequence of str or None, default=None
+            ONNX Runtime execution providers; None: ``["CPUExecutionProvider"]``.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ImportError
+            When ``onnxruntime`` (or, to export, ``onnx``) is not installed; the message
+            gives the pip command.
+        ValueError
+            When ``onnx_path`` holds another model's graph (other weights or outputs).
+        NotImplementedError
+            For estimators whose inference does not run through the backend yet.
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        from ._onnx import OnnxTextModel, export_to_bytes, require_onnxruntime, weights_fingerprint
+
+        if backend not in ("onnx", "torch"):
+            raise ValueError(f"backend must be 'onnx' or 'torch', got {backend!r}.")
+        if backend == "torch":
+            self.__dict__.pop("_onnx_model", None)
+            return self
+        if not self._onnx_inference:
+            raise NotImplementedError(
+                f"{type(self).__name__} runs inference with torch only; export_onnx(path) "
+                f"writes its text model for serving elsewhere."
+            )
+        check_is_fitted(self, "module_")
+        require_onnxruntime(f"{type(self).__name__}.set_inference_backend('onnx')")
+        if onnx_path is None:
+            source: Any = export_to_bytes(lambda path: self.export_onnx(path, verify=False))
+        else:
+            source = onnx_path
+        runner = OnnxTextModel(source, n_threads=n_threads, providers=providers)
+        expected = {
+            "estimator": type(self).__name__,
+            "outputs": json.dumps(self._onnx_outputs(), sort_keys=True),
+            "weights_sha256": weights_fingerprint(self.module_),
+        }
+        wrong = [k for k, v in expected.items() if runner.metadata.get(k) != v]
+        if wrong:
+            raise ValueError(
+                f"{str(onnx_path)!r} is not an export of this fitted model (its {', '.join(wrong)} "
+                f"differ{'s' if len(wrong) == 1 else ''}); write it with export_onnx(path) "
+                f"after the last fit, or pass onnx_path=None to export now."
+            )
+        self._onnx_model = runner
+        return self
+
+    @property
+    def inference_backend_(self) -> str:
+        """``"onnx"`` while :meth:`set_inference_backend` holds an ONNX Runtime session,
+        else ``"torch"``."""
+        return "onnx" if self.__dict__.get("_onnx_model") is not None else "torch"
+
+    def _text_model_outputs(
+        self,
+        method: str,
+        tokens: Any,
+        *,
+        batch_size: int,
+        device: torch.device | None,
+        verbose: int = 0,
+        desc: str = "encoding",
+    ) -> np.ndarray:
+        """``module_.<method>`` of every text, rows in input order: through ONNX Runtime
+        when a session is set, else with torch on ``device``
+        (:func:`~skxmc.text.batched_inference`)."""
+        from ._encoder import batched_inference, eval_mode
+
+        runner = self.__dict__.get("_onnx_model")
+        if runner is not None:
+            return runner.run(
+                tokens,
+                runner.outputs_for(method),
+                batch_size=batch_size,
+                verbose=verbose,
+                desc=desc,
+            )
+        module = self.module_.to(device)
+        with eval_mode(module):
+            return batched_inference(
+                getattr(module, method),
+                tokens,
+                batch_size=batch_size,
+                device=device,
+                verbose=verbose,
+                desc=desc,
+            )
 
     def _save_state(self) -> tuple[dict, dict]:
         attributes, arrays = super()._save_state()
