@@ -29,6 +29,13 @@ load with a warning. ``save(overwrite=True)`` replaces only a directory whose fi
 belong to the model: it refuses, naming them, when the directory holds anything else.
 
 Directories and files are created with the permissions of the user's umask.
+
+``save(model_card=...)`` adds ``README.md``, a model card in the Hugging Face style (front
+matter with ``library_name: skxmc``), listed in the manifest like the other files. A string
+that is not an existing path and reads as a Hugging Face repository id (``"user/repo"``) is
+looked up in the local Hugging Face cache by :func:`load` and :func:`describe`; nothing is
+ever downloaded. :func:`describe` summarises a model directory from ``skxmc-model.json``
+(and the array headers of ``arrays.npz``) without loading any weights.
 """
 
 from __future__ import annotations
@@ -58,12 +65,18 @@ from ._compat import validate_estimator_params
 from ._vectorizers import is_text_vectorizer, vectorizer_from_state, vectorizer_to_state
 from .pipeline import Pipeline, make_pipeline
 
-__all__ = ["load", "persistent", "save"]
+__all__ = ["describe", "load", "persistent", "resolve_model_dir", "save"]
 
 logger = logging.getLogger(__name__)
 
 CONFIG_NAME = "skxmc-model.json"
 ARRAYS_NAME = "arrays.npz"
+CARD_NAME = "README.md"
+# The keys ``save(model_card=...)`` takes.
+_CARD_KEYS = ("data_description", "metrics")
+# "user/repo" as the Hugging Face hub spells repository ids (no "--" or "..": the cache
+# folder name models--user--repo would be ambiguous).
+_REPO_ID_PATTERN = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
 # Version 2 adds pipelines and nested estimators with files (``parts/``); models without
 # them are still written as version 1, so that older skxmc releases keep reading them.
 FORMAT_VERSION = 2
@@ -723,7 +736,13 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
-def save(estimator: Any, directory: str | os.PathLike, *, overwrite: bool = False) -> Path:
+def save(
+    estimator: Any,
+    directory: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    model_card: bool | Mapping[str, Any] | None = None,
+) -> Path:
     """Save a fitted estimator or pipeline to ``directory`` without pickle.
 
     The directory gets ``skxmc-model.json`` and ``arrays.npz`` (plus safetensors files for
@@ -749,6 +768,14 @@ def save(estimator: Any, directory: str | os.PathLike, *, overwrite: bool = Fals
         Target directory; created if missing.
     overwrite : bool, default=False
         Replace a model already saved in ``directory``.
+    model_card : bool or dict, default=None
+        Write a model card, ``README.md`` (Hugging Face style: front matter with
+        ``library_name: skxmc`` and tags, then the estimator, its non-default parameters,
+        the number of labels and features). ``True`` or a dict writes one; the dict may
+        add ``"data_description"`` (str, markdown: what the model was trained on) and
+        ``"metrics"`` (dict of metric name to number). The card is listed in
+        ``skxmc-model.json`` like the other files, so :func:`load` verifies it too.
+        ``None`` / ``False``: no card.
 
     Returns
     -------
@@ -758,9 +785,11 @@ def save(estimator: Any, directory: str | os.PathLike, *, overwrite: bool = Fals
     Raises
     ------
     TypeError
-        For other estimators or pipeline steps (use pickle / joblib for those).
+        For other estimators or pipeline steps (use pickle / joblib for those), or a
+        ``model_card`` that is neither a bool nor a dict.
     ValueError
-        When ``estimator`` is not fitted.
+        When ``estimator`` is not fitted, or ``model_card`` has an unknown key or a value
+        of the wrong type.
     FileExistsError
         When ``directory`` is a file, a non-empty folder without a model, a model and
         ``overwrite=False``, or a model together with files that are not part of it.
@@ -781,6 +810,7 @@ def save(estimator: Any, directory: str | os.PathLike, *, overwrite: bool = Fals
     from . import __version__
 
     directory = Path(directory)
+    card = _checked_card_options(model_card)  # before anything is written
     if not (_is_registered(estimator) or _is_pipeline(estimator)):
         raise TypeError(
             f"{type(estimator).__name__} does not support save(); skxmc.save takes skxmc "
@@ -818,6 +848,14 @@ def save(estimator: Any, directory: str | os.PathLike, *, overwrite: bool = Fals
         for part, est in store.parts:
             (tmp / part).mkdir(parents=True)
             est._save_extra_files(tmp / part)
+        if card is not None:
+
+            def shape_of(key: str) -> tuple | None:
+                return getattr(store.arrays.get(key), "shape", None)
+
+            summary = _summarize(spec, store.format_version, __version__, shape_of)
+            text = _model_card(summary, card, estimator)
+            (tmp / CARD_NAME).write_text(text, encoding="utf-8")
         # Written last, with the list of the files above: a folder without it is no model.
         config[MANIFEST_KEY] = _build_manifest(tmp)
         (tmp / CONFIG_NAME).write_text(json.dumps(config, indent=1), encoding="utf-8")
@@ -868,10 +906,17 @@ def load(directory: str | os.PathLike) -> Any:
     ``fit`` validates them. A directory saved by an skxmc without that list loads with a
     warning (its files cannot be checked for completeness); save it again to add the list.
 
+    A string that is not an existing path and reads as a Hugging Face repository id
+    (``"user/repo"``) is resolved in the local Hugging Face cache, as ``from_pretrained``
+    does offline: the snapshot of its ``main`` branch, downloaded beforehand with
+    ``huggingface_hub.snapshot_download("user/repo")`` (or ``hf download user/repo``).
+    Nothing is downloaded here; ``HF_HUB_CACHE`` / ``HF_HOME`` choose the cache.
+
     Parameters
     ----------
     directory : str or path-like
-        A directory written by :func:`save` (or by ``skxmc fit``).
+        A directory written by :func:`save` (or by ``skxmc fit``), or the id of a
+        Hugging Face repository holding one, in the local cache.
 
     Returns
     -------
@@ -881,7 +926,8 @@ def load(directory: str | os.PathLike) -> Any:
     Raises
     ------
     FileNotFoundError
-        When ``directory`` holds no model or a file of the model is missing.
+        When ``directory`` holds no model or a file of the model is missing, or names a
+        Hugging Face repository that is not in the local cache.
     ValueError
         When a file is damaged, truncated or changed, or the model it describes is
         inconsistent or has invalid parameters; the message names the file.
@@ -894,7 +940,7 @@ def load(directory: str | os.PathLike) -> Any:
     ...
     FileNotFoundError: no skxmc model in 'no/such/dir' (skxmc-model.json is missing).
     """
-    directory = Path(directory)
+    directory = resolve_model_dir(directory)
     config_path = directory / CONFIG_NAME
     if not config_path.is_file():
         if _is_legacy_cli_dir(directory):
@@ -940,6 +986,447 @@ def load(directory: str | os.PathLike) -> Any:
     return est
 
 
+def resolve_model_dir(directory: str | os.PathLike) -> Path:
+    """The folder of a model: ``directory`` itself, or, for a string that is not an existing
+    path and reads as a Hugging Face repository id (``"user/repo"``), its snapshot in the
+    local Hugging Face cache (offline: nothing is downloaded).
+
+    Parameters
+    ----------
+    directory : str or path-like
+        A model directory, or a repository id (a string only: a path-like is always a path).
+
+    Returns
+    -------
+    pathlib.Path
+        The folder to read.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``directory`` names a repository that is not in the local cache.
+    """
+    path = Path(directory)
+    if (
+        not isinstance(directory, str)
+        or path.exists()
+        # The folder an interrupted save moved aside: load() points to it.
+        or path.with_name(f".{path.name}.old").exists()
+        or not _REPO_ID_PATTERN.fullmatch(directory)
+        or "--" in directory
+        or ".." in directory
+    ):
+        return path
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    try:
+        return Path(snapshot_download(directory, local_files_only=True))
+    except (OSError, ValueError) as exc:  # LocalEntryNotFoundError is an OSError
+        logger.debug("%s is not in the Hugging Face cache: %s", directory, exc)
+    raise FileNotFoundError(
+        f"no skxmc model in {directory!r}: there is no such directory, and no Hugging Face "
+        f"repository {directory!r} in the local cache ({HF_HUB_CACHE}; skxmc reads the cache "
+        f"only, offline). Download it first with huggingface_hub.snapshot_download("
+        f"{directory!r}) or `hf download {directory}`, or give the path of a model directory."
+    )
+
+
+def _checked_card_options(model_card: Any) -> dict | None:
+    """``save``'s ``model_card`` as a dict of card options, or ``None`` for no card."""
+    if model_card is None or model_card is False:
+        return None
+    if model_card is True:
+        return {}
+    if not isinstance(model_card, Mapping):
+        raise TypeError(
+            f"model_card must be None, a bool or a dict with keys {', '.join(_CARD_KEYS)}; "
+            f"got {type(model_card).__name__}."
+        )
+    unknown = sorted(map(str, set(model_card) - set(_CARD_KEYS)))
+    if unknown:
+        raise ValueError(
+            f"model_card has unknown key(s) {', '.join(map(repr, unknown))}; it takes "
+            f"{', '.join(map(repr, _CARD_KEYS))}."
+        )
+    description = model_card.get("data_description")
+    if description is not None and not isinstance(description, str):
+        raise ValueError(
+            f"model_card['data_description'] must be a str, got {type(description).__name__}."
+        )
+    metrics = model_card.get("metrics")
+    if metrics is not None:
+        if not isinstance(metrics, Mapping):
+            raise ValueError(
+                f"model_card['metrics'] must be a dict of metric name to number, got "
+                f"{type(metrics).__name__}."
+            )
+        for name, value in metrics.items():
+            if not isinstance(name, str) or isinstance(value, bool):
+                raise ValueError(
+                    f"model_card['metrics'][{name!r}] must be a number, named by a str."
+                )
+            if not isinstance(value, (int, float, np.integer, np.floating)):
+                raise ValueError(
+                    f"model_card['metrics'][{name!r}] must be a number, got {type(value).__name__}."
+                )
+    return dict(model_card)
+
+
+def _plain(value: Any) -> Any:
+    """A saved value (the JSON form of ``_encode``) for display: plain JSON values, nested
+    estimators by class name, arrays by ``"<array>"``."""
+    if isinstance(value, (list, tuple)):  # tuples too: a spec not yet written as JSON
+        return [_plain(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "__dict__" in value:
+        return {k: _plain(v) for k, v in value["__dict__"].items()}
+    if "__sequence__" in value:
+        return [_plain(v) for v in value.get("items", [])]
+    if "__estimator__" in value:
+        return f"{value['__estimator__']}(...)"
+    if "__pipeline__" in value:
+        return "Pipeline(...)"
+    if "__vectorizer__" in value:
+        return f"{value['__vectorizer__'].get('class', 'vectorizer')}(...)"
+    if "__object_array__" in value:
+        return value["__object_array__"]
+    if "__array__" in value or "__sparse__" in value:
+        return "<array>"
+    return {k: _plain(v) for k, v in value.items()}
+
+
+def _plain_default(value: Any) -> Any:
+    """A constructor default in the form :func:`_plain` gives the saved value."""
+    if isinstance(value, (list, tuple)):
+        return [_plain_default(v) for v in value]
+    if isinstance(value, type):
+        try:
+            return np.dtype(value).name  # a vectorizer's dtype is saved by name
+        except TypeError:
+            return value.__name__
+    if hasattr(value, "get_params"):
+        return f"{type(value).__name__}(...)"
+    return value
+
+
+def _class_named(name: str) -> type | None:
+    """The class of a saved step (registered skxmc estimators, sklearn's vectorizers)."""
+    if name in ("TfidfVectorizer", "CountVectorizer"):
+        from sklearn.feature_extraction import text
+
+        return getattr(text, name)
+    if name not in _REGISTRY:
+        import skxmc
+
+        if name in skxmc._LAZY:
+            getattr(skxmc, name)  # imports the module (not the weights), which registers it
+    return _REGISTRY.get(name)
+
+
+def _non_default(class_name: str, params: dict) -> dict:
+    cls = _class_named(class_name)
+    if cls is None:
+        return dict(params)
+    defaults = {
+        k: p.default
+        for k, p in inspect.signature(cls.__init__).parameters.items()
+        if p.default is not p.empty
+    }
+    return {
+        k: v for k, v in params.items() if k not in defaults or _plain_default(defaults[k]) != v
+    }
+
+
+def _steps(spec: dict, prefix: str = "") -> list[tuple[str | None, Any]]:
+    """``(name, saved step)`` of a pipeline (nested ones flattened as ``outer__inner``), or
+    ``[(None, spec)]`` for a lone estimator."""
+    if "__pipeline__" not in spec:
+        return [(None, spec)]
+    out: list[tuple[str | None, Any]] = []
+    for entry in spec.get("steps", []):
+        name, step = f"{prefix}{entry['name']}", entry["step"]
+        if isinstance(step, dict) and "__pipeline__" in step:
+            out.extend(_steps(step, prefix=f"{name}__"))
+        else:
+            out.append((name, step))
+    return out
+
+
+def _fitted_entry(spec: Any, name: str) -> Any:
+    """The saved fitted attribute ``name`` of an estimator's spec, or ``None``."""
+    if not isinstance(spec, dict):
+        return None
+    for part in ("arrays", "attributes"):
+        entries = spec.get(part)
+        if isinstance(entries, dict) and isinstance(entries.get("__dict__"), dict):
+            if name in entries["__dict__"]:
+                return entries["__dict__"][name]
+    return None
+
+
+def _length(ref: Any, shape_of: Any) -> int | None:
+    """The number of entries of a saved array / list, reading at most an array's header."""
+    if isinstance(ref, list):
+        return len(ref)
+    if not isinstance(ref, dict):
+        return None
+    if "__object_array__" in ref:
+        return len(ref["__object_array__"])
+    if "__sequence__" in ref:
+        return len(ref.get("items", []))
+    if "__array__" in ref:
+        shape = shape_of(ref["__array__"])
+        return int(shape[0]) if shape else None
+    return None
+
+
+def _vocabulary_size(step: Any) -> int | None:
+    if isinstance(step, dict) and "__vectorizer__" in step:
+        vocabulary = step["__vectorizer__"].get("vocabulary")
+        return len(vocabulary) if isinstance(vocabulary, (dict, list)) else None
+    return None
+
+
+def _summarize(spec: dict, format_version: Any, skxmc_version: Any, shape_of: Any) -> dict:
+    """What a saved model is, from its ``skxmc-model.json`` entry ``spec`` alone;
+    ``shape_of(key)`` gives the shape of an array of ``arrays.npz`` (or ``None``)."""
+    steps = []
+    for name, step in _steps(spec):
+        if isinstance(step, dict) and "__estimator__" in step:
+            cls_name = step["__estimator__"]
+            params = _plain(step.get("params", {}))
+        elif isinstance(step, dict) and "__vectorizer__" in step:
+            cls_name = step["__vectorizer__"].get("class", "vectorizer")
+            params = _plain(step["__vectorizer__"].get("params", {}))
+        else:
+            steps.append({"name": name, "class": "passthrough", "params": {}})
+            continue
+        params = params if isinstance(params, dict) else {}
+        steps.append({"name": name, "class": cls_name, "params": _non_default(cls_name, params)})
+    real = [(name, step) for name, step in _steps(spec) if isinstance(step, dict)]
+    final = real[-1][1] if real else {}
+    n_labels = _length(_fitted_entry(final, "classes_"), shape_of)
+    n_features, features = None, "raw texts"
+    if real:
+        first = real[0][1]
+        n_features = _vocabulary_size(first)
+        if n_features is not None:
+            features = f"{first['__vectorizer__'].get('class', 'vectorizer')} vocabulary"
+        else:
+            fitted = _fitted_entry(first, "n_features_in_")
+            if isinstance(fitted, int) and not isinstance(fitted, bool):
+                n_features, features = fitted, "input features"
+            else:
+                n_features = _vocabulary_size(_fitted_entry(first, "vectorizer_"))
+                if n_features is not None:
+                    features = "TF-IDF vocabulary (besides the encoder's texts)"
+    final_cls = _class_named(final.get("__estimator__", "")) if "__estimator__" in final else None
+    if final_cls is None:
+        task = None
+    elif hasattr(final_cls, "predict_topk"):
+        task = "multi-label"
+    else:
+        task = "multi-class"
+    classes = [s["class"] for s in steps]
+    estimator = f"Pipeline({', '.join(classes)})" if "__pipeline__" in spec else classes[0]
+    return {
+        "estimator": estimator,
+        "steps": steps,
+        "task": task,
+        "n_labels": n_labels,
+        "n_features": n_features,
+        "features": features,
+        "skxmc_version": skxmc_version,
+        "format_version": format_version,
+    }
+
+
+def _npz_shapes(path: Path) -> Any:
+    """``shape_of(key)`` for the arrays of ``path``: reads the ``.npy`` header only."""
+
+    def shape_of(key: str) -> tuple | None:
+        try:
+            with zipfile.ZipFile(path) as archive, archive.open(f"{key}.npy") as member:
+                version = np.lib.format.read_magic(member)
+                if version == (1, 0):
+                    shape, _, _ = np.lib.format.read_array_header_1_0(member)
+                else:
+                    shape, _, _ = np.lib.format.read_array_header_2_0(member)
+            return shape
+        except (KeyError, OSError, ValueError, zipfile.BadZipFile):
+            return None  # a damaged file is load()'s to report; describe shows "?"
+
+    return shape_of
+
+
+def _directory_files(directory: Path) -> dict[str, int]:
+    return {
+        p.relative_to(directory).as_posix(): p.stat().st_size
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def describe(directory: str | os.PathLike) -> dict[str, Any]:
+    """What a model directory holds, read from ``skxmc-model.json`` without loading weights.
+
+    Only the JSON and the headers of the arrays it refers to are read (a model of many
+    gigabytes is described in milliseconds); the files are not verified (:func:`load`
+    does that).
+
+    Parameters
+    ----------
+    directory : str or path-like
+        A directory written by :func:`save` (or ``skxmc fit``), or a Hugging Face
+        repository id in the local cache (see :func:`load`).
+
+    Returns
+    -------
+    dict
+        ``path``; ``estimator`` (the class, or ``Pipeline(step classes)``); ``steps`` (a
+        list of ``{"name", "class", "params"}`` with the parameters that differ from the
+        class's defaults; ``name`` is ``None`` for a lone estimator); ``task``
+        (``"multi-label"``, ``"multi-class"`` or ``None``); ``n_labels``; ``n_features`` and
+        ``features`` (what they are); ``skxmc_version`` and ``format_version`` it was saved
+        with; ``files`` (``{relative name: bytes}``, ``skxmc-model.json`` included);
+        ``total_size`` (bytes); ``model_card`` (whether ``README.md`` is one of the files).
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``directory`` holds no model.
+    ValueError
+        When ``skxmc-model.json`` is not valid JSON or describes no model.
+    """
+    path = resolve_model_dir(directory)
+    config_path = path / CONFIG_NAME
+    if config_path.is_file():
+        config = _read_json(config_path)
+        spec = config.get("model")
+        shape_of = _npz_shapes(path / ARRAYS_NAME)
+        manifest = config.get(MANIFEST_KEY)
+        if isinstance(manifest, dict):
+            files = {CONFIG_NAME: config_path.stat().st_size}
+            files.update(
+                {k: v["size"] for k, v in manifest.items() if isinstance(v, dict) and "size" in v}
+            )
+        else:
+            files = _directory_files(path)
+    elif _is_legacy_cli_dir(path):
+        config = _read_json(path / LEGACY_RANKER_DIR / CONFIG_NAME)
+        vectorizer = _read_json(path / LEGACY_VECTORIZER_FILE)
+        vectorizer.pop("arrays", None)
+        ranker = config.get("model")
+        spec = {
+            "__pipeline__": "legacy",
+            "steps": [
+                {"name": "vectorizer", "step": {"__vectorizer__": vectorizer}},
+                {"name": "ranker", "step": ranker},
+            ],
+        }
+        shape_of = _npz_shapes(path / LEGACY_RANKER_DIR / ARRAYS_NAME)
+        files = _directory_files(path)
+    else:
+        raise FileNotFoundError(f"no skxmc model in {str(path)!r} ({CONFIG_NAME} is missing).")
+    if not isinstance(spec, dict):
+        raise ValueError(f"{config_path} describes no model (its 'model' entry is missing).")
+    try:
+        summary = _summarize(
+            spec, config.get("format_version"), config.get("skxmc_version"), shape_of
+        )
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ValueError(
+            f"{config_path} does not describe a model this skxmc can read "
+            f"({type(exc).__name__}: {exc}): damaged or edited?"
+        ) from exc
+    return {
+        "path": str(path),
+        **summary,
+        "files": files,
+        "total_size": sum(files.values()),
+        "model_card": CARD_NAME in files and CONFIG_NAME in files,
+    }
+
+
+def _cell(value: Any) -> str:
+    """A value for a markdown table cell."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    return "`" + text.replace("|", "\\|").replace("\n", " ").replace("`", "'") + "`"
+
+
+def _model_card(summary: dict, options: dict, estimator: Any) -> str:
+    """``README.md`` of a model directory: Hugging Face model-card front matter, then what
+    the model is (from ``summary``) and the card options of ``save``."""
+    from . import __version__
+
+    task = summary["task"]
+    tags = ["skxmc", "scikit-learn", "text-classification"]
+    if task == "multi-label":
+        tags.append("extreme-multi-label-classification")
+    elif task == "multi-class":
+        tags.append("multi-class-classification")
+    final = estimator.steps[-1][1] if _is_pipeline(estimator) else estimator
+    lines = ["---", "library_name: skxmc", "tags:", *(f"- {t}" for t in tags)]
+    lines += ["pipeline_tag: text-classification", "---", ""]
+    lines += [f"# {type(final).__name__}", ""]
+    lines += [
+        f"A model saved by [skxmc](https://skxmc.readthedocs.io) {__version__} with "
+        f"`skxmc.save`: JSON, `.npz` arrays (and safetensors weights for torch models), no "
+        "pickle. `skxmc-model.json` lists every file with its sha256; `skxmc.load` checks "
+        "them.",
+        "",
+        "## Model",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| estimator | `{summary['estimator']}` |",
+    ]
+    if task is not None:
+        lines.append(f"| task | {task} |")
+    n_labels = summary["n_labels"]
+    lines.append(f"| labels | {n_labels if n_labels is not None else '?'} |")
+    n_features = summary["n_features"]
+    features = summary["features"]
+    lines.append(
+        f"| features | {n_features} ({features}) |" if n_features else f"| features | {features} |"
+    )
+    lines += ["", "## Parameters", ""]
+    lines.append(
+        "Parameters that differ from the defaults (all of them are in `skxmc-model.json`):"
+    )
+    for step in summary["steps"]:
+        title = step["class"] if step["name"] is None else f"{step['name']}: {step['class']}"
+        lines += ["", f"**{title}**", ""]
+        if step["params"]:
+            lines += ["| parameter | value |", "|---|---|"]
+            lines += [f"| `{k}` | {_cell(v)} |" for k, v in sorted(step["params"].items())]
+        else:
+            lines.append("(all defaults)")
+    if options.get("data_description"):
+        lines += ["", "## Training data", "", options["data_description"].strip()]
+    if options.get("metrics"):
+        lines += ["", "## Metrics", "", "| metric | value |", "|---|---|"]
+        lines += [f"| {_cell(k)} | {float(v):.6g} |" for k, v in options["metrics"].items()]
+    call = "predict_topk(texts, k=5)" if task == "multi-label" else "predict(texts)"
+    lines += [
+        "",
+        "## Use",
+        "",
+        "```python",
+        "import skxmc",
+        'model = skxmc.load("path/to/this/folder")  # or "user/repo" from the HF cache',
+        f"model.{call}",
+        "```",
+        "",
+        "or `skxmc predict --model-dir path/to/this/folder --input texts.jsonl`; "
+        "`skxmc info path/to/this/folder` describes it without loading it.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 class PersistenceMixin:
     """Adds ``save(directory)``; fitted attributes (names ending in ``_``) are stored.
 
@@ -949,7 +1436,13 @@ class PersistenceMixin:
     ``_load_state`` for anything else.
     """
 
-    def save(self, directory: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    def save(
+        self,
+        directory: str | os.PathLike,
+        *,
+        overwrite: bool = False,
+        model_card: bool | Mapping[str, Any] | None = None,
+    ) -> Path:
         """Save the fitted model to ``directory`` (JSON + ``.npz``; loading runs no pickle).
 
         Parameters
@@ -959,13 +1452,15 @@ class PersistenceMixin:
             skxmc model is never touched.
         overwrite : bool, default=False
             Replace a model already saved in ``directory``.
+        model_card : bool or dict, default=None
+            Also write ``README.md``, a model card; see :func:`skxmc.save`.
 
         Returns
         -------
         pathlib.Path
             The directory; reload with :func:`skxmc.load`.
         """
-        return save(self, directory, overwrite=overwrite)
+        return save(self, directory, overwrite=overwrite, model_card=model_card)
 
     def _save_state(self) -> tuple[dict, dict]:
         attributes, arrays = {}, {}

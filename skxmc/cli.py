@@ -1,11 +1,17 @@
-"""The ``skxmc`` command line: ``demo``, ``fit``, ``predict``, ``evaluate``.
+"""The ``skxmc`` command line: ``demo``, ``fit``, ``predict``, ``evaluate``, ``info``,
+``warmup``.
 
-``fit`` trains TF-IDF + :class:`~skxmc.XRLinearClassifier` on a JSON-lines file and saves
-the pipeline with :func:`skxmc.save` (JSON + ``.npz``, no pickle), so ``skxmc.load`` opens
-it; ``predict`` writes the top-k labels of a JSON-lines file (``-``: standard input) with
-any model directory of :func:`skxmc.save` whose model has ``predict_topk`` on texts;
-``evaluate`` scores predictions against the true labels. A closed standard output (``|
-head``) ends a command quietly, Ctrl-C exits with status 130.
+``fit`` trains one of skxmc's estimators (``--estimator``: XR-Linear by default, MatchXML,
+SharpReCL, KNN-BERT, SNM; constructor parameters from a ``--params`` JSON file) on a
+JSON-lines file and saves it with :func:`skxmc.save` (JSON + ``.npz`` + safetensors, no
+pickle) together with a model card, so ``skxmc.load`` opens it. XR-Linear and SNM read
+TF-IDF features (the model is a TF-IDF pipeline), the others the texts. ``predict`` writes
+the top-k labels of a JSON-lines file (``-``: standard input) with any model directory of
+:func:`skxmc.save` whose model has ``predict_topk`` or ``predict_proba`` on texts;
+``evaluate`` scores predictions against the true labels; ``info`` describes a model
+directory without loading its weights; ``warmup`` compiles the numba kernels ahead of
+time. A closed standard output (``| head``) ends a command quietly, Ctrl-C exits with
+status 130.
 """
 
 from __future__ import annotations
@@ -30,12 +36,36 @@ logger = logging.getLogger(__name__)
 
 STDIN = "-"
 
+# --estimator: (class name, input, targets). "tfidf" estimators are fitted behind the TF-IDF
+# front end (a pipeline); "text" ones read the texts. Multi-class ones need one label each.
+ESTIMATORS = {
+    "xrlinear": ("XRLinearClassifier", "tfidf", "multi-label"),
+    "matchxml": ("MatchXMLClassifier", "text", "multi-label"),
+    "sharprecl": ("SharpReCLClassifier", "text", "multi-class"),
+    "knnbert": ("KNNBertClassifier", "text", "multi-class"),
+    "snm": ("SNMClassifier", "tfidf", "multi-label"),
+}
+# Options of ``fit`` that set a constructor parameter: given for an estimator without that
+# parameter, they are an error rather than silently ignored.
+_PARAM_OPTIONS = ("beam_size", "top_k", "negative_sampling", "n_jobs")
+# Defaults of ``fit`` that differ from the class's (today's behaviour of skxmc fit).
+_CLI_DEFAULTS = {"xrlinear": {"n_jobs": 2}}
+# The TF-IDF options and their defaults (a default of None in ``fit`` tells "not given").
+_TFIDF_DEFAULTS = {"min_df": 2, "max_ngram": 2, "max_features": 200_000}
+# Labels per text that ``predict`` writes for a multi-class model without --top-k.
+_MULTICLASS_TOP_K = 10
+
 
 def _vectorizer(args: argparse.Namespace) -> Any:
     from ._vectorizers import default_tfidf
 
+    options = {
+        k: v if getattr(args, k) is None else getattr(args, k) for k, v in _TFIDF_DEFAULTS.items()
+    }
     return default_tfidf(
-        ngram_range=(1, args.max_ngram), min_df=args.min_df, max_features=args.max_features
+        ngram_range=(1, options["max_ngram"]),
+        min_df=options["min_df"],
+        max_features=options["max_features"],
     )
 
 
@@ -116,10 +146,105 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _estimator_class(name: str) -> type:
+    import skxmc
+
+    return getattr(skxmc, ESTIMATORS[name][0])  # the torch ones are imported on first use
+
+
+def _read_params(path: str, cls: type, name: str) -> dict:
+    """The constructor parameters of ``--params``: a JSON object whose keys ``cls`` takes."""
+    params_path = Path(path)
+    if not params_path.exists():
+        raise FileNotFoundError(f"--params {path!r}: no such file.")
+    try:
+        params = json.loads(params_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise ValueError(f"--params {path!r} is not valid JSON ({exc}).") from None
+    except OSError as exc:
+        raise OSError(f"--params {path!r} cannot be read: {exc.strerror or exc}.") from None
+    if not isinstance(params, dict):
+        raise ValueError(
+            f"--params {path!r} holds a JSON {type(params).__name__}; expected an object of "
+            f'{cls.__name__} parameters such as {{"max_epochs": 1}}.'
+        )
+    known = sorted(cls().get_params(deep=False))
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ValueError(
+            f"--params {path!r}: unknown parameter {unknown[0]!r} of {cls.__name__} "
+            f"(--estimator {name}); it takes {', '.join(known)}."
+        )
+    return params
+
+
+def _build_estimator(args: argparse.Namespace) -> Any:
+    """The unfitted estimator of ``--estimator`` with its ``--params`` and options, its
+    parameters validated as ``fit`` validates them (before any data is read)."""
+    from ._compat import validate_estimator_params
+
+    name = args.estimator
+    cls = _estimator_class(name)
+    params = dict(_CLI_DEFAULTS.get(name, {}))
+    if args.params is not None:
+        params.update(_read_params(args.params, cls, name))
+    known = cls().get_params(deep=False)
+    for option in _PARAM_OPTIONS:
+        value = getattr(args, option)
+        if value is None:
+            continue
+        if option not in known:
+            raise ValueError(
+                f"--{option.replace('_', '-')} does not apply to --estimator {name} "
+                f"({cls.__name__} has no parameter {option!r}); set its parameters in --params."
+            )
+        params[option] = value  # an option given on the command line wins over the file
+    if args.verbose:
+        params["verbose"] = args.verbose
+    kind = ESTIMATORS[name][1]
+    given_tfidf = [k for k in _TFIDF_DEFAULTS if getattr(args, k) is not None]
+    if kind != "tfidf" and given_tfidf:
+        tfidf = ", ".join(f"--{k.replace('_', '-')}" for k in given_tfidf)
+        raise ValueError(
+            f"{tfidf} set(s) the TF-IDF front end of --estimator xrlinear and snm; "
+            f"--estimator {name} reads the texts."
+        )
+    estimator = cls(**params)
+    try:
+        validate_estimator_params(estimator)
+    except (ValueError, TypeError) as exc:
+        where = f"--params {args.params!r}: " if args.params is not None else ""
+        raise ValueError(f"{where}invalid parameter of {cls.__name__}: {exc}") from None
+    return estimator
+
+
+def _targets(labels: np.ndarray, args: argparse.Namespace) -> Any:
+    """The labels of ``--train`` in the form ``--estimator`` takes: label lists for the
+    multi-label ones, one label per record for the multi-class ones."""
+    multi_label_file = len(labels) > 0 and isinstance(labels[0], frozenset)
+    if ESTIMATORS[args.estimator][2] == "multi-label":
+        return _label_lists(labels)
+    if not multi_label_file:
+        return labels
+    # A multi-label file with one label on every record is a multi-class file written
+    # with lists; anything else would lose labels.
+    for i, label_set in enumerate(labels):
+        if len(label_set) != 1:
+            raise ValueError(
+                f"--train {args.train!r} is a multi-label file ('labels' lists) and "
+                f"--estimator {args.estimator} is a multi-class classifier: it needs exactly "
+                f"one label per record, but record {i + 1} has {len(label_set)}. Use a "
+                f'single-label file ({{"text": "...", "label": "..."}}) or a multi-label '
+                f"estimator (xrlinear, matchxml, snm)."
+            )
+    out = np.empty(len(labels), dtype=object)
+    out[:] = [next(iter(label_set)) for label_set in labels]
+    return out
+
+
 def _fit(args: argparse.Namespace) -> int:
     from ._persistence import holds_model, refuse_foreign_entries, save
     from .datasets import load_text_jsonl
-    from .linear import XRLinearClassifier
     from .pipeline import make_pipeline
 
     model_dir = Path(args.model_dir)
@@ -138,6 +263,7 @@ def _fit(args: argparse.Namespace) -> int:
             )
         refuse_foreign_entries(model_dir)  # before training, not after
     _check_can_create(model_dir)
+    clf = _build_estimator(args)
     texts, labels = load_text_jsonl(args.train)
     logger.info("read %d training records from %s", len(texts), args.train)
     if not texts:
@@ -145,38 +271,51 @@ def _fit(args: argparse.Namespace) -> int:
             f"--train {args.train!r} has no records; it needs JSON lines such as "
             f'{{"text": "...", "labels": ["..."]}}.'
         )
-    if len(texts) < args.min_df:
+    multi_label_file = isinstance(labels[0], frozenset)
+    y = _targets(labels, args)
+    tfidf = ESTIMATORS[args.estimator][1] == "tfidf"
+    min_df = _TFIDF_DEFAULTS["min_df"] if args.min_df is None else args.min_df
+    if tfidf and len(texts) < min_df:
         # TF-IDF would fail with "max_df corresponds to < documents than min_df".
         raise ValueError(
             f"--train {args.train!r} has {len(texts)} record(s), fewer than --min-df "
-            f"{args.min_df}, so no term can be kept; use more records or a lower --min-df."
+            f"{min_df}, so no term can be kept; use more records or a lower --min-df."
         )
-    labels = _label_lists(labels)
     t0 = time.perf_counter()
-    vectorizer = _vectorizer(args)
-    clf = XRLinearClassifier(
-        beam_size=args.beam_size,
-        top_k=args.top_k,
-        negative_sampling=args.negative_sampling,
-        n_jobs=args.n_jobs,
-        verbose=args.verbose,
-    )
-    try:
-        pipe = make_pipeline(vectorizer, clf).fit(texts, labels)
-    except ValueError as exc:
-        if hasattr(vectorizer, "vocabulary_"):
-            raise  # the ranker's error, which says what is wrong itself
-        # sklearn says "empty vocabulary; perhaps the documents only contain stop words".
-        raise ValueError(
-            f"--train {args.train!r} has no usable text: TF-IDF found no terms that occur in "
-            f"at least --min-df {args.min_df} records ({exc}). Check the 'text' fields, or "
-            f"lower --min-df."
-        ) from None
+    if tfidf:
+        vectorizer = _vectorizer(args)
+        try:
+            model = make_pipeline(vectorizer, clf).fit(texts, y)
+        except ValueError as exc:
+            if hasattr(vectorizer, "vocabulary_"):
+                raise  # the ranker's error, which says what is wrong itself
+            # sklearn says "empty vocabulary; perhaps the documents only contain stop words".
+            raise ValueError(
+                f"--train {args.train!r} has no usable text: TF-IDF found no terms that occur "
+                f"in at least --min-df {min_df} records ({exc}). Check the 'text' fields, or "
+                f"lower --min-df."
+            ) from None
+        features = f", {len(vectorizer.vocabulary_)} features"
+    else:
+        try:
+            model = clf.fit(texts, y)
+        except ValueError as exc:
+            raise ValueError(
+                f"cannot fit {type(clf).__name__} on --train {args.train!r}: {exc}"
+            ) from None
+        features = ""
     fit_s = time.perf_counter() - t0
-    save(pipe, model_dir, overwrite=args.overwrite)
+    n_labels = len(clf.classes_)
+    kind = "multi-label" if multi_label_file else "single-label"
+    description = (
+        f"Trained with `skxmc fit --estimator {args.estimator}` on `{Path(args.train).name}`: "
+        f"{len(texts)} records ({kind} JSON lines), {n_labels} labels; the fit took "
+        f"{fit_s:.1f} s."
+    )
+    save(model, model_dir, overwrite=args.overwrite, model_card={"data_description": description})
     print(
-        f"trained on {len(texts)} samples, {len(clf.classes_)} labels, "
-        f"{len(vectorizer.vocabulary_)} features in {fit_s:.2f} s; saved to {model_dir}"
+        f"trained {type(clf).__name__} on {len(texts)} samples, {n_labels} labels{features} "
+        f"in {fit_s:.2f} s; saved to {model_dir}"
     )
     return 0
 
@@ -224,66 +363,160 @@ def _check_output(output: str, input_path: str) -> None:
         )
 
 
-def _load_model(model_dir: Path) -> Any:
+def _load_model(model_dir: str) -> Any:
     """``skxmc.load`` with errors that name ``--model-dir``."""
     from ._persistence import load
 
-    old = model_dir.with_name(f".{model_dir.name}.old")
-    if not model_dir.exists() and old.is_dir():
+    path = Path(model_dir)
+    old = path.with_name(f".{path.name}.old")
+    if not path.exists() and old.is_dir():
         # skxmc.save moves the previous model there just before moving the new one in.
         raise FileNotFoundError(
-            f"--model-dir {str(model_dir)!r} does not exist, but {str(old)!r} holds the model "
+            f"--model-dir {model_dir!r} does not exist, but {str(old)!r} holds the model "
             f"an interrupted save moved aside; rename it back to use it."
         )
     try:
-        # load() reads skxmc.save directories and the older ranker/ + vectorizer.json layout.
+        # load() reads skxmc.save directories, the older ranker/ + vectorizer.json layout,
+        # and "user/repo" from the local Hugging Face cache.
         return load(model_dir)
     except FileNotFoundError:
         raise
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
-        if str(model_dir) in str(exc):
+        if model_dir in str(exc):
             raise
         raise ValueError(
-            f"--model-dir {str(model_dir)!r} holds a model that cannot be read "
+            f"--model-dir {model_dir!r} holds a model that cannot be read "
             f"({type(exc).__name__}: {exc})."
         ) from None
 
 
-def _write_predictions(out: Any, labels: np.ndarray, scores: np.ndarray) -> None:
+def _write_predictions(
+    out: Any, labels: np.ndarray, scores: np.ndarray, *, single_label: bool = False
+) -> None:
     for row_labels, row_scores in zip(labels.tolist(), scores.tolist()):
         kept = [(lab, sc) for lab, sc in zip(row_labels, row_scores) if np.isfinite(sc)]
         record = {"labels": [lab for lab, _ in kept], "scores": [round(sc, 6) for _, sc in kept]}
+        if single_label:  # the class predict() gives, first: the most probable one
+            record = {"label": row_labels[0], **record}
         out.write(json.dumps(record) + "\n")
     out.flush()
 
 
+def _topk_proba(model: Any, texts: list, k: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """A multi-class model's ``k`` most probable classes per text, best first, with their
+    probabilities."""
+    proba = np.asarray(model.predict_proba(texts))
+    classes = np.asarray(model.classes_)
+    k = min(k or _MULTICLASS_TOP_K, len(classes))
+    # A stable sort of the negated probabilities: ties keep the order of classes_, as argmax.
+    order = np.argsort(-proba, axis=1, kind="stable")[:, :k]
+    return classes[order], np.take_along_axis(proba, order, axis=1)
+
+
 def _predict(args: argparse.Namespace) -> int:
     _check_output(args.output, args.input)
-    model_dir = Path(args.model_dir)
-    model = _load_model(model_dir)
-    if not hasattr(model, "predict_topk"):
+    model = _load_model(args.model_dir)
+    multi_class = not hasattr(model, "predict_topk")
+    if multi_class and not (hasattr(model, "predict_proba") and hasattr(model, "classes_")):
         raise ValueError(
-            f"--model-dir {str(model_dir)!r} holds a {type(model).__name__}, which has no "
-            f"predict_topk; save a pipeline ending in an skxmc ranker."
+            f"--model-dir {args.model_dir!r} holds a {type(model).__name__}, which has neither "
+            f"predict_topk nor predict_proba; save a pipeline ending in an skxmc ranker, or a "
+            f"text classifier."
         )
     texts = _texts_of(args.input)
     if not texts:  # as other filters: no input, no output
         logger.info("no records in %s; nothing to predict", args.input)
         return 0
     t0 = time.perf_counter()
-    labels, scores = model.predict_topk(texts, k=args.top_k)
+    if multi_class:
+        labels, scores = _topk_proba(model, texts, args.top_k)
+    else:
+        labels, scores = model.predict_topk(texts, k=args.top_k)
     predict_s = time.perf_counter() - t0
     if args.output == STDIN:
-        _write_predictions(sys.stdout, labels, scores)
+        _write_predictions(sys.stdout, labels, scores, single_label=multi_class)
     else:
         try:
             with open(args.output, "w", encoding="utf-8") as out:
-                _write_predictions(out, labels, scores)
+                _write_predictions(out, labels, scores, single_label=multi_class)
         except OSError as exc:
             raise OSError(
                 f"--output {args.output!r} cannot be written: {exc.strerror or exc}."
             ) from None
     logger.info("predicted %d samples in %.2f s", len(texts), predict_s)
+    return 0
+
+
+def _size(n_bytes: int) -> str:
+    size = float(n_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n_bytes} B"  # not reached
+
+
+def _info(args: argparse.Namespace) -> int:
+    from ._persistence import describe
+
+    info = describe(args.model_dir)
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    unknown = "?"
+    rows = [
+        ("model", info["path"]),
+        ("estimator", info["estimator"]),
+        ("task", info["task"] or unknown),
+        ("labels", unknown if info["n_labels"] is None else str(info["n_labels"])),
+        (
+            "features",
+            info["features"]
+            if info["n_features"] is None
+            else f"{info['n_features']} ({info['features']})",
+        ),
+        ("saved with", f"skxmc {info['skxmc_version']} (format {info['format_version']})"),
+    ]
+    for key, value in rows:
+        print(f"{key + ':':<11} {value}")
+    print("parameters (non-default):")
+    for step in info["steps"]:
+        title = step["class"] if step["name"] is None else f"{step['name']} ({step['class']})"
+        params = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(step["params"].items()))
+        print(f"  {title}: {params or '(all defaults)'}")
+    files = info["files"]
+    print(f"files ({len(files)}, {_size(info['total_size'])}):")
+    width = max(len(name) for name in files)
+    for name, size in sorted(files.items()):
+        print(f"  {name:<{width}}  {_size(size):>10}")
+    return 0
+
+
+def _warmup(args: argparse.Namespace) -> int:
+    import inspect
+
+    from . import _numba
+
+    # Looked up at run time: the command line does not break where it is missing.
+    warmup = getattr(_numba, "warmup", None)
+    if not callable(warmup):
+        raise ValueError(
+            "this skxmc has no skxmc._numba.warmup(), so its kernels cannot be compiled "
+            "ahead of time; they compile on first use instead (nothing was done)."
+        )
+    kwargs = {"verbose": args.verbose} if "verbose" in inspect.signature(warmup).parameters else {}
+    t0 = time.perf_counter()
+    result = warmup(**kwargs)
+    seconds = time.perf_counter() - t0
+    counts = ""
+    if isinstance(result, dict) and all(
+        isinstance(result.get(k), int) for k in ("compiled", "loaded")
+    ):
+        counts = (
+            f": {result['compiled']} signature(s) compiled, {result['loaded']} loaded from "
+            f"numba's cache"
+        )
+    print(f"skxmc's numba kernels are ready in {seconds:.1f} s{counts}")
     return 0
 
 
@@ -399,35 +632,78 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"skxmc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def model_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--beam-size", type=int, default=10, help="beam width (default 10)")
-        p.add_argument("--n-jobs", type=int, default=2, help="threads (default 2)")
-        p.add_argument("--min-df", type=int, default=2, help="TF-IDF min_df (default 2)")
-        p.add_argument("--max-ngram", type=int, default=2, help="TF-IDF n-gram order (default 2)")
+    def model_options(p: argparse.ArgumentParser, fit: bool = False) -> None:
+        # fit: defaults of None tell an option that was not given (it may not apply to
+        # the --estimator); the effective defaults are the ones in the help.
+        def default(value: Any) -> Any:
+            return None if fit else value
+
+        p.add_argument("--beam-size", type=int, default=default(10), help="beam width (default 10)")
+        p.add_argument(
+            "--n-jobs", type=int, default=default(2), help="threads (default 2; xrlinear)"
+        )
+        p.add_argument("--min-df", type=int, default=default(2), help="TF-IDF min_df (default 2)")
+        p.add_argument(
+            "--max-ngram", type=int, default=default(2), help="TF-IDF n-gram order (default 2)"
+        )
         p.add_argument(
             "--max-features",
             type=int,
-            default=200_000,
+            default=default(200_000),
             help="TF-IDF vocabulary size (default 200000)",
         )
-        p.add_argument("-v", "--verbose", action="count", default=0, help="log progress")
+        p.add_argument(
+            "-v", "--verbose", action="count", default=0, help="show progress (verbose=1)"
+        )
 
     demo = sub.add_parser("demo", help="fit and evaluate on the shipped TIBKAT demo data")
     model_options(demo)
     demo.set_defaults(func=_demo)
 
-    fit = sub.add_parser("fit", help="train TF-IDF + XRLinearClassifier on a JSON-lines file")
-    fit.add_argument("--train", required=True, help='JSON lines {"text", "labels": [...]}')
+    fit = sub.add_parser(
+        "fit",
+        help="train an estimator on a JSON-lines file and save it",
+        description="Train an skxmc estimator on a JSON-lines file and save it (with a model "
+        "card, README.md) for skxmc predict and skxmc.load. xrlinear and snm read TF-IDF "
+        "features (--min-df, --max-ngram, --max-features), the others the texts; sharprecl "
+        "and knnbert are multi-class and need one label per record.",
+    )
+    fit.add_argument(
+        "--train",
+        required=True,
+        help='JSON lines {"text", "labels": [...]} (multi-label) or {"text", "label"}',
+    )
     fit.add_argument("--model-dir", required=True, help="directory to save the model to")
-    fit.add_argument("--top-k", type=int, default=10, help="labels per prediction (default 10)")
-    fit.add_argument("--negative-sampling", choices=["tfn", "tfn+man"], default="tfn")
+    fit.add_argument(
+        "--estimator",
+        choices=list(ESTIMATORS),
+        default="xrlinear",
+        help="xrlinear (TF-IDF + XRLinearClassifier, the default), matchxml "
+        "(MatchXMLClassifier), sharprecl (SharpReCLClassifier), knnbert (KNNBertClassifier), "
+        "snm (TF-IDF + SNMClassifier)",
+    )
+    fit.add_argument(
+        "--params",
+        metavar="PARAMS_JSON",
+        help='JSON file of constructor parameters, e.g. {"encoder": "path/to/encoder", '
+        '"max_epochs": 1}; options given on the command line win',
+    )
+    fit.add_argument("--top-k", type=int, default=None, help="labels per prediction (default 10)")
+    fit.add_argument(
+        "--negative-sampling",
+        choices=["tfn", "tfn+man"],
+        default=None,
+        help="xrlinear's negative sampling (default tfn)",
+    )
     fit.add_argument("--overwrite", action="store_true", help="replace a saved model")
-    model_options(fit)
+    model_options(fit, fit=True)
     fit.set_defaults(func=_fit)
 
     predict = sub.add_parser("predict", help="write the top-k labels of each text as JSON lines")
     predict.add_argument(
-        "--model-dir", required=True, help="directory of skxmc fit or skxmc.save (a pipeline)"
+        "--model-dir",
+        required=True,
+        help="directory of skxmc fit or skxmc.save, or user/repo in the Hugging Face cache",
     )
     predict.add_argument(
         "--input", required=True, help='JSON lines with a "text" field; - for standard input'
@@ -451,6 +727,21 @@ def build_parser() -> argparse.ArgumentParser:
         "best achievable ranking (the default, as the XMC literature reports them)",
     )
     evaluate.set_defaults(func=_evaluate)
+
+    info = sub.add_parser("info", help="describe a model directory (without loading its weights)")
+    info.add_argument(
+        "model_dir",
+        metavar="MODEL_DIR",
+        help="directory of skxmc fit or skxmc.save, or user/repo in the Hugging Face cache",
+    )
+    info.add_argument("--json", action="store_true", help="print the description as JSON")
+    info.set_defaults(func=_info)
+
+    warmup = sub.add_parser(
+        "warmup", help="compile the numba kernels now (cached for later processes)"
+    )
+    warmup.add_argument("-v", "--verbose", action="count", default=0)
+    warmup.set_defaults(func=_warmup)
     return parser
 
 

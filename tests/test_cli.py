@@ -202,10 +202,15 @@ def test_old_cli_layout_still_predicts_and_is_replaced_by_fit(jsonl_files, tmp_p
         == 0
     )
     assert [r["labels"] for r in _read_jsonl(preds)] == pipe.predict_topk(texts)[0].tolist()
+    capsys.readouterr()
+    assert main(["info", str(old)]) == 0  # describes the old layout too
+    out = capsys.readouterr().out
+    assert "XRLinearClassifier" in out and f"labels:     {len(pipe[-1].classes_)}" in out
+    assert "vectorizer.json" in out
     # an old model directory counts as a model: --overwrite replaces it with the new layout
     assert main(["fit", "--train", str(train), "--model-dir", str(old)]) == 1
     assert main(["fit", "--train", str(train), "--model-dir", str(old), "--overwrite"]) == 0
-    assert sorted(p.name for p in old.iterdir()) == ["arrays.npz", "skxmc-model.json"]
+    assert sorted(p.name for p in old.iterdir()) == ["README.md", "arrays.npz", "skxmc-model.json"]
 
 
 def test_predict_reads_stdin_and_writes_stdout(cli_model, jsonl_files, tmp_path):
