@@ -32,7 +32,7 @@ WHEEL_TESTS ?= tests/test_packaging.py tests/test_cli.py tests/test_datasets.py 
 WHEEL_PY := $(WHEEL_VENV)/bin/python
 WHEEL_ABS := $(abspath $(WHEEL_VENV))
 
-.PHONY: install install-test demo test lint docs test-oldest wheel-check
+.PHONY: install install-test demo test lint docs docs-check test-oldest wheel-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,14 @@ docs: $(PY)
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
 	$(PY) -m pip install --quiet -e ".[all,docs]"
 	$(MAKE) -C docs html SPHINXBUILD="$(abspath $(VENV))/bin/sphinx-build"
+
+# CI's docs job: warnings are errors; the gallery is not executed (its examples train
+# neural models for many minutes on a CPU; tests/test_docs.py runs some of them as scripts).
+docs-check: $(PY)
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[all,docs]"
+	rm -rf docs/_build docs/generated docs/auto_examples
+	$(PY) -m sphinx -W --keep-going -b html -D plot_gallery=0 docs docs/_build/html
 
 test-oldest:
 	$(PYTHON) -m venv $(OLDEST_VENV)
