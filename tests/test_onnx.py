@@ -12,11 +12,11 @@ import torch
 pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-from skxmc.knnbert import KNNBertClassifier  # noqa: E402
-from skxmc.sharprecl import SharpReCLClassifier  # noqa: E402
 from skxmc.text._onnx import OnnxTextModel  # noqa: E402
 
 from .conftest import topic_texts  # noqa: E402
+from .test_knnbert import make_clf as make_knnbert  # noqa: E402
+from .test_sharprecl import make_clf as make_sharprecl  # noqa: E402
 
 torch.set_num_threads(1)
 ATOL = 1e-4
@@ -34,44 +34,13 @@ QUERIES = [
 
 
 def sharprecl(tiny_bert_dir, **params):
-    # As tests/test_sharprecl.py's make_clf: fast settings for a random tiny BERT.
-    defaults = dict(
-        encoder=str(tiny_bert_dir),
-        pooling="mean",
-        max_length=16,
-        batch_size=8,
-        max_epochs=1,
-        head_learning_rate=3e-2,
-        learning_rate=3e-3,
-        n_synthetic_negative=20,
-        n_synthetic_positive=4,
-        n_hard=4,
-        projection_dim=16,
-        random_state=0,
-    )
-    defaults.update(params)
-    return SharpReCLClassifier(**defaults)
+    # tests/test_sharprecl.py's fast settings for a random tiny BERT, one epoch
+    return make_sharprecl(tiny_bert_dir, **{"max_epochs": 1, **params})
 
 
 def knnbert(tiny_bert_dir, **params):
-    defaults = dict(
-        encoder=str(tiny_bert_dir),
-        pooling="mean",
-        max_length=16,
-        batch_size=6,
-        max_epochs=1,
-        learning_rate=3e-3,
-        head_learning_rate=3e-2,
-        dropout=0.1,
-        queue_size=40,
-        n_enqueue_per_anchor=2,
-        n_most_similar=5,
-        n_least_similar=1,
-        n_neighbors=3,
-        random_state=0,
-    )
-    defaults.update(params)
-    return KNNBertClassifier(**defaults)
+    # tests/test_knnbert.py's fast settings, one epoch, with dropout (inference turns it off)
+    return make_knnbert(tiny_bert_dir, **{"max_epochs": 1, "dropout": 0.1, **params})
 
 
 @pytest.fixture(scope="module")
