@@ -33,7 +33,7 @@ class InsufficientMemoryError(MemoryError, ValueError):
     limit_bytes : int
         The memory of the device it was compared with.
     parameter : str
-        The parameter(s) that set the size, as given to :func:`skxmc._memory.check_allocation`.
+        The parameter(s) that set the size.
     """
 
 

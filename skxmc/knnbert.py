@@ -200,9 +200,9 @@ class KNNBertClassifier(TransformerClassifierBase):
         How the neighbours are found. ``"exact"``: cosine against every memory entry
         (blocked matrix products). ``"approximate"``: a faiss inverted-file index built
         after ``fit`` / loading (``pip install faiss-cpu``), each query scanning a
-        fraction of the memory. ``"auto"``: approximate from
-        ``skxmc._search.APPROXIMATE_MIN_VECTORS`` memory entries on when faiss is
-        installed, exact below (where exact is as fast; ``benchmarks/knn_search.py``).
+        fraction of the memory. ``"auto"``: approximate from 200,000 memory entries on
+        when faiss is installed, exact below, where exact search is as fast (the kNN
+        search benchmarks page).
     device : str, default="auto"
         ``"auto"``: CUDA when available, else CPU.
     random_state : int, RandomState instance or None, default=0

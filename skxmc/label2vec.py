@@ -78,7 +78,7 @@ def _check_not_texts(Y: Any, name: str) -> None:
 
     As a 1-D target (one label per instance) it would give label2vec no co-occurrence to
     learn from anyway; label sets and 1-D numeric targets pass. Other malformed input is
-    left to :func:`skxmc._labels.encode_labels`.
+    left to skxmc's label validation.
     """
     if isinstance(Y, (list, tuple)):
         rows = Y
@@ -397,7 +397,7 @@ class Label2VecTransformer(
         Parameters
         ----------
         Y : sparse matrix, ndarray or sequence of label collections
-            Labels of the training instances in any format :mod:`skxmc._labels` accepts:
+            Labels of the training instances in any format skxmc accepts:
             a 0/1 indicator matrix of shape (n_samples, n_labels), label collections
             (``[["a", "b"], ["c"]]``), or a 1-D numeric target (one label per instance,
             which gives no co-occurrence). A 1-D sequence of strings is rejected: it is

@@ -121,8 +121,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
     augmentation : {"delete_swap", "synonym"}, callable or None, default="delete_swap"
         How the second view of each text is made, once, before training.
         ``"synonym"``: WordNet synonym substitution, the paper's default; it needs the
-        WordNet database files (``apt-get install wordnet-base``, or see
-        :class:`skxmc._augment.WordNet`). ``"delete_swap"``: random word deletion and
+        WordNet database files (``apt-get install wordnet-base``, or a folder named by
+        the ``SKXMC_WORDNET`` or ``WNSEARCHDIR`` environment variable). ``"delete_swap"``: random word deletion and
         swaps, which needs nothing installed (hence the default). A callable:
         ``f(texts) -> list of str`` applied to the list of training texts. None: the
         views are the same text and differ only by dropout. Pre-computed views passed to
@@ -134,9 +134,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
         copy, each the other's positive. 1: the original texts only (``augmentation`` is
         not used): the contrastive loss contrasts them with each other, the prototypes
         and the synthetic samples. One encoder pass per text instead of two, so an epoch
-        costs about what plain fine-tuning costs (0.97-1.03x measured on four data sets,
-        against 1.45-2.2x for two views on six); its macro-F1 was within one std of two views on five of six data
-        sets and 1.0 point lower on ohsumed (``docs/text_classifiers.rst``).
+        costs about what plain fine-tuning costs. Keep 2 for the paper's method; use 1
+        when training time matters (the SharpReCL benchmarks page gives the measured cost
+        and macro-F1 of both).
     temperature : float, default=0.3
         Temperature of the contrastive loss.
     contrastive_weight : float, default=1.0

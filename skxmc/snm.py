@@ -205,9 +205,8 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         ``X`` before training; classes without examples start random). ``"random"``:
         Gaussian rows. Random vectors of tail classes (seen once or twice per epoch) barely
         move, so the hardest sampled negative is an arbitrary class and top-k mining with
-        a small ``k`` learns noise: on ``tibkat_gnd_en`` (half of the 24,931 labels have
-        one training example) ``benchmarks/snm.py`` measured P@1 0.07% after 3 epochs of
-        SNM with ``k=1`` from random vectors and 19.7% from centroids (``docs/snm.rst``).
+        a small ``k`` learns noise. Keep ``"centroid"`` for label sets with a long tail
+        (see the SNM page of the user guide).
     hidden_size : int, default=512
         Width of the hidden layer.
     embedding_size : int, default=512
@@ -239,8 +238,8 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         in blocks (never a dense ``(n_samples, n_labels)``). ``"approximate"``: a faiss
         inverted-file index over the class vectors, built after ``fit`` / loading
         (``pip install faiss-cpu``); each sample scans a fraction of the labels.
-        ``"auto"``: approximate from ``skxmc._search.APPROXIMATE_MIN_VECTORS`` labels on
-        when faiss is installed, exact below (``benchmarks/knn_search.py``).
+        ``"auto"``: approximate from 200,000 labels on when faiss is installed, exact
+        below, where exact search is as fast (the kNN search benchmarks page).
     device : str, default="auto"
         ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``...
     random_state : int, RandomState instance or None, default=0
