@@ -432,6 +432,10 @@ class SharpReCLClassifier(TransformerClassifierBase):
             b.indices
             for b in originals.batches(self.batch_size, shuffle=True, rng=rng, sort_by_length=False)
         ]
+        if not self._two_view and len(index_batches) > 1 and len(index_batches[-1]) == 1:
+            # One text in one view is a one-row batch, on which the heads' BatchNorm cannot
+            # train: it joins the batch before it.
+            index_batches[-2:] = [np.concatenate(index_batches[-2:])]
         return _PairedBatches(self._train_tokens, index_batches, self._n_train, self._two_view)
 
     def _clear_fit_data(self) -> None:

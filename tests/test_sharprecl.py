@@ -513,3 +513,11 @@ def test_still_a_classifier_with_transformer_tags():
         warnings.simplefilter("ignore", SkipTestWarning)
         results = check_estimator(clf, on_skip=None, on_fail=None)
     assert results and all(r["status"] == "passed" for r in results)
+
+
+def test_one_view_with_a_one_row_last_batch_trains(tiny_bert_dir):
+    # 33 texts, batch_size=32, one view: the last batch would hold one row, on which the
+    # heads' BatchNorm raises ("Expected more than 1 value per channel when training").
+    X, y = toy_data((11, 11, 11))
+    clf = make_clf(tiny_bert_dir, batch_size=32, n_views=1, max_epochs=1).fit(X, y)
+    assert clf.predict(X).shape == (33,)
