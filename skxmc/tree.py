@@ -98,8 +98,8 @@ def pifa_embeddings(
     >>> import numpy as np
     >>> from skxmc.tree import pifa_embeddings
     >>> X = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 4.0]])
-    >>> pifa_embeddings(X, [["a"], ["a", "b"], []])
-    array([[0.70710677, 0.70710677],
+    >>> pifa_embeddings(X, [["a"], ["a", "b"], []])  # a: [1, 0] + [0, 2] / sqrt(2)
+    array([[0.57735026, 0.8164966 ],
            [0.        , 1.        ]], dtype=float32)
     """
     if instance_norm not in ("l1", "l2", None):
