@@ -19,7 +19,14 @@ from sklearn.utils import Bunch
 
 from ._labels import as_label_sets
 
-__all__ = ["get_data_dir", "load_demo", "load_text_jsonl", "load_xc_bow", "make_imbalanced"]
+__all__ = [
+    "get_data_dir",
+    "load_demo",
+    "load_text_jsonl",
+    "load_xc_bow",
+    "make_imbalanced",
+    "make_xmc_classification",
+]
 
 PathLike = str | os.PathLike
 
@@ -414,3 +421,305 @@ def make_imbalanced(
         keep.append(rng.choice(members, size=target, replace=False))
     rows = np.sort(np.concatenate(keep))
     return [texts[i] for i in rows], y[rows]
+
+
+# ----------------------------------------------------------------------------- synthetic XMC
+
+# Rows are generated in chunks of about this many tokens (a function of ``length`` only, so
+# that the output for a seed does not depend on anything else); each chunk has its own
+# random stream spawned from the seed.
+_CHUNK_TOKENS = 1 << 20
+
+
+def _seed_sequence(random_state: Any) -> np.random.SeedSequence:
+    """A ``SeedSequence`` from sklearn's ``random_state`` forms (or a ``Generator``)."""
+    if random_state is None:
+        return np.random.SeedSequence()
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative int, got {random_state}.")
+        return np.random.SeedSequence(int(random_state))
+    if isinstance(random_state, np.random.Generator):
+        return np.random.SeedSequence(random_state.integers(2**63, size=4).tolist())
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.SeedSequence(random_state.randint(2**31 - 1, size=4).tolist())
+    raise ValueError(
+        "random_state must be None, an int, a numpy RandomState or Generator, "
+        f"got {type(random_state).__name__}."
+    )
+
+
+def _power_ranks(rng: np.random.Generator, size: int, n: Any, exponent: float) -> np.ndarray:
+    """``size`` ranks in ``[0, n)`` (``n`` an int or an int array of shape ``(size,)``) with
+    ``P(r)`` about proportional to ``(r + 1.5) ** -exponent``: the continuous law
+    ``x ** -exponent`` on ``[1, n + 1)``, floored. O(1) work per draw and no table of ``n``.
+    """
+    top = np.asarray(n, dtype=np.float64) + 1.0
+    u = rng.random(size)
+    if abs(exponent - 1.0) < 1e-9:
+        x = np.exp(u * np.log(top))
+    else:
+        e = 1.0 - exponent
+        x = (1.0 + u * (top**e - 1.0)) ** (1.0 / e)
+    ranks = x.astype(np.int64) - 1
+    return np.clip(ranks, 0, np.asarray(n, dtype=np.int64) - 1)
+
+
+def _check_int(value: Any, name: str, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an int, got {type(value).__name__}.")
+    if value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be an int {bound}, got {value}.")
+    return int(value)
+
+
+def _check_float(value: Any, name: str, low: float, high: float | None, low_open: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number, got {type(value).__name__}.")
+    value = float(value)
+    bad_low = value <= low if low_open else value < low
+    if not math.isfinite(value) or bad_low or (high is not None and value > high):
+        lo = f"> {low}" if low_open else f">= {low}"
+        bound = lo if high is None else f"{lo} and <= {high}"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value}.")
+    return value
+
+
+def make_xmc_classification(
+    n_samples: int = 1000,
+    n_features: int = 5000,
+    n_labels: int = 1000,
+    *,
+    n_topics: int | None = None,
+    labels_per_sample: float = 3.0,
+    length: float = 50.0,
+    label_exponent: float = 1.0,
+    label_share: float = 0.25,
+    noise: float = 0.45,
+    n_topic_features: int = 100,
+    n_label_features: int = 5,
+    return_topics: bool = False,
+    random_state: Any = None,
+) -> tuple:
+    """Generate a random extreme multi-label classification problem.
+
+    The XMC counterpart of :func:`sklearn.datasets.make_multilabel_classification`: a
+    power-law label distribution with a long tail of labels seen once or twice, and
+    bag-of-words rows whose words depend on the labels, so that a good model ranks the
+    true labels far above chance. The generative process is:
+
+    * the labels are placed at random into ``n_topics`` topics of equal size (up to one
+      label). With ``a = label_exponent``, topic ``t`` (topic 0 is the most popular) has
+      the weight ``(t + 1) ** -a`` and, inside its topic, the label of rank ``j`` the
+      weight ``(j + 1.5) ** -a`` (about);
+    * each sample picks a topic with probability proportional to the topic's weight, then
+      ``1 + Poisson(labels_per_sample - 1)`` labels of that topic with probability
+      proportional to their weight inside it (repeats merged). A label's expected
+      frequency is the product of its two weights: a power law in its overall rank ``r``
+      (for ``a = 1``, about proportional to ``log(r) / r``), with a head of frequent labels
+      and a long tail of labels seen once, twice or never;
+    * each sample has ``max(1, Poisson(length))`` word tokens. A token is, with probability
+      ``noise``, a background word (all features, Zipf-like: a few words are common);
+      with probability ``label_share``, one of the ``n_label_features`` words of one of
+      the sample's labels (chosen uniformly); otherwise a word of the sample's topic
+      (its ``n_topic_features`` words, Zipf-like). The label and topic vocabularies are
+      drawn at random from all features, so they overlap across labels and topics;
+    * the value of a feature is ``1 + log(count)`` of its tokens; rows are L2-normalised.
+
+    Samples are independent and identically distributed: the first rows against the rest
+    are a random train/test split. Generation is vectorised and chunked (about a million
+    tokens per chunk), so memory stays proportional to the output's non-zeros.
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        The number of samples (rows).
+    n_features : int, default=5000
+        The number of features (vocabulary size).
+    n_labels : int, default=1000
+        The number of labels (columns of ``Y``). Labels of the tail may have no sample.
+    n_topics : int or None, default=None
+        The number of topics, in ``[1, n_labels]``; ``None`` means
+        ``max(1, n_labels // 25)`` (topics of about 25 labels).
+    labels_per_sample : float, default=3.0
+        The expected number of label draws per sample (>= 1). Repeated draws are merged,
+        so the mean number of labels per row is somewhat lower.
+    length : float, default=50.0
+        The expected number of word tokens per sample (> 0). Repeated words are merged,
+        so the mean number of non-zeros per row is somewhat lower.
+    label_exponent : float, default=1.0
+        The exponent ``a`` of the topic and within-topic label weights (>= 0; 0 gives
+        labels of equal frequency, larger values a steeper head and a longer tail).
+    label_share : float, default=0.25
+        The probability that a token is a word of one of the sample's labels.
+    noise : float, default=0.45
+        The probability that a token is a background word, unrelated to the labels.
+        ``label_share + noise`` must be <= 1; the rest of the tokens are topic words.
+    n_topic_features : int, default=100
+        The number of word draws (uniform over the features, with replacement) that make
+        each topic's vocabulary (>= 1).
+    n_label_features : int, default=5
+        The number of word draws (uniform over the features, with replacement) that make
+        each label's vocabulary (>= 1).
+    return_topics : bool, default=False
+        If True, also return the topic of every sample and of every label.
+    random_state : int, RandomState instance, Generator or None, default=None
+        Determines the random numbers. Pass an int for reproducible output across calls.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
+        The features, float32, in canonical form (sorted indices, no duplicates), every row
+        with unit L2 norm.
+    Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels)
+        The label indicator matrix, float32 ones, canonical; every row has a label.
+    sample_topics : numpy.ndarray of shape (n_samples,)
+        The topic of each sample. Only returned if ``return_topics=True``.
+    label_topics : numpy.ndarray of shape (n_labels,)
+        The topic of each label. Only returned if ``return_topics=True``.
+
+    See Also
+    --------
+    sklearn.datasets.make_multilabel_classification : The small-scale analogue.
+
+    Examples
+    --------
+    >>> from skxmc.datasets import make_xmc_classification
+    >>> X, Y = make_xmc_classification(
+    ...     n_samples=2000, n_features=3000, n_labels=500, random_state=0
+    ... )
+    >>> X.shape, Y.shape, X.dtype, Y.dtype
+    ((2000, 3000), (2000, 500), dtype('float32'), dtype('float32'))
+    >>> counts = Y.sum(axis=0).A1
+    >>> bool(counts.max() > 200), bool((counts[counts > 0] <= 2).mean() > 0.2)
+    (True, True)
+
+    A train/test split is a split of the rows:
+
+    >>> from skxmc import XRLinearClassifier
+    >>> from skxmc.metrics import precision_at_k
+    >>> clf = XRLinearClassifier().fit(X[:1500], Y[:1500])
+    >>> p1 = precision_at_k(Y[1500:], clf.predict_topk(X[1500:], k=1), k=1)
+    >>> bool(p1 > 0.5)
+    True
+    """
+    n_samples = _check_int(n_samples, "n_samples", 1)
+    n_features = _check_int(n_features, "n_features", 1)
+    n_labels = _check_int(n_labels, "n_labels", 1)
+    if n_topics is None:
+        n_topics = max(1, n_labels // 25)
+    n_topics = _check_int(n_topics, "n_topics", 1, n_labels)
+    labels_per_sample = _check_float(labels_per_sample, "labels_per_sample", 1.0, None, False)
+    length = _check_float(length, "length", 0.0, None, True)
+    label_exponent = _check_float(label_exponent, "label_exponent", 0.0, None, False)
+    label_share = _check_float(label_share, "label_share", 0.0, 1.0, False)
+    noise = _check_float(noise, "noise", 0.0, 1.0, False)
+    if label_share + noise > 1.0:
+        raise ValueError(
+            f"label_share + noise must be <= 1, got {label_share} + {noise} = "
+            f"{label_share + noise}."
+        )
+    n_topic_features = _check_int(n_topic_features, "n_topic_features", 1)
+    n_label_features = _check_int(n_label_features, "n_label_features", 1)
+
+    seq = _seed_sequence(random_state)
+    chunk_rows = max(1, int(_CHUNK_TOKENS // max(length, labels_per_sample)))
+    n_chunks = -(-n_samples // chunk_rows)
+    setup_seq, *chunk_seqs = seq.spawn(1 + n_chunks)
+    rng = np.random.default_rng(setup_seq)
+
+    # Labels fill the slots (topic t, rank j) = slot t + j * n_topics in a random order:
+    # topic t has weight (t + 1) ** -a, its rank-j label (j + 1.5) ** -a within the topic.
+    slot_label = rng.permutation(n_labels).astype(np.int32)
+    label_topics = np.empty(n_labels, dtype=np.int32)
+    label_topics[slot_label] = np.arange(n_labels) % n_topics
+    topic_size = np.bincount(label_topics, minlength=n_topics)
+    topic_cum = np.cumsum(np.arange(1, n_topics + 1, dtype=np.float64) ** -label_exponent)
+    # Vocabularies: background ranking, topic words, label words.
+    feature_rank = rng.permutation(n_features).astype(np.int32)
+    topic_words = rng.integers(n_features, size=(n_topics, n_topic_features), dtype=np.int32)
+    label_words = rng.integers(n_features, size=(n_labels, n_label_features), dtype=np.int32)
+    lengths = np.maximum(rng.poisson(length, size=n_samples), 1)
+
+    # X is written in place into buffers sized for the tokens (an upper bound of its
+    # non-zeros) and shrunk at the end; Y is small (about labels_per_sample per row).
+    capacity = int(lengths.sum())
+    big = max(capacity, n_features, n_samples) > np.iinfo(np.int32).max
+    idx_dtype = np.int64 if big else np.int32
+    indices = np.empty(capacity, dtype=idx_dtype)
+    data = np.empty(capacity, dtype=np.float32)
+    indptr = np.zeros(n_samples + 1, dtype=idx_dtype)
+    y_indices: list[np.ndarray] = []
+    y_counts: list[np.ndarray] = []
+    sample_topics = np.empty(n_samples, dtype=np.int32)
+    pos = 0
+    for c, chunk_seq in enumerate(chunk_seqs):
+        crng = np.random.default_rng(chunk_seq)
+        r0, r1 = c * chunk_rows, min((c + 1) * chunk_rows, n_samples)
+        m = r1 - r0
+        # Topic and labels of each row.
+        topics = np.searchsorted(topic_cum, crng.random(m) * topic_cum[-1], side="right")
+        topics = np.minimum(topics, n_topics - 1)
+        sample_topics[r0:r1] = topics
+        draws = 1 + crng.poisson(labels_per_sample - 1.0, size=m)
+        rows = np.repeat(np.arange(m, dtype=np.int64), draws)
+        t = topics[rows]
+        ranks = _power_ranks(crng, rows.size, topic_size[t], label_exponent)
+        keys = np.unique(rows * n_labels + slot_label[t + ranks * n_topics])
+        del t, ranks
+        y_rows, y_labels = keys // n_labels, (keys % n_labels).astype(idx_dtype)
+        y_count = np.bincount(y_rows, minlength=m)
+        y_start = np.cumsum(y_count) - y_count
+        y_indices.append(y_labels)
+        y_counts.append(y_count)
+        del keys, y_rows
+        # Word tokens of each row.
+        rows = np.repeat(np.arange(m, dtype=np.int64), lengths[r0:r1])
+        kind = crng.random(rows.size)
+        words = np.empty(rows.size, dtype=np.int64)
+        is_noise = kind < noise
+        is_label = (kind >= noise) & (kind < noise + label_share)
+        is_topic = ~(is_noise | is_label)
+        del kind
+        words[is_noise] = feature_rank[_power_ranks(crng, int(is_noise.sum()), n_features, 1.0)]
+        lr = rows[is_label]
+        which = y_start[lr] + (crng.random(lr.size) * y_count[lr]).astype(np.int64)
+        words[is_label] = label_words[
+            y_labels[which], crng.integers(n_label_features, size=lr.size)
+        ]
+        tr = rows[is_topic]
+        words[is_topic] = topic_words[
+            topics[tr], _power_ranks(crng, tr.size, n_topic_features, 1.0)
+        ]
+        del is_noise, is_label, is_topic, lr, which, tr
+        keys, counts = np.unique(rows * n_features + words, return_counts=True)
+        del rows, words
+        x_rows = keys // n_features
+        values = (1.0 + np.log(counts)).astype(np.float32)
+        norms = np.sqrt(np.bincount(x_rows, weights=values.astype(np.float64) ** 2, minlength=m))
+        values /= norms[x_rows].astype(np.float32)
+        nnz = keys.size
+        indices[pos : pos + nnz] = keys % n_features
+        data[pos : pos + nnz] = values
+        indptr[r0 + 1 : r1 + 1] = pos + np.cumsum(np.bincount(x_rows, minlength=m))
+        pos += nnz
+        del keys, counts, x_rows, values, norms
+    indices.resize(pos, refcheck=False)  # shrinks in place (realloc), no copy
+    data.resize(pos, refcheck=False)
+    X = sp.csr_matrix((data, indices, indptr), shape=(n_samples, n_features), copy=False)
+    y_count_all = np.concatenate(y_counts)
+    y_indptr = np.zeros(n_samples + 1, dtype=idx_dtype)
+    np.cumsum(y_count_all, out=y_indptr[1:])
+    y_idx = np.concatenate(y_indices)
+    Y = sp.csr_matrix(
+        (np.ones(y_idx.size, dtype=np.float32), y_idx, y_indptr),
+        shape=(n_samples, n_labels),
+        copy=False,
+    )
+    for M in (X, Y):
+        M.has_sorted_indices = True
+        M.has_canonical_format = True
+    if return_topics:
+        return X, Y, sample_topics, label_topics
+    return X, Y
