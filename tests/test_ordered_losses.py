@@ -157,3 +157,14 @@ def test_argument_validation():
         ordered_weighted_loss(torch.zeros(3), torch.zeros(3))
     with pytest.raises(ValueError, match="k must be"):
         top_k_weights(0)
+
+
+def test_top_k_weights_of_the_paper_are_pinned():
+    # Reddi et al. (2019), after Lemma 2: theta_j = (K - 1) / (k B) for j <= k.
+    w = top_k_weights(3, n_classes=1001, n_sampled=50)
+    np.testing.assert_allclose(w.numpy(), np.full(3, 1000 / 150), rtol=1e-6)
+    assert float(w.sum()) == pytest.approx(1000 / 50)  # ||theta||_1 = (K - 1) / B
+    with pytest.raises(ValueError, match="both"):
+        top_k_weights(2, n_classes=10)
+    with pytest.raises(ValueError, match="exceeds"):
+        top_k_weights(5, n_classes=10, n_sampled=4)

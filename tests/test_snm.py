@@ -338,3 +338,13 @@ def test_import_skxmc_does_not_import_torch_for_snm():
     code = "import sys, skxmc; print('torch' in sys.modules); skxmc.SNMClassifier; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_paper_negative_weight_is_not_ignored():
+    # 6 labels, B=4 candidates: the paper's weight is (6 - 1) / (1 * 4) = 1.25 per hardest
+    # negative instead of 1; the switch must change what is learned from the same batches.
+    X, labels = _toy()
+    mean = SNMClassifier(**FAST).fit(X, labels)
+    paper = SNMClassifier(negative_weight="paper", **FAST).fit(X, labels)
+    assert mean.loss_curve_ != paper.loss_curve_
+    assert not torch.equal(mean.module_.labels.weight, paper.module_.labels.weight)

@@ -156,19 +156,42 @@ def check_owl_weights(weights: Any, *, name: str = "weights") -> torch.Tensor:
     return w
 
 
-def top_k_weights(k: int, *, dtype: torch.dtype = torch.float32,
-                  device: torch.device | str | None = None) -> torch.Tensor:  # fmt: skip
-    """``theta`` of top-k negative mining: ``k`` weights equal to ``1 / k``.
+def top_k_weights(
+    k: int,
+    *,
+    n_classes: int | None = None,
+    n_sampled: int | None = None,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """``theta`` of top-k negative mining: ``k`` equal weights.
+
+    Each weight is ``1 / k`` (the hardest ``k`` sampled negatives averaged), or, given
+    ``n_classes`` (``K``) and ``n_sampled`` (``B``), the paper's ``(K - 1) / (k B)``
+    (Reddi et al., 2019, after Lemma 2): the sampled negatives then stand for all
+    ``K - 1`` negatives, so the negative part weighs ``(K - 1) / B`` times more against
+    the positives.
 
     Examples
     --------
     >>> from skxmc.losses import top_k_weights
     >>> top_k_weights(4)
     tensor([0.2500, 0.2500, 0.2500, 0.2500])
+    >>> top_k_weights(2, n_classes=101, n_sampled=10)  # (101 - 1) / (2 * 10)
+    tensor([5., 5.])
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}.")
-    return torch.full((k,), 1.0 / k, dtype=dtype, device=device)
+    if (n_classes is None) != (n_sampled is None):
+        raise ValueError("pass both n_classes and n_sampled (the paper's weights) or neither.")
+    if n_classes is None:
+        return torch.full((k,), 1.0 / k, dtype=dtype, device=device)
+    for name, value in (("n_classes", n_classes), ("n_sampled", n_sampled)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    if k > n_sampled:
+        raise ValueError(f"k={k} exceeds n_sampled={n_sampled}.")
+    return torch.full((k,), (n_classes - 1) / (k * n_sampled), dtype=dtype, device=device)
 
 
 def ordered_weighted_loss(
