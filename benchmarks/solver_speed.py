@@ -27,7 +27,7 @@ in about 34 s on 2 threads (reference notes).
 PECOS needs numpy<2 / scipy<1.14, so run it from the bench environment (see
 ``benchmarks/tree_speed.py``)::
 
-    /work/venv-bench/bin/python benchmarks/solver_speed.py
+    ../venv-bench/bin/python benchmarks/solver_speed.py
 
 or without PECOS from the project's environment. Prints a markdown table and writes
 ``benchmarks/results/solver_speed.json``. The TF-IDF matrix is cached under

@@ -11,11 +11,11 @@ Tree quality is reported as the spherical k-means objective at the leaves,
 
 PECOS (``libpecos``) needs numpy<2 and scipy<1.14, so run it from a separate environment::
 
-    python3 -m venv /work/venv-bench
-    /work/venv-bench/bin/pip install torch==2.13.0 'numpy<2' 'scipy<1.14' libpecos \\
+    python3 -m venv ../venv-bench
+    ../venv-bench/bin/pip install torch==2.13.0 'numpy<2' 'scipy<1.14' libpecos \\
         scikit-learn numba joblib tqdm transformers gensim
-    /work/venv-bench/bin/pip install -e . --no-deps
-    /work/venv-bench/bin/python benchmarks/tree_speed.py
+    ../venv-bench/bin/pip install -e . --no-deps
+    ../venv-bench/bin/python benchmarks/tree_speed.py
 
 Without ``pecos`` installed only skxmc is timed. Prints a markdown table and writes
 ``benchmarks/results/tree_speed.json``.

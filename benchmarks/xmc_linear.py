@@ -59,10 +59,10 @@ libraries are interleaved within each repeat so that machine-load drift hits all
 
 libpecos needs numpy<2 and scipy<1.14, so run this from the benchmark environment::
 
-    /work/venv-bench/bin/pip install 'numpy<2' 'scipy<1.14' libpecos napkinxc omikuji
-    /work/venv-bench/bin/pip install -e . --no-deps
-    /work/venv-bench/bin/python benchmarks/xmc_linear.py            # all four datasets
-    /work/venv-bench/bin/python benchmarks/xmc_linear.py --datasets tibkat_gnd_en \\
+    ../venv-bench/bin/pip install 'numpy<2' 'scipy<1.14' libpecos napkinxc omikuji
+    ../venv-bench/bin/pip install -e . --no-deps
+    ../venv-bench/bin/python benchmarks/xmc_linear.py            # all four datasets
+    ../venv-bench/bin/python benchmarks/xmc_linear.py --datasets tibkat_gnd_en \\
         --repeats 3 --libraries skxmc libpecos
 
 Prints a markdown table and writes ``benchmarks/results/xmc_linear.{md,json}``.
