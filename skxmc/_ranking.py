@@ -17,6 +17,7 @@ __all__ = [
     "topk_from_dense",
     "topk_from_pairs",
     "topk_from_sparse",
+    "topk_to_csr",
     "truth_hits",
 ]
 
@@ -72,6 +73,19 @@ def topk_from_sparse(
         S.indptr.astype(np.int64), S.indices.astype(np.int64), data, k, out_idx, out_score
     )
     return out_idx, out_score
+
+
+def topk_to_csr(indices: np.ndarray, scores: np.ndarray, n_columns: int) -> sp.csr_matrix:
+    """``(indices, scores)`` top-k arrays, shape ``(n, k)``, as a CSR ``(n, n_columns)``
+    float32 score matrix with sorted indices; negative indices (empty slots) are left out.
+    The inverse of :func:`topk_from_sparse`."""
+    idx = np.asarray(indices, dtype=np.int64)
+    keep = idx >= 0
+    rows = np.repeat(np.arange(idx.shape[0]), keep.sum(axis=1))
+    values = np.asarray(scores, dtype=np.float32)[keep]
+    out = sp.csr_matrix((values, (rows, idx[keep])), shape=(idx.shape[0], n_columns))
+    out.sort_indices()
+    return out
 
 
 def topk_from_dense(

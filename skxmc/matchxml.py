@@ -26,7 +26,7 @@ from ._compat import HasMethods, Interval, StrOptions, _fit_context
 from ._labels import LabelSpace, encode_target
 from ._logging import progress
 from ._persistence import PersistenceMixin, persistent
-from ._ranking import topk_from_sparse
+from ._ranking import topk_from_sparse, topk_to_csr
 from ._vectorizers import default_tfidf
 from .linear import XRLinearClassifier
 from .losses._matching import candidate_scores, text_label_matching_loss, weighted_squared_hinge
@@ -840,13 +840,7 @@ class MatchXMLClassifier(
             return sp.csr_matrix(self.ranker_.decision_function(features))
         # The ranker was fitted on the label matrix: its classes are column indices.
         columns, scores = self.ranker_.predict_topk(features, k=k)
-        columns = np.asarray(columns, dtype=np.int64)
-        keep = columns >= 0
-        rows = np.repeat(np.arange(len(columns)), keep.sum(axis=1))
-        shape = (len(columns), len(self.classes_))
-        S = sp.csr_matrix((scores[keep], (rows, columns[keep])), shape=shape, dtype=np.float32)
-        S.sort_indices()
-        return S
+        return topk_to_csr(columns, scores, len(self.classes_))
 
     def _proba_of(self, scores: sp.csr_matrix) -> sp.csr_matrix:
         proba_of = getattr(self.ranker_, "_proba_of", None)

@@ -29,6 +29,7 @@ from ._compat import Interval, StrOptions, _fit_context, validate_data
 from ._labels import LabelSpace, encode_target
 from ._memory import check_snm_fit
 from ._persistence import PersistenceMixin, persistent
+from ._ranking import topk_to_csr
 from ._search import SEARCH_METHODS, InnerProductIndex, resolve_search
 from .losses import (
     MARGIN_FUNCTIONS,
@@ -627,13 +628,6 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
                 score_out[start : start + len(h)] = vals
         return idx_out, score_out
 
-    def _as_csr(self, idx: np.ndarray, values: np.ndarray) -> sp.csr_matrix:
-        n, k = idx.shape
-        out = sp.csr_matrix((values.ravel(), idx.ravel(), np.arange(0, n * k + 1, k)),
-                            shape=(n, len(self.classes_)), dtype=np.float32)  # fmt: skip
-        out.sort_indices()
-        return out
-
     # Cosine scores: -1 is the lowest a label can get.
     _score_floor = -1.0
 
@@ -650,7 +644,7 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
             else:
                 k = len(self.classes_) if self._dense_output() else self._resolve_k(None)
         idx, vals = self._topk(X, k, labels)
-        return self._as_csr(idx, vals)
+        return topk_to_csr(idx, vals, len(self.classes_))
 
     def _proba_of(self, scores: sp.csr_matrix) -> sp.csr_matrix:
         """Cosines mapped linearly from [-1, 1] to [0, 1]."""

@@ -638,3 +638,14 @@ def test_metrics_page_examples_run():
         pytest.skip(f"{page} is not in this checkout")
     result = doctest.testfile(str(page), module_relative=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_topk_to_csr_inverts_topk_from_sparse_and_drops_empty_slots():
+    from skxmc._ranking import topk_to_csr
+
+    S = sp.csr_matrix(np.array([[0.0, 0.5, 0.2, 0.0], [0.0, 0.0, 0.0, 0.9]], np.float32))
+    idx, val = topk_from_sparse(S, 3)  # row 1 has one entry: two empty (-1) slots
+    back = topk_to_csr(idx, val, S.shape[1])
+    assert back.dtype == np.float32 and back.has_sorted_indices
+    np.testing.assert_array_equal(back.toarray(), S.toarray())
+    assert back.nnz == S.nnz
