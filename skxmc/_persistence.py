@@ -467,42 +467,9 @@ def _check_tree_state(state: dict) -> None:
             )
 
 
-def _check_xrlinear_state(state: dict) -> None:
-    weights, tree = state.get("weights_"), state.get("tree_")
-    if weights is None:
-        return
-    chain = getattr(tree, "cluster_chain_", None)
-    if not isinstance(weights, list) or chain is None or len(weights) != len(chain):
-        raise ValueError(
-            f"weights_ has {len(weights) if isinstance(weights, list) else '?'} layers; "
-            f"tree_ has {len(chain) if chain is not None else 'no'} cluster_chain_ matrices."
-        )
-    n_features = state.get("n_features_in_")
-    for t, (W, C) in enumerate(zip(weights, chain)):
-        # One row per feature plus the bias row, one column per node of the layer.
-        expected = (None if n_features is None else n_features + 1, C.shape[0])
-        if not sp.issparse(W) or any(e is not None and e != n for e, n in zip(expected, W.shape)):
-            raise ValueError(
-                f"weights_[{t}] has shape {getattr(W, 'shape', None)}; expected "
-                f"(n_features_in_ + 1, nodes of layer {t}) = {expected}."
-            )
-    classes = state.get("classes_")
-    if classes is not None and len(classes) != chain[-1].shape[0]:
-        raise ValueError(
-            f"classes_ has {len(classes)} labels; the last weights_ matrix has "
-            f"{chain[-1].shape[0]} columns."
-        )
-    tree_classes = getattr(tree, "classes_", None)
-    if classes is not None and tree_classes is not None and len(tree_classes) != len(classes):
-        raise ValueError(
-            f"classes_ has {len(classes)} labels; tree_.classes_ has {len(tree_classes)}."
-        )
-
-
 # Per-class consistency rules for estimators that do not define ``_check_saved_state``.
 _STATE_RULES = {
     "HierarchicalLabelTree": _check_tree_state,
-    "XRLinearClassifier": _check_xrlinear_state,
 }
 
 

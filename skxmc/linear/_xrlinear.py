@@ -119,6 +119,43 @@ def _row_norm_summary(sqnorms: np.ndarray) -> tuple[float, float, str]:
     return median, largest, f"the rows of X have L2 norms of median {median:.3g}, max {largest:.3g}"
 
 
+def _check_model_state(state: dict) -> None:
+    """Raise ``ValueError`` unless ``classes_``, ``tree_``, ``weights_`` and
+    ``n_features_in_`` of ``state`` form one model: one weight matrix per tree layer, each
+    ``(n_features_in_ + 1, nodes of the layer)``, and one label per leaf. Used on fitted
+    estimators (save, unpickling, loading) and on saved states before they are loaded."""
+    missing = [n for n in ("classes_", "tree_", "weights_", "n_features_in_") if n not in state]
+    if missing:
+        raise ValueError(f"incomplete model (missing {missing})")
+    weights, classes, n_features = state["weights_"], state["classes_"], state["n_features_in_"]
+    chain = getattr(state["tree_"], "cluster_chain_", None)
+    if not isinstance(weights, list) or chain is None or len(weights) != len(chain):
+        n_weights = len(weights) if isinstance(weights, list) else "?"
+        n_chain = len(chain) if chain is not None else "no"
+        raise ValueError(
+            f"incomplete model: weights_ has {n_weights} layers but tree_ has {n_chain} "
+            f"cluster_chain_ matrices (an interrupted fit?)"
+        )
+    for t, (W, C) in enumerate(zip(weights, chain)):
+        expected = (n_features + 1, C.shape[0])
+        if not sp.issparse(W) or W.shape != expected:
+            raise ValueError(
+                f"inconsistent model: weights_[{t}] has shape {getattr(W, 'shape', None)}, "
+                f"expected (n_features_in_ + 1, nodes of layer {t}) = {expected}"
+            )
+    if len(classes) != chain[-1].shape[0]:
+        raise ValueError(
+            f"inconsistent model: classes_ has {len(classes)} labels but the last weights_ "
+            f"matrix has {chain[-1].shape[0]} columns"
+        )
+    tree_classes = getattr(state["tree_"], "classes_", None)
+    if tree_classes is not None and len(tree_classes) != len(classes):
+        raise ValueError(
+            f"inconsistent model: classes_ has {len(classes)} labels but tree_.classes_ has "
+            f"{len(tree_classes)}"
+        )
+
+
 @persistent
 class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, BaseEstimator):
     """Hierarchical linear ranker for extreme multi-label classification (XR-Linear).
@@ -465,36 +502,16 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     def _check_complete(self) -> None:
         """Raise if the fitted attributes do not form one complete model (e.g. a model
         saved by an older version from an interrupted fit)."""
-        missing = [
-            name
-            for name in ("classes_", "tree_", "weights_", "n_features_in_")
-            if name not in vars(self)
-        ]
-        if missing:
-            raise ValueError(
-                f"this XRLinearClassifier holds an incomplete model (missing {missing}); "
-                f"fit it again."
-            )
-        n_layers = len(self.tree_.cluster_chain_)
-        if len(self.weights_) != n_layers:
-            raise ValueError(
-                f"this XRLinearClassifier holds an incomplete model: weights_ has "
-                f"{len(self.weights_)} layers but its label tree has {n_layers} (an "
-                f"interrupted fit?); fit it again."
-            )
-        for t, (W, C) in enumerate(zip(self.weights_, self.tree_.cluster_chain_)):
-            if W.shape != (self.n_features_in_ + 1, C.shape[0]):
-                raise ValueError(
-                    f"this XRLinearClassifier holds an inconsistent model: weights_[{t}] "
-                    f"has shape {W.shape}, expected {(self.n_features_in_ + 1, C.shape[0])} "
-                    f"(n_features_in_ + 1, nodes of layer {t}); fit it again."
-                )
-        if self.weights_[-1].shape[1] != len(self.classes_):
-            raise ValueError(
-                f"this XRLinearClassifier holds an inconsistent model: the last layer has "
-                f"{self.weights_[-1].shape[1]} labels but classes_ has {len(self.classes_)}; "
-                f"fit it again."
-            )
+        try:
+            _check_model_state(vars(self))
+        except ValueError as exc:
+            raise ValueError(f"this XRLinearClassifier holds an {exc}; fit it again.") from None
+
+    def _check_saved_state(self, attributes: dict, arrays: dict) -> None:
+        """The same checks on a saved state, before it is loaded (skxmc.load's hook)."""
+        state = {**attributes, **arrays}
+        if "weights_" in state:  # an unfitted template (e.g. MatchXML's ranker) has none
+            _check_model_state(state)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
