@@ -155,10 +155,6 @@ def jit(**options: Any) -> Callable[[Callable], Callable]:
     return decorate
 
 
-def _compiled_signatures() -> int:
-    return sum(len(getattr(k, "signatures", ())) for k in _KERNELS)
-
-
 def _run_every_kernel() -> None:
     """Call every kernel through its usual Python caller, on tiny synthetic data."""
     import scipy.sparse as sp
