@@ -26,6 +26,7 @@ EXTRAS: dict[str, dict[str, str]] = {
         "transformers": "transformers",
         "safetensors": "safetensors",
         "huggingface_hub": "huggingface-hub",
+        "accelerate": "accelerate",
     },
     "label2vec": {"gensim": "gensim"},
     "knn": {"faiss": "faiss-cpu"},

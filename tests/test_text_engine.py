@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from skxmc.text import (
+    Checkpoint,
     EncoderNotFoundError,
     ParamGroup,
     SentenceEncoder,
@@ -738,7 +739,7 @@ def test_step_fn_extras_verbose_progress_and_summary(tiny_bert, caplog, capsys):
     assert "training" in captured.err  # the tqdm bar
 
 
-def test_epoch_callbacks_and_periodic_checkpoints(tiny_bert, tmp_path):
+def test_epoch_callbacks_and_periodic_checkpoints(tiny_bert, tmp_path, monkeypatch):
     epochs_seen = []
     _, trainer, step, data = _toy_setup(
         tiny_bert,
@@ -748,13 +749,13 @@ def test_epoch_callbacks_and_periodic_checkpoints(tiny_bert, tmp_path):
         after_epoch=lambda t: epochs_seen.append((t.state.epoch, t.state.step)),
     )
     saved_steps = []
-    inner_save = trainer._save
+    inner_save = Checkpoint.save
 
-    def spy(*args, **kwargs):
-        saved_steps.append((trainer.state.step, kwargs["completed"]))
-        return inner_save(*args, **kwargs)
+    def spy(self, trainer, *, completed):
+        saved_steps.append((trainer.state.step, completed))
+        return inner_save(self, trainer, completed=completed)
 
-    trainer._save = spy
+    monkeypatch.setattr(Checkpoint, "save", spy)
     result = trainer.fit(step, data)
     assert epochs_seen == [(1, 4), (2, 8), (3, 12)]  # the last epoch's callback runs too
     assert saved_steps == [(2, False), (4, False), (6, False), (8, False), (10, False), (12, True)]

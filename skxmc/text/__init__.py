@@ -4,7 +4,9 @@ Encoders (:func:`load_encoder`, :func:`encode_texts`, :func:`pool`), tokenisatio
 once with dynamic padding and length-sorted batches (:func:`tokenize`,
 :class:`TokenizedTexts`), devices and mixed precision (:func:`resolve_device`,
 :func:`autocast`), seeding (:func:`seed_everything`), the training loop (:class:`Trainer`,
-:class:`ParamGroup`), static sentence embeddings (:class:`SentenceEncoder`) and torch
+:class:`ParamGroup`, on ``accelerate``) and its callbacks (:class:`Callback`,
+:class:`Checkpoint`, :class:`EarlyStopping`, :class:`EpochScoring`, :class:`LRScheduler`,
+:class:`ProgressBar`), static sentence embeddings (:class:`SentenceEncoder`) and torch
 weights in model directories (:func:`save_module_weights`, :func:`load_module_weights`,
 :func:`encoder_from_config`).
 
@@ -20,9 +22,18 @@ from .._optional import require_extra
 with require_extra("text", "skxmc.text"):
     from ._classifier import TextTransformerMixin
 
+from ._callbacks import (
+    Callback,
+    Checkpoint,
+    EarlyStopping,
+    EpochScoring,
+    LRScheduler,
+    ProgressBar,
+)
 from ._device import (
     autocast,
     inference_device,
+    make_accelerator,
     move_to_device,
     resolve_device,
     resolve_mixed_precision,
@@ -67,10 +78,16 @@ from ._weights import (
 __all__ = [
     "DEFAULT_MAX_LENGTH",
     "POOLING_OPTIONS",
+    "Callback",
+    "Checkpoint",
     "CheckpointMismatchWarning",
+    "EarlyStopping",
     "EncoderNotFoundError",
+    "EpochScoring",
+    "LRScheduler",
     "OnnxTextModel",
     "ParamGroup",
+    "ProgressBar",
     "SentenceEncoder",
     "TextBatch",
     "TextTransformerMixin",
@@ -94,6 +111,7 @@ __all__ = [
     "load_module_weights",
     "load_text_model",
     "lr_factor",
+    "make_accelerator",
     "module_on_cpu",
     "momentum_update",
     "move_to_device",

@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
 
-__all__ = ["autocast", "move_to_device", "resolve_device", "resolve_mixed_precision"]
+__all__ = [
+    "autocast",
+    "make_accelerator",
+    "move_to_device",
+    "resolve_device",
+    "resolve_mixed_precision",
+]
 
-MIXED_PRECISION_OPTIONS = ("auto", "bf16", "no")
+MIXED_PRECISION_OPTIONS = ("auto", "bf16", "fp16", "no")
+_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
@@ -68,11 +76,12 @@ def resolve_mixed_precision(
     ----------
     device : torch.device
         The device computations run on.
-    mixed_precision : {"auto", "bf16", "no"}, bool or None, default="auto"
+    mixed_precision : {"auto", "bf16", "fp16", "no"}, bool or None, default="auto"
         ``"auto"``: bfloat16 on CUDA devices that support it, float32 elsewhere (CPU
         autocast is slower than float32 on most CPUs). ``"bf16"`` (or True): bfloat16 on
-        any device. ``"no"`` (or False / None): float32. float16 is not offered: it needs
-        loss scaling, while bfloat16 has float32's exponent range and does not.
+        any device. ``"fp16"``: float16, for GPUs without bfloat16; training then scales
+        the loss (the :class:`~skxmc.text.Trainer` does it through ``accelerate``).
+        ``"no"`` (or False / None): float32.
 
     Returns
     -------
@@ -82,6 +91,8 @@ def resolve_mixed_precision(
         return None
     if mixed_precision is True or mixed_precision == "bf16":
         return torch.bfloat16
+    if mixed_precision == "fp16":
+        return torch.float16
     if mixed_precision == "auto":
         if device.type == "cuda" and torch.cuda.is_bf16_supported():
             return torch.bfloat16
@@ -100,7 +111,7 @@ def autocast(device: torch.device, mixed_precision: str | bool | None = "auto") 
     ----------
     device : torch.device
         The device computations run on.
-    mixed_precision : {"auto", "bf16", "no"}, bool or None, default="auto"
+    mixed_precision : {"auto", "bf16", "fp16", "no"}, bool or None, default="auto"
         See :func:`resolve_mixed_precision`.
 
     Examples
@@ -118,6 +129,55 @@ def autocast(device: torch.device, mixed_precision: str | bool | None = "auto") 
         return
     with torch.autocast(device_type=device.type, dtype=dtype):
         yield
+
+
+def is_distributed() -> bool:
+    """Whether this process is one of several launched by ``accelerate launch`` / ``torchrun``
+    (read from the environment, without starting anything)."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def training_device(device: str | torch.device | None = "auto") -> torch.device:
+    """The device this process trains on: ``device``, or under ``accelerate launch`` /
+    ``torchrun`` on GPUs, the process's own GPU (``cuda:<LOCAL_RANK>``)."""
+    resolved = resolve_device(device)
+    if is_distributed() and resolved.type == "cuda":
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return resolved
+
+
+def make_accelerator(device: torch.device, mixed_precision: str | bool | None = "auto") -> Any:
+    """An :class:`accelerate.Accelerator` for one ``fit`` on ``device``.
+
+    In one process the device is ``device`` (``accelerate`` keeps one global state per
+    process; it is reset here so that every ``fit`` can choose its own device and
+    precision). Under ``accelerate launch`` / ``torchrun`` the process group is set up by
+    ``accelerate`` and each process takes its own device.
+
+    Parameters
+    ----------
+    device : torch.device
+        The device asked for (ignored for the device choice when distributed).
+    mixed_precision : {"auto", "bf16", "fp16", "no"}, bool or None, default="auto"
+        See :func:`resolve_mixed_precision`.
+
+    Returns
+    -------
+    accelerator : accelerate.Accelerator
+    """
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+
+    precision = _DTYPE_NAMES.get(resolve_mixed_precision(device, mixed_precision), "no")
+    distributed = is_distributed()
+    if not distributed:
+        AcceleratorState._reset_state(reset_partial_state=True)
+    return Accelerator(
+        mixed_precision=precision,
+        cpu=device.type == "cpu",
+        device_placement=False,  # the Trainer places the module and the batches
+        step_scheduler_with_optimizer=False,
+    )
 
 
 def move_to_device(obj: Any, device: torch.device, *, non_blocking: bool = True) -> Any:

@@ -13,12 +13,13 @@ interrupted ``fit``, and Ctrl-C, which ends training with a warning and a usable
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
@@ -26,21 +27,17 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
 from .._logging import progress
 from ..exceptions import CheckpointMismatchWarning, TrainingInterruptedWarning
-from ._checkpoint import (
-    capture_rng_state,
-    data_fingerprint,
-    find_checkpoint,
-    load_checkpoint,
-    restore_rng_state,
-    save_checkpoint,
-)
-from ._device import autocast, move_to_device, resolve_device
+from ._callbacks import Callback, Checkpoint, LRScheduler, ProgressBar, StepFunction
+from ._checkpoint import data_fingerprint
+from ._device import make_accelerator, move_to_device, training_device
 from ._seed import seed_everything
 
 __all__ = [
+    "Callback",
     "CheckpointMismatchWarning",
     "ParamGroup",
     "TrainResult",
@@ -153,7 +150,8 @@ class TrainResult:
         Whether Ctrl-C ended training.
     stop_reason : str
         ``"completed"`` (``n_epochs`` / ``max_steps`` reached), ``"max_time"``,
-        ``"callback"`` (a callback returned True) or ``"interrupted"``.
+        ``"callback"`` (a callback returned True or called :meth:`Trainer.stop`),
+        ``"early_stopping"`` or ``"interrupted"``.
     seconds : float
         Training time, including a resumed run's earlier time.
     resumed_from : int or None
@@ -162,6 +160,8 @@ class TrainResult:
         The seed of the run.
     checkpoint : pathlib.Path or None
         The last checkpoint written.
+    epoch_history : list of dict
+        One record per finished epoch (:attr:`Trainer.epoch_history`).
     """
 
     history: list[dict[str, Any]]
@@ -173,6 +173,7 @@ class TrainResult:
     resumed_from: int | None
     seed: int
     checkpoint: Path | None = None
+    epoch_history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def loss_curve(self) -> list[float]:
@@ -386,6 +387,16 @@ def _resolve_warmup(warmup: float, total: int) -> int:
 class Trainer:
     """The training loop of every neural estimator.
 
+    The loop is skorch's: :meth:`fit` sets up, :meth:`fit_loop` runs epochs,
+    :meth:`run_epoch` runs optimiser steps and :meth:`train_step` does one (forward and
+    backward over ``accumulation_steps`` micro-batches, gradient clipping, optimiser
+    steps). Everything else is a callback (:mod:`skxmc.text._callbacks`): the learning-rate
+    schedule, checkpoints and resume, the progress bar, validation scores and early
+    stopping. Device, mixed precision (with loss scaling for float16) and several
+    processes go through :class:`accelerate.Accelerator`: the same code runs on one CPU,
+    one GPU, or as data-parallel processes started by ``accelerate launch`` /
+    ``torchrun``.
+
     Parameters
     ----------
     module : torch.nn.Module
@@ -411,9 +422,15 @@ class Trainer:
     max_time : float or None, default=None
         Stop after this many seconds of training (checked after every step).
     device : str or torch.device, default="auto"
-        ``"auto"``: CUDA when available.
-    mixed_precision : {"auto", "bf16", "no"}, default="auto"
-        Autocast of ``step_fn``: bfloat16 on GPU, float32 on CPU by default.
+        ``"auto"``: CUDA when available. Under ``accelerate launch`` / ``torchrun``,
+        each process uses its own GPU (``cuda:<LOCAL_RANK>``), or the CPU.
+    mixed_precision : {"auto", "bf16", "fp16", "no"}, default="auto"
+        Autocast of ``step_fn``: bfloat16 on GPU, float32 on CPU by default; ``"fp16"``
+        scales the loss (a :class:`torch.amp.GradScaler` from ``accelerate``).
+    accumulation_steps : int, default=1
+        Micro-batches whose gradients add up to one optimiser step: a step over ``k``
+        batches of ``b`` equals one step over a batch of ``k * b`` for losses that are
+        means over the batch. Steps and epochs count optimiser steps.
     random_state : int, RandomState or None, default=None
         Seeds Python, numpy and torch at the start of :meth:`fit` (see
         :func:`~skxmc.text.seed_everything`); also seeds :attr:`rng` and the per-epoch
@@ -424,15 +441,16 @@ class Trainer:
         lines are also logged at DEBUG on the ``skxmc.text._training`` logger, whatever
         ``verbose``.
     checkpoint_dir : str, path-like or None, default=None
-        Write checkpoints there (every ``checkpoint_every`` steps, at every epoch end, at
-        the end and on Ctrl-C) and resume from the one found at the start of :meth:`fit`
-        when it belongs to the same run: same ``fingerprint``, ``fit_data``, seed, planned
-        steps, parameter shapes and optimiser groups. A finished checkpoint of the same
-        run is the result of this very fit: its weights are restored without training.
-        A checkpoint of another run is never resumed: a finished one is replaced (a
-        :class:`CheckpointMismatchWarning` says so and training starts from scratch, as
-        for every fold of a cross-validation sharing one folder); an unfinished one, the
-        progress of an interrupted run, makes :meth:`fit` raise instead of destroying it.
+        Adds a :class:`~skxmc.text.Checkpoint` callback: checkpoints there (every
+        ``checkpoint_every`` steps, at every epoch end, at the end and on Ctrl-C), and a
+        resume from the one found at the start of :meth:`fit` when it belongs to the same
+        run: same ``fingerprint``, ``fit_data``, seed, planned steps, parameter shapes and
+        optimiser groups. A finished checkpoint of the same run is the result of this very
+        fit: its weights are restored without training. A checkpoint of another run is
+        never resumed: a finished one is replaced (a :class:`CheckpointMismatchWarning`
+        says so and training starts from scratch, as for every fold of a cross-validation
+        sharing one folder); an unfinished one, the progress of an interrupted run, makes
+        :meth:`fit` raise instead of destroying it.
     checkpoint_every : int or None, default=None
         Steps between checkpoints in addition to epoch ends.
     fingerprint : dict or None, default=None
@@ -444,6 +462,10 @@ class Trainer:
         :func:`~skxmc.text._checkpoint.data_fingerprint`). With ``checkpoint_dir``, it is
         hashed once per :meth:`fit` into the checkpoint fingerprint, so that a checkpoint
         of a fit on other data is never resumed.
+    callbacks : list of Callback or None, default=None
+        Called in order after the trainer's own learning-rate schedule (replaced by an
+        :class:`~skxmc.text.LRScheduler` in the list) and before its checkpoint and
+        progress bar.
     after_step : callable or None, default=None
         ``after_step(trainer) -> bool | None`` after every optimiser step (momentum
         encoder updates, queue refresh, evaluation); returning True stops training.
@@ -461,8 +483,26 @@ class Trainer:
     rng : numpy.random.Generator
         Generator for the step function's own sampling (negatives, augmentation); its
         state is checkpointed, so a resumed run draws the same numbers.
+    history : list of dict
+        One record per optimiser step (see :class:`TrainResult`).
+    epoch_history : list of dict
+        One record per finished epoch: ``epoch`` (1-based), ``step``, ``loss`` (mean of
+        its steps), ``seconds``, and what callbacks add (``valid_score``...).
     optimizers : list of torch.optim.Optimizer
         Built in :meth:`fit`; drop the trainer after ``fit`` to free their memory.
+    accelerator : accelerate.Accelerator or None
+        The accelerator of the last :meth:`fit`.
+
+    Notes
+    -----
+    With several processes, every process reads the same batch sequence and takes every
+    ``num_processes``-th batch (a short last group is cut to a multiple of the number of
+    processes); gradients and the recorded loss are averaged over processes after the
+    last micro-batch of a step, in one all-reduce. The step functions call the module's
+    methods rather than its ``forward``, which a ``DistributedDataParallel`` wrapper would
+    need; parameters without a gradient on a step count as zero, and sparse gradients
+    (SparseAdam tables) are not supported across processes. Only the main process
+    writes checkpoints and shows progress.
 
     Examples
     --------
@@ -492,208 +532,94 @@ class Trainer:
         max_time: float | None = None,
         device: str | torch.device = "auto",
         mixed_precision: str | bool | None = "auto",
+        accumulation_steps: int = 1,
         random_state: Any = None,
         verbose: int = 0,
         checkpoint_dir: str | Path | None = None,
         checkpoint_every: int | None = None,
         fingerprint: dict[str, Any] | None = None,
         fit_data: Any = None,
+        callbacks: list[Callback] | None = None,
         after_step: Callable[[Trainer], bool | None] | None = None,
         after_epoch: Callable[[Trainer], bool | None] | None = None,
         desc: str = "training",
     ) -> None:
         if n_epochs is None and max_steps is None:
             raise ValueError("set n_epochs, max_steps or both.")
-        if n_epochs is not None and n_epochs < 1:
-            raise ValueError(f"n_epochs must be >= 1, got {n_epochs}.")
-        if max_steps is not None and max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}.")
+        for name, value in (("n_epochs", n_epochs), ("max_steps", max_steps)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}.")
+        if not isinstance(accumulation_steps, Integral) or accumulation_steps < 1:
+            raise ValueError(f"accumulation_steps must be an int >= 1, got {accumulation_steps!r}.")
         self.module = module
         self.param_groups = param_groups
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.n_epochs = n_epochs
-        self.max_steps = max_steps
-        self.warmup = warmup
-        self.max_grad_norm = max_grad_norm
-        self.max_time = max_time
-        self.device = resolve_device(device)
+        self.lr, self.weight_decay = lr, weight_decay
+        self.n_epochs, self.max_steps, self.warmup = n_epochs, max_steps, warmup
+        self.max_grad_norm, self.max_time = max_grad_norm, max_time
+        self.device = training_device(device)
         self.mixed_precision = mixed_precision
-        self.random_state = random_state
-        self.verbose = verbose
+        self.accumulation_steps = int(accumulation_steps)
+        self.random_state, self.verbose = random_state, verbose
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.checkpoint_every = checkpoint_every
-        self.fingerprint = fingerprint
-        self.fit_data = fit_data
-        self.after_step = after_step
-        self.after_epoch = after_epoch
+        self.fingerprint, self.fit_data = fingerprint, fit_data
+        self.callbacks = callbacks
+        self.after_step, self.after_epoch = after_step, after_epoch
         self.desc = desc
         self.state = TrainState()
         self.rng = np.random.default_rng()
         self.optimizers: list[torch.optim.Optimizer] = []
-        self._groups: list[tuple[ParamGroup, str, torch.optim.Optimizer]] = []
-        self._in_update = False
-        self._mid_step = False
-        self._volatile: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.history: list[dict[str, Any]] = []
+        self.epoch_history: list[dict[str, Any]] = []
+        self.accelerator: Any = None
+        self.stop_reason: str | None = None
+        self.in_update = self.mid_step = False
 
-    # Helpers ----------------------------------------------------------------------------
+    # For callbacks ----------------------------------------------------------------------
+
+    @property
+    def num_processes(self) -> int:
+        """Processes training together (1 unless launched by ``accelerate launch``)."""
+        return 1 if self.accelerator is None else int(self.accelerator.num_processes)
+
+    @property
+    def is_main_process(self) -> bool:
+        """Whether this process writes checkpoints and shows progress."""
+        return self.accelerator is None or bool(self.accelerator.is_main_process)
+
+    @property
+    def stopping(self) -> bool:
+        """Whether training ends after the current step."""
+        return self.stop_reason is not None
+
+    def stop(self, reason: str = "callback") -> None:
+        """End training after the current step (the first reason given is kept)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
 
     def epoch_rng(self, epoch: int) -> np.random.Generator:
         """The generator handed to ``data`` for ``epoch``: a function of (seed, epoch) only,
         so a resumed run rebuilds the interrupted epoch's batch order."""
         return np.random.default_rng([self.state.seed, 1, epoch])
 
-    def _fingerprint(self, total: int) -> dict[str, Any]:
-        shapes = [[n, list(p.shape)] for n, p in self.module.state_dict().items()]
-        fp: dict[str, Any] = {
-            "total_steps": total,
-            "state_dict": shapes,
-            "groups": [[g.name, kind, g.lr] for g, kind, _ in self._groups],
-            "user": self.fingerprint,
-        }
-        if isinstance(self.random_state, Integral):
-            fp["seed"] = int(self.random_state)
-        if self.checkpoint_dir is not None:  # only checkpoints need it: skip the hashing
-            fit_data = self.fit_data
-            fp["data"] = fit_data if isinstance(fit_data, str) else data_fingerprint(fit_data)
-        return json.loads(json.dumps(fp))  # normalise tuples etc. for comparison
+    def reseed_rng(self) -> None:
+        """Reset :attr:`rng` from the seed (and the process index, with several)."""
+        rank = [] if self.num_processes == 1 else [self.accelerator.process_index]
+        self.rng = np.random.default_rng([self.state.seed, 0, *rank])
 
-    def _volatile_state(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """(tensor, copy) for every buffer and every parameter no optimiser steps: what a
-        forward pass or the step function changes before the optimiser step (BatchNorm
-        statistics, momentum encoders, queues)."""
-        stepped = {
-            id(p) for opt in self.optimizers for pg in opt.param_groups for p in pg["params"]
-        }
-        tensors = list(self.module.buffers())
-        tensors += [p for p in self.module.parameters() if id(p) not in stepped]
-        return [(t, torch.empty_like(t)) for t in tensors]
+    def elapsed(self) -> float:
+        """Training seconds, including those of a resumed run."""
+        return self.prior_seconds + time.perf_counter() - self._start
 
-    def _restore_volatile(self) -> None:
-        with torch.no_grad():
-            for tensor, copy in self._volatile:
-                tensor.copy_(copy)
+    def wait_for_everyone(self) -> None:
+        """A barrier across processes (nothing with one)."""
+        if self.num_processes > 1:
+            self.accelerator.wait_for_everyone()
 
-    def _set_lr(self, step: int, total: int, warmup: int) -> None:
-        for g, _, opt in self._groups:
-            factor = lr_factor(step, total_steps=total, warmup_steps=warmup, schedule=g.schedule)
-            for pg in opt.param_groups:
-                pg["lr"] = pg["base_lr"] * factor
-
-    def _clipped_params(self) -> list[nn.Parameter]:
-        params = []
-        for g, kind, opt in self._groups:
-            if g.clip is False or (g.clip is None and kind == "sparse_adam"):
-                continue
-            for pg in opt.param_groups:
-                params.extend(p for p in pg["params"] if p.grad is not None)
-        return params
-
-    def _zero_grad(self) -> None:
-        for opt in self.optimizers:
-            opt.zero_grad(set_to_none=True)
-
-    def _save(
-        self,
-        rng_state: dict[str, Any],
-        fp: dict[str, Any],
-        history: list,
-        seconds: float,
-        completed: bool,
-    ) -> Path | None:
-        if self.checkpoint_dir is None:
-            return None
-        s = self.state
-        payload = {
-            "step": s.step,
-            "epoch": s.epoch,
-            "batch_in_epoch": s.batch_in_epoch,
-            "seed": s.seed,
-            "seconds": seconds,
-            "completed": completed,
-            "fingerprint": fp,
-            "history": history,
-        }
-        return save_checkpoint(
-            self.checkpoint_dir, self.module, self.optimizers, payload, rng_state
-        )
-
-    def _train_step(
-        self, step_fn: Callable[[Any], Any], batch: Any, total: int, warmup: int
-    ) -> dict[str, Any]:
-        """Forward (under autocast), backward, clipping, schedule and optimiser steps."""
-        s = self.state
-        if self._volatile:
-            with torch.no_grad():
-                for tensor, copy in self._volatile:
-                    copy.copy_(tensor)
-        # From here until the counters move, the module may hold a partial step (BatchNorm
-        # statistics, a momentum update): a checkpoint on Ctrl-C restores the copy first.
-        self._mid_step = True
-        batch = move_to_device(batch, self.device)
-        with autocast(self.device, self.mixed_precision):
-            out = step_fn(batch)
-        loss, extras = _split_output(out)
-        loss_value = float(loss.detach())
-        if not math.isfinite(loss_value):
-            self._zero_grad()
-            raise FloatingPointError(
-                f"the loss is {loss_value} at step {s.step + 1}; the model keeps the weights of "
-                f"step {s.step}. Lower the learning rate or check the inputs."
-            )
-        loss.backward()
-        record: dict[str, Any] = {"step": s.step + 1, "epoch": s.epoch, "loss": loss_value}
-        if self.max_grad_norm:
-            params = self._clipped_params()
-            if params:
-                norm = torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
-                record["grad_norm"] = float(norm)
-        self._set_lr(s.step, total, warmup)
-        # An interrupt from here until the counters move could leave half-updated weights
-        # that match no step: no checkpoint is written for it.
-        self._in_update = True
-        for opt in self.optimizers:
-            opt.step()
-        self._zero_grad()
-        s.step += 1
-        s.batch_in_epoch += 1
-        self._mid_step = False  # before _in_update drops, so no interrupt sees it stale
-        self._in_update = False
-        for i, (g, _, opt) in enumerate(self._groups):
-            lr = opt.param_groups[0]["lr"]
-            if i == 0:
-                record["lr"] = lr
-            record[f"lr_{g.name}"] = lr
-        record.update(extras)
-        s.last = record
-        return record
-
-    def _other_run(self, found: Path, saved: dict[str, Any], diff: list[str]) -> None:
-        """A checkpoint of another run was found: warn and start afresh when it is finished
-        (it is replaced), raise when it is not (it is the progress of an interrupted run)."""
-        what = ", ".join(diff) or "its format"
-        if saved.get("completed"):
-            warnings.warn(
-                f"checkpoint_dir {self.checkpoint_dir} holds the finished checkpoint of another "
-                f"fit (it differs in {what}); it is not reused: training starts from scratch "
-                f"and its checkpoints replace it.",
-                CheckpointMismatchWarning,
-                stacklevel=3,
-            )
-            return None
-        hint = ""
-        if "the seed (random_state)" in diff:
-            hint = (
-                " With random_state=None, every fit draws a new seed and cannot resume "
-                "another: set an int random_state."
-            )
-        total = (saved.get("fingerprint") or {}).get("total_steps", "?")
-        raise ValueError(
-            f"checkpoint_dir {self.checkpoint_dir} holds the unfinished checkpoint of another "
-            f"fit (step {saved.get('step', '?')} of {total}), which differs in {what}. To "
-            f"resume that fit, fit again with its data and parameters; to train this one, "
-            f"pass another checkpoint_dir or delete {found}.{hint}"
-        )
+    def log(self, message: str, *args: Any) -> None:
+        """A progress line prefixed with ``desc`` (printed with ``verbose``)."""
+        if self.is_main_process:
+            progress(logger, self.verbose, "%s: " + message, self.desc, *args)
 
     # The loop ---------------------------------------------------------------------------
 
@@ -732,236 +658,306 @@ class Trainer:
         FloatingPointError
             If the loss becomes NaN or infinite (the weights of the previous step stay).
         """
-        start_time = time.perf_counter()
-        self.state = TrainState(seed=seed_everything(self.random_state))
-        self.rng = np.random.default_rng([self.state.seed, 0])
+        self._setup(data, steps_per_epoch)
+        # The checkpoint resumes first, so that the other callbacks see the resumed run.
+        for cb in sorted(self.callbacks_, key=lambda c: not isinstance(c, Checkpoint)):
+            cb.on_train_begin(self)
+        try:
+            self.fit_loop(step_fn)
+        except KeyboardInterrupt:
+            self._interrupted()
+        finally:
+            self._zero_grad()
+            self.in_update = self.mid_step = False
+            self.module.eval()
+        return self._result()
+
+    def fit_loop(self, step_fn: Callable[[Any], Any]) -> None:
+        """Epochs until a stop condition, then the callbacks' ``on_train_end``."""
+        if self.finished_before or self.state.step >= self.state.total_steps:
+            self.stop("completed")
+        while not self.stopping:
+            self.run_epoch(step_fn)
+        self._notify("on_train_end")
+
+    def run_epoch(self, step_fn: Callable[[Any], Any]) -> None:
+        """Optimiser steps until the epoch's batches run out or training stops."""
+        s = self.state
+        self._notify("on_epoch_begin")
+        ended = True
+        for micro_batches in self._step_batches(s.epoch):
+            self.train_step(step_fn, micro_batches)
+            if self.stopping:
+                ended = s.steps_per_epoch is not None and s.batch_in_epoch >= s.steps_per_epoch
+                break
+        if not ended:
+            return
+        if s.batch_in_epoch == 0:
+            raise ValueError(f"epoch {s.epoch} yielded no batches.")
+        s.epoch += 1
+        s.batch_in_epoch = 0
+        losses = [h["loss"] for h in self.history[-s.step :] if h["epoch"] == s.epoch - 1]
+        record = {"epoch": s.epoch, "step": s.step, "loss": float(np.mean(losses))}
+        self.epoch_history.append({**record, "seconds": self.elapsed()})
+        if self.n_epochs is not None and s.epoch >= self.n_epochs:
+            self.stop("completed")
+        self._notify("on_epoch_end")
+
+    def train_step(self, step_fn: Callable[[Any], Any], micro_batches: list[Any]) -> None:
+        """One optimiser step over this process's micro-batches."""
+        s = self.state
+        self._notify("on_batch_begin")
+        # From here until the counters move, the module may hold a partial step (BatchNorm
+        # statistics, a momentum update): a checkpoint on Ctrl-C restores the copy first.
+        self.mid_step = True
+        loss, extras = self._forward_backward(step_fn, micro_batches)
+        loss, extras = self._all_reduce(loss, extras)
+        record: dict[str, Any] = {"step": s.step + 1, "epoch": s.epoch, "loss": loss}
+        self._optimizer_step(record)
+        s.step += 1
+        s.batch_in_epoch += 1
+        self.mid_step = False  # before in_update drops, so no interrupt sees it stale
+        self.in_update = False
+        for i, (g, _, opt) in enumerate(self.param_groups_):
+            if i == 0:
+                record["lr"] = opt.param_groups[0]["lr"]
+            record[f"lr_{g.name}"] = opt.param_groups[0]["lr"]
+        record.update(extras)
+        record["seconds"] = self.elapsed()
+        s.last = record
+        self.history.append(record)
+        if s.step >= s.total_steps:
+            self.stop("completed")
+        self._notify("on_batch_end", record)
+        if self.max_time is not None and time.perf_counter() - self._start >= self.max_time:
+            self.stop("max_time")
+
+    # Pieces of a step -------------------------------------------------------------------
+
+    def _forward_backward(
+        self, step_fn: Callable[[Any], Any], micro_batches: list[Any]
+    ) -> tuple[float, dict[str, float]]:
+        """Forward under autocast and backward of each micro-batch; mean loss and extras."""
+        n = len(micro_batches)
+        total, extras = 0.0, {}
+        for batch in micro_batches:
+            with self.accelerator.autocast():
+                loss, parts = _split_output(step_fn(move_to_device(batch, self.device)))
+            value = float(loss.detach())
+            if not math.isfinite(value):
+                self._zero_grad()
+                raise FloatingPointError(
+                    f"the loss is {value} at step {self.state.step + 1}; the model keeps the "
+                    f"weights of step {self.state.step}. Lower the learning rate or check "
+                    f"the inputs."
+                )
+            self.accelerator.backward(loss if n == 1 else loss / n)
+            total += value / n
+            for key, v in parts.items():
+                extras[key] = extras.get(key, 0.0) + v / n
+        return total, extras
+
+    def _all_reduce(self, loss: float, extras: dict[str, float]) -> tuple[float, dict[str, float]]:
+        """Average gradients and recorded values over processes (one all-reduce)."""
+        if self.num_processes == 1:
+            return loss, extras
+        params = [p for opt in self.optimizers for pg in opt.param_groups for p in pg["params"]]
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            elif p.grad.is_sparse:
+                raise NotImplementedError(
+                    "sparse gradients (SparseAdam groups) cannot be averaged across "
+                    "processes; train on one process or use dense embeddings."
+                )
+        values = torch.tensor([loss, *extras.values()], device=self.device)
+        tensors = [p.grad for p in params] + [values]
+        flat = self.accelerator.reduce(_flatten_dense_tensors(tensors), reduction="mean")
+        for tensor, synced in zip(tensors, _unflatten_dense_tensors(flat, tensors)):
+            tensor.copy_(synced)
+        return float(values[0]), dict(zip(extras, values[1:].tolist()))
+
+    def _optimizer_step(self, record: dict[str, Any]) -> None:
+        """Unscale (float16), clip, step every optimiser, zero the gradients."""
+        scaler = self.accelerator.scaler
+        if scaler is not None:
+            for opt in self.optimizers:
+                scaler.unscale_(opt)
+        if self.max_grad_norm:
+            params = self._clipped_params()
+            if params:
+                norm = torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+                record["grad_norm"] = float(norm)
+        # An interrupt from here until the counters move could leave half-updated weights
+        # that match no step: no checkpoint is written for it.
+        self.in_update = True
+        for opt in self.optimizers:
+            if scaler is not None:
+                scaler.step(opt)
+            else:
+                opt.step()
+        if scaler is not None:
+            scaler.update()
+        self._zero_grad()
+
+    def _clipped_params(self) -> list[nn.Parameter]:
+        params = []
+        for g, kind, opt in self.param_groups_:
+            if g.clip is False or (g.clip is None and kind == "sparse_adam"):
+                continue
+            for pg in opt.param_groups:
+                params.extend(p for p in pg["params"] if p.grad is not None)
+        return params
+
+    def _zero_grad(self) -> None:
+        for opt in self.optimizers:
+            opt.zero_grad(set_to_none=True)
+
+    def _step_batches(self, epoch: int) -> Iterator[list[Any]]:
+        """This process's micro-batches of each step of ``epoch`` (skipping the steps a
+        resumed run already did)."""
+        s = self.state
+        n_proc, rank = self.num_processes, self.accelerator.process_index
+        per_step = self.accumulation_steps * n_proc
+        batches = iter(self._epoch_data(epoch, self.epoch_rng(epoch)))
+        for _ in range(s.batch_in_epoch * per_step):  # resuming mid-epoch: same order, skip
+            next(batches, None)
+        while s.steps_per_epoch is None or s.batch_in_epoch < s.steps_per_epoch:
+            group = list(itertools.islice(batches, per_step))
+            mine = group[: len(group) // n_proc * n_proc][rank::n_proc]
+            if not mine:
+                return
+            yield mine
+
+    # Set-up and end ---------------------------------------------------------------------
+
+    def _setup(self, data: Any, steps_per_epoch: int | None) -> None:
+        self._start, self.prior_seconds = time.perf_counter(), 0.0
+        self.resumed_from, self.finished_before = None, False
+        self.stop_reason, self.interrupt_note = None, ""
+        self.in_update = self.mid_step = False
+        self.accelerator = make_accelerator(self.device, self.mixed_precision)
+        seed = self.random_state
+        if self.num_processes > 1 and not isinstance(seed, Integral):
+            from accelerate.utils import broadcast_object_list
+
+            seed = broadcast_object_list([seed_everything(seed)])[0]  # one seed for all
+        self.state = TrainState(seed=seed_everything(seed))
+        self.reseed_rng()
+        self.history, self.epoch_history = [], []
         self.module.to(self.device)
         groups = self.param_groups
         if groups is None:
             groups = [ParamGroup("model", self.module, lr=self.lr, weight_decay=self.weight_decay)]
-        self._groups = build_optimizers(list(groups), self.module)
-        self.optimizers = [opt for _, _, opt in self._groups]
+        self.param_groups_ = build_optimizers(list(groups), self.module)
+        self.optimizers = [opt for _, _, opt in self.param_groups_]
+        self._epoch_data = data if callable(data) else (lambda epoch, rng: data)
+        self._plan(steps_per_epoch)
+        self.fingerprint_ = self._fingerprint(self.state.total_steps)
+        self.callbacks_ = self._default_callbacks()
+        self.module.train()
 
-        epoch_data = data if callable(data) else (lambda epoch, rng: data)
-        if steps_per_epoch is None:
-            first = epoch_data(0, self.epoch_rng(0))
-            steps_per_epoch = len(first) if hasattr(first, "__len__") else None
-        if steps_per_epoch == 0:
+    def _plan(self, n_batches: int | None) -> None:
+        """Steps per epoch, planned steps and warm-up steps."""
+        if n_batches is None:
+            first = self._epoch_data(0, self.epoch_rng(0))
+            n_batches = len(first) if hasattr(first, "__len__") else None
+        if n_batches == 0:
             raise ValueError("the data yields no batches.")
-        if self.n_epochs is not None and steps_per_epoch is None and self.max_steps is None:
+        if self.n_epochs is not None and n_batches is None and self.max_steps is None:
             raise ValueError(
                 "with n_epochs and batches without len(), pass steps_per_epoch or max_steps."
             )
+        per_step, n_proc = self.accumulation_steps * self.num_processes, self.num_processes
+        steps = None
+        if n_batches is not None:
+            steps = n_batches // per_step + int((n_batches % per_step) // n_proc > 0)
+            if steps == 0:
+                raise ValueError(f"{n_batches} batches cannot feed {n_proc} processes.")
         planned = [self.max_steps] if self.max_steps is not None else []
-        if self.n_epochs is not None and steps_per_epoch is not None:
-            planned.append(self.n_epochs * steps_per_epoch)
-        total = min(planned)
-        warmup = _resolve_warmup(self.warmup, total)
-        self.state.total_steps, self.state.steps_per_epoch = total, steps_per_epoch
-        fp = self._fingerprint(total)
+        if self.n_epochs is not None and steps is not None:
+            planned.append(self.n_epochs * steps)
+        self.state.total_steps, self.state.steps_per_epoch = min(planned), steps
+        self.warmup_steps_ = _resolve_warmup(self.warmup, self.state.total_steps)
 
-        history: list[dict[str, Any]] = []
-        prior_seconds, resumed_from, completed_before = 0.0, None, False
-        found = find_checkpoint(self.checkpoint_dir) if self.checkpoint_dir is not None else None
-        if found is not None:
-            saved = json.loads((found / "trainer_state.json").read_text(encoding="utf-8"))
-            saved_fp = saved.get("fingerprint") or {}
-            if saved_fp != fp:
-                found = self._other_run(found, saved, _fingerprint_diff(fp, saved_fp))
-        if found is not None:
-            saved, rng_state = load_checkpoint(found, self.module, self.optimizers)
-            self.state.step, self.state.epoch = saved["step"], saved["epoch"]
-            self.state.batch_in_epoch, self.state.seed = saved["batch_in_epoch"], saved["seed"]
-            self.rng = np.random.default_rng([self.state.seed, 0])
-            restore_rng_state(rng_state, self.rng)
-            history, prior_seconds = saved["history"], saved["seconds"]
-            resumed_from, completed_before = saved["step"], saved["completed"]
-            progress(
-                logger,
-                self.verbose,
-                "%s: resuming from %s at step %d of %d",
-                self.desc,
-                found,
-                self.state.step,
-                total,
-            )
+    def _default_callbacks(self) -> list[Callback]:
+        user = list(self.callbacks or [])
+        out: list[Callback] = (
+            [] if any(isinstance(c, LRScheduler) for c in user) else [LRScheduler()]
+        )
+        if self.after_step is not None or self.after_epoch is not None:
+            out.append(StepFunction(self.after_step, self.after_epoch))
+        out += user
+        if self.checkpoint_dir is not None:
+            out.append(Checkpoint(self.checkpoint_dir, self.checkpoint_every))
+        if self.verbose:
+            out.append(ProgressBar(self.desc))
+        return out
 
-        tracking = self.checkpoint_dir is not None
-        rng_snapshot = capture_rng_state(self.rng) if tracking else {}
-        stop_reason = "completed"
-        interrupted = False
-        self._in_update = self._mid_step = False
-        # Only a checkpoint needs the state of the step's start (it costs one copy of it).
-        self._volatile = self._volatile_state() if tracking and not completed_before else []
-        last_checkpoint: Path | None = found
-        bar = None
-        if self.verbose and not completed_before:
-            from tqdm.auto import tqdm
+    def _notify(self, hook: str, *args: Any) -> None:
+        for cb in self.callbacks_:
+            getattr(cb, hook, _nothing)(self, *args)
 
-            bar = tqdm(total=total, initial=self.state.step, desc=self.desc, unit="step")
-        smoothed = None
-        self.module.train()
-        try:
-            done = completed_before or self.state.step >= total
-            while not done:
-                s = self.state
-                batches = iter(epoch_data(s.epoch, self.epoch_rng(s.epoch)))
-                for _ in range(s.batch_in_epoch):  # resuming mid-epoch: same order, skip
-                    next(batches, _END)
-                epoch_ended = False
-                while not done:
-                    if steps_per_epoch is not None and s.batch_in_epoch >= steps_per_epoch:
-                        epoch_ended = True
-                        break
-                    batch = next(batches, _END)
-                    if batch is _END:
-                        epoch_ended = True
-                        break
-                    record = self._train_step(step_fn, batch, total, warmup)
-                    record["seconds"] = prior_seconds + time.perf_counter() - start_time
-                    history.append(record)
-                    smoothed = (
-                        record["loss"]
-                        if smoothed is None
-                        else (0.9 * smoothed + 0.1 * record["loss"])
-                    )
-                    if bar is not None:
-                        bar.update(1)
-                        bar.set_postfix(loss=f"{smoothed:.4g}", refresh=False)
-                    stop = bool(self.after_step(self)) if self.after_step is not None else False
-                    if tracking:
-                        rng_snapshot = capture_rng_state(self.rng)
-                    if s.step >= total:
-                        done = True
-                    elif stop:
-                        done, stop_reason = True, "callback"
-                    elif (
-                        self.max_time is not None
-                        and time.perf_counter() - start_time >= self.max_time
-                    ):
-                        done, stop_reason = True, "max_time"
-                    epoch_end = steps_per_epoch is not None and s.batch_in_epoch >= steps_per_epoch
-                    if (
-                        not done
-                        and not epoch_end
-                        and self.checkpoint_every
-                        and s.step % self.checkpoint_every == 0
-                    ):  # the epoch end saves anyway
-                        last_checkpoint = self._save(
-                            rng_snapshot, fp, history, record["seconds"], completed=False
-                        )
-                if s.batch_in_epoch == 0 and not done:
-                    raise ValueError(f"epoch {s.epoch} yielded no batches.")
-                if epoch_ended or (
-                    steps_per_epoch is not None and s.batch_in_epoch >= steps_per_epoch
-                ):
-                    s.epoch += 1
-                    s.batch_in_epoch = 0
-                    stop = bool(self.after_epoch(self)) if self.after_epoch is not None else False
-                    if self.n_epochs is not None and s.epoch >= self.n_epochs:
-                        done = True
-                    elif stop and not done:
-                        done, stop_reason = True, "callback"
-                    if tracking:
-                        rng_snapshot = capture_rng_state(self.rng)
-                    if not done:
-                        last_checkpoint = self._save(
-                            rng_snapshot,
-                            fp,
-                            history,
-                            prior_seconds + time.perf_counter() - start_time,
-                            completed=False,
-                        )
-            if tracking and not completed_before:
-                last_checkpoint = self._save(
-                    rng_snapshot,
-                    fp,
-                    history,
-                    prior_seconds + time.perf_counter() - start_time,
-                    completed=stop_reason in ("completed", "callback"),
-                )
-        except KeyboardInterrupt:
-            interrupted, stop_reason = True, "interrupted"
-            self._zero_grad()
-            where = ""
-            if tracking and not self._in_update:
-                if self._mid_step:  # the step is redone on resume: undo its partial effects
-                    self._restore_volatile()
-                # The snapshot is the RNG state at the start of the interrupted step, which
-                # is redone on resume.
-                last_checkpoint = self._save(
-                    rng_snapshot,
-                    fp,
-                    history,
-                    prior_seconds + time.perf_counter() - start_time,
-                    completed=False,
-                )
-                where = (
-                    f" A checkpoint is in {last_checkpoint}: fit again with the same "
-                    f"checkpoint_dir to resume."
-                )
-            warnings.warn(
-                f"Training interrupted by the user after step {self.state.step} of {total}; "
-                f"the model keeps the weights of that step.{where}",
-                TrainingInterruptedWarning,
-                stacklevel=2,
-            )
-        finally:
-            self._volatile, self._mid_step = [], False
-            if bar is not None:
-                bar.close()
-            self.module.eval()
-        seconds = prior_seconds + time.perf_counter() - start_time
-        if completed_before:
-            seconds = prior_seconds
+    def _fingerprint(self, total: int) -> dict[str, Any]:
+        shapes = [[n, list(p.shape)] for n, p in self.module.state_dict().items()]
+        fp: dict[str, Any] = {
+            "total_steps": total,
+            "state_dict": shapes,
+            "groups": [[g.name, kind, g.lr] for g, kind, _ in self.param_groups_],
+            "user": self.fingerprint,
+        }
+        if (self.accumulation_steps, self.num_processes) != (1, 1):
+            fp["accumulation"] = [self.accumulation_steps, self.num_processes]
+        if isinstance(self.random_state, Integral):
+            fp["seed"] = int(self.random_state)
+        if self.checkpoint_dir is not None:  # only checkpoints need it: skip the hashing
+            fit_data = self.fit_data
+            fp["data"] = fit_data if isinstance(fit_data, str) else data_fingerprint(fit_data)
+        return json.loads(json.dumps(fp))  # normalise tuples etc. for comparison
+
+    def _interrupted(self) -> None:
+        self.stop_reason = "interrupted"
+        self._zero_grad()
+        self._notify("on_interrupt")
+        warnings.warn(
+            f"Training interrupted by the user after step {self.state.step} of "
+            f"{self.state.total_steps}; the model keeps the weights of that step."
+            f"{self.interrupt_note}",
+            TrainingInterruptedWarning,
+            stacklevel=3,
+        )
+
+    def _result(self) -> TrainResult:
         s = self.state
-        epochs = (s.step / steps_per_epoch) if steps_per_epoch else float(s.epoch)
-        last_loss = history[-1]["loss"] if history else float("nan")
-        progress(
-            logger,
-            self.verbose,
-            "%s: %d steps (%.2f epochs) in %.1f s, last loss %.4g (%s)",
-            self.desc,
+        seconds = self.prior_seconds if self.finished_before else self.elapsed()
+        epochs = (s.step / s.steps_per_epoch) if s.steps_per_epoch else float(s.epoch)
+        reason = self.stop_reason or "completed"
+        last_loss = self.history[-1]["loss"] if self.history else float("nan")
+        self.log(
+            "%d steps (%.2f epochs) in %.1f s, last loss %.4g (%s)",
             s.step,
             epochs,
             seconds,
             last_loss,
-            stop_reason,
+            reason,
         )
+        checkpoint = next((c.last_path for c in self.callbacks_ if isinstance(c, Checkpoint)), None)
         return TrainResult(
-            history=history,
+            history=self.history,
             n_steps=s.step,
             epochs=epochs,
-            interrupted=interrupted,
-            stop_reason=stop_reason,
+            interrupted=reason == "interrupted",
+            stop_reason=reason,
             seconds=seconds,
-            resumed_from=resumed_from,
+            resumed_from=self.resumed_from,
             seed=s.seed,
-            checkpoint=last_checkpoint,
+            checkpoint=checkpoint,
+            epoch_history=self.epoch_history,
         )
 
 
-_FINGERPRINT_NAMES = {
-    "data": "the training data",
-    "seed": "the seed (random_state)",
-    "total_steps": "the number of steps",
-    "state_dict": "the model's tensor shapes",
-    "groups": "the optimiser groups",
-}
-
-
-def _fingerprint_diff(new: dict[str, Any], old: dict[str, Any]) -> list[str]:
-    """What differs between two run fingerprints, in words (parameters by name)."""
-    out = []
-    for key in sorted(set(new) | set(old)):
-        a, b = new.get(key), old.get(key)
-        if a == b:
-            continue
-        if key == "user" and isinstance(a, dict) and isinstance(b, dict):
-            out += [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-        else:
-            out.append(_FINGERPRINT_NAMES.get(key, key))
-    return out
+def _nothing(*args: Any) -> None:
+    """A hook a callback does not define."""
 
 
 def _split_output(out: Any) -> tuple[torch.Tensor, dict[str, float]]:
