@@ -169,6 +169,11 @@ def make_accelerator(device: torch.device, mixed_precision: str | bool | None = 
     from accelerate.state import AcceleratorState
 
     precision = _DTYPE_NAMES.get(resolve_mixed_precision(device, mixed_precision), "no")
+    if precision == "fp16" and device.type == "cpu":
+        # accelerate would silently train in float32.
+        raise ValueError(
+            "mixed_precision='fp16' needs a GPU; on CPU use mixed_precision='bf16' or 'no'."
+        )
     distributed = is_distributed()
     if not distributed:
         AcceleratorState._reset_state(reset_partial_state=True)
