@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from numbers import Integral, Real
 from typing import Any
 
@@ -20,6 +21,7 @@ from ._memory import FLOAT32, INT64, check_allocation, encoder_hidden_size
 from ._persistence import persistent
 from ._search import SEARCH_METHODS, InnerProductIndex
 from .losses import batch_contrastive_loss, queue_contrastive_loss
+from .text import FitTask, fill_engine_docs
 from .text._classifier import EncoderModule, TransformerClassifierBase, softmax
 from .text._device import resolve_device
 from .text._encoder import batched_inference, encoder_forward, eval_mode
@@ -115,7 +117,16 @@ class _KNNBertModule(EncoderModule):
         self.queue_ptr.fill_((int(self.queue_ptr) + n) % size)
 
 
+@dataclasses.dataclass
+class _KNNBertTask(FitTask):
+    """Per-fit state: the rows of each class and the seed of the memory sampling."""
+
+    class_members: list = dataclasses.field(default_factory=list)
+    memory_seed: int = 0
+
+
 @persistent
+@fill_engine_docs
 class KNNBertClassifier(TransformerClassifierBase):
     """Fine-tuned transformer classifier with a kNN vote (KNN-BERT).
 
@@ -213,6 +224,9 @@ class KNNBertClassifier(TransformerClassifierBase):
         0 silent; >= 1 progress bars and a summary line.
     checkpoint_dir : str, path-like or None, default=None
         Checkpoint folder; an interrupted ``fit`` resumes from it (queue included).
+    {engine_params}
+    {precision_params}
+    {validation_params}
 
     Attributes
     ----------
@@ -314,6 +328,11 @@ class KNNBertClassifier(TransformerClassifierBase):
         random_state: Any = 0,
         verbose: int = 0,
         checkpoint_dir: Any = None,
+        callbacks: list | None = None,
+        validation_fraction: float | None = None,
+        n_iter_no_change: int | None = None,
+        accumulation_steps: int = 1,
+        mixed_precision: str = "auto",
     ) -> None:
         self.encoder = encoder
         self.pooling = pooling
@@ -342,6 +361,11 @@ class KNNBertClassifier(TransformerClassifierBase):
         self.random_state = random_state
         self.verbose = verbose
         self.checkpoint_dir = checkpoint_dir
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.accumulation_steps = accumulation_steps
+        self.mixed_precision = mixed_precision
 
     def fit(self, X: Any, y: Any) -> KNNBertClassifier:
         """Fine-tune on texts ``X`` with classes ``y``, then store the kNN memory.
@@ -367,16 +391,7 @@ class KNNBertClassifier(TransformerClassifierBase):
             implies tensors larger than the memory of the training device; the error (also
             a ValueError) names the parameter and the estimate in GiB.
         """
-        self.__dict__.pop("_memory_index", None)
-        try:
-            super().fit(X, y)
-            if not hasattr(self, "memory_features_"):
-                self._memory_from_training_texts()
-            self._index_memory()
-        finally:
-            for name in ("_memory_tokens", "_memory_y", "_memory_seed"):
-                self.__dict__.pop(name, None)
-        return self
+        return super().fit(X, y)
 
     # Hooks of TransformerClassifierBase -----------------------------------------------
 
@@ -430,27 +445,28 @@ class KNNBertClassifier(TransformerClassifierBase):
 
     def _prepare_fit(
         self, texts: list, y: np.ndarray, rng: np.random.RandomState, **fit_params: Any
-    ) -> None:
-        super()._prepare_fit(texts, y, rng, **fit_params)
-        for name in ("memory_features_", "memory_targets_", "memory_indices_"):
+    ) -> _KNNBertTask:
+        base = super()._prepare_fit(texts, y, rng, **fit_params)
+        for name in ("memory_features_", "memory_targets_", "memory_indices_", "_memory_index"):
             self.__dict__.pop(name, None)
-        self._memory_tokens, self._memory_y = self._train_tokens, y
-        self._memory_seed = int(rng.randint(np.iinfo(np.int32).max))
-        self._y_train = torch.as_tensor(y)
-        self._class_members = [np.flatnonzero(y == c) for c in range(len(self.classes_))]
+        task = _KNNBertTask(
+            **{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
+            class_members=[np.flatnonzero(y == c) for c in range(len(self.classes_))],
+            memory_seed=int(rng.randint(np.iinfo(np.int32).max)),
+        )
         module = self.module_
         if not self._uses_queue():
-            return
+            return task
         module.add_key_side(self.queue_size)
         # One pass of the key side over the training data fills the queue (in a random
         # order, so that a queue smaller than the data keeps a random part of it).
         device = self._inference_device()
         module.to(device)
-        order = np.random.default_rng(self._memory_seed).permutation(len(y))
+        order = np.random.default_rng(task.memory_seed).permutation(len(y))
         order = order[-self.queue_size :]
         keys = batched_inference(
             module.keys,
-            self._train_tokens.subset(order),
+            task.tokens.subset(order),
             batch_size=2 * self.batch_size,
             device=device,
             verbose=self.verbose,
@@ -459,39 +475,42 @@ class KNNBertClassifier(TransformerClassifierBase):
         module.enqueue(
             torch.from_numpy(keys).to(device), torch.as_tensor(y[order]), torch.as_tensor(order)
         )
+        return task
 
-    def _training_batches(self, epoch: int, rng: np.random.Generator) -> Any:
+    def _training_batches(self, task: FitTask, epoch: int, rng: np.random.Generator) -> Any:
         # Plain random batches: length-bucketing could group texts of one class.
-        return self._train_tokens.batches(
-            self.batch_size, shuffle=True, rng=rng, sort_by_length=False
-        )
+        return task.tokens.batches(self.batch_size, shuffle=True, rng=rng, sort_by_length=False)
 
-    def _clear_fit_data(self) -> None:
+    def _finish_fit(self, task: _KNNBertTask) -> None:
         module = getattr(self, "module_", None)
         if module is not None and getattr(module, "key_encoder", None) is not None:
             if self.knn_memory == "queue":
                 filled = (module.queue_labels >= 0).cpu().numpy()
                 self.memory_features_ = module.queue.detach().cpu().numpy()[filled].copy()
                 self.memory_targets_ = module.queue_labels.cpu().numpy()[filled].copy()
-                self.memory_indices_ = module.queue_indices.cpu().numpy()[filled].copy()
+                rows = module.queue_indices.cpu().numpy()[filled]
+                self.memory_indices_ = task.row_positions(rows)
             module.drop_key_side()
-        for name in ("_y_train", "_class_members"):
-            self.__dict__.pop(name, None)
 
-    def _memory_from_training_texts(self) -> None:
+    def _finalize_fit(self, task: _KNNBertTask) -> None:
+        if not hasattr(self, "memory_features_"):
+            self._memory_from_training_texts(task)
+        self._index_memory()
+
+    def _memory_from_training_texts(self, task: _KNNBertTask) -> None:
         """Encode the training texts with the final model (``knn_memory="train"``, or
         ``"queue"`` without a trained queue)."""
-        y = self._memory_y
+        y = task.y.numpy()
         rows = np.arange(len(y))
         if self.knn_memory == "queue" and len(rows) > self.queue_size:
-            rng = np.random.default_rng(self._memory_seed)
+            rng = np.random.default_rng(task.memory_seed)
             rows = np.sort(rng.choice(len(y), self.queue_size, replace=False))
         device = self._inference_device()
         module = self.module_.to(device)
         with eval_mode(module):
             feats = batched_inference(
                 module.embed,
-                self._memory_tokens.subset(rows),
+                task.tokens.subset(rows),
                 batch_size=2 * self.batch_size,
                 device=device,
                 verbose=self.verbose,
@@ -499,12 +518,12 @@ class KNNBertClassifier(TransformerClassifierBase):
             )
         self.memory_features_ = feats
         self.memory_targets_ = np.asarray(y[rows], dtype=np.int64)
-        self.memory_indices_ = rows.astype(np.int64)
+        self.memory_indices_ = task.row_positions(rows)
 
-    def _step(self, batch: Any) -> dict[str, Any]:
-        trainer, module = self._trainer, self.module_
+    def _step(self, batch: Any, task: _KNNBertTask) -> dict[str, Any]:
+        trainer, module = task.trainer, self.module_
         device = trainer.device
-        labels = self._y_train[torch.as_tensor(batch.indices)].to(device)
+        labels = task.y[torch.as_tensor(batch.indices)].to(device)
         features = module.features(batch.inputs)
         logits = module.classifier(features)
         ce = nn.functional.cross_entropy(logits.float(), labels)
@@ -529,21 +548,23 @@ class KNNBertClassifier(TransformerClassifierBase):
             n_least_similar=self.n_least_similar,
             temperature=self.temperature,
         )
-        self._enqueue_same_class(batch.indices, device)
+        self._enqueue_same_class(task, batch.indices, device)
         return {"loss": w * cl + (1 - w) * ce, "ce": ce.detach(), "contrastive": cl.detach()}
 
-    def _enqueue_same_class(self, anchor_rows: np.ndarray, device: torch.device) -> None:
+    def _enqueue_same_class(
+        self, task: _KNNBertTask, anchor_rows: np.ndarray, device: torch.device
+    ) -> None:
         n = self.n_enqueue_per_anchor
         if n == 0:
             return
-        rng = self._trainer.rng
-        y = self._y_train.numpy()
-        rows = np.concatenate([rng.choice(self._class_members[y[i]], n) for i in anchor_rows])
+        rng = task.trainer.rng
+        y = task.y.numpy()
+        rows = np.concatenate([rng.choice(task.class_members[y[i]], n) for i in anchor_rows])
         module = self.module_
         chunk = 2 * self.batch_size
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
-            inputs = self._train_tokens.collate(part).to(device).inputs
+            inputs = task.tokens.collate(part).to(device).inputs
             module.enqueue(module.keys(inputs), torch.as_tensor(y[part]), torch.as_tensor(part))
 
     # Inference --------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from .linear import XRLinearClassifier
 from .losses._matching import candidate_scores, text_label_matching_loss, weighted_squared_hinge
 from .losses._snm import sample_negatives, top_k_negatives
 from .text import (
+    NeuralEstimatorMixin,
     ParamGroup,
     SentenceEncoder,
     TextTransformerMixin,
@@ -42,7 +43,6 @@ from .text import (
     seed_everything,
     tokenize,
 )
-from .text._checkpoint import params_fingerprint
 from .text._classifier import EncoderModule
 from .text._tokenize import TokenizedTexts
 from .text._weights import FineTunedModelMixin
@@ -122,6 +122,7 @@ def refined_label_embeddings(fine_tuned: np.ndarray, Y: sp.csr_matrix,
 
 @persistent
 class MatchXMLClassifier(
+    NeuralEstimatorMixin,
     MultiLabelRankerMixin,
     FineTunedModelMixin,
     PersistenceMixin,
@@ -446,12 +447,6 @@ class MatchXMLClassifier(
     def _log(self, message: str, *args: Any) -> None:
         progress(logger, self.verbose, message, *args)
 
-    def _max_length(self) -> int:
-        positions = getattr(self.module_.encoder.config, "max_position_embeddings", None)
-        if isinstance(positions, int) and positions > 0 and self.max_length > positions:
-            return positions
-        return self.max_length
-
     def _tokenize(self, texts: list[str]) -> TokenizedTexts:
         return tokenize(self.tokenizer_, texts, max_length=self._max_length())
 
@@ -728,7 +723,7 @@ class MatchXMLClassifier(
             random_state=seed + stage,
             verbose=self.verbose,
             checkpoint_dir=checkpoint,
-            fingerprint={**params_fingerprint(self), "stage": stage},
+            fingerprint={**self._fit_fingerprint(), "stage": stage},
             # The stage's texts and targets (tree clusters of the labels).
             fit_data=(tokens, Y_t, self.classes_),
             desc=f"MatchXML stage {stage + 1}/{n_stages}",

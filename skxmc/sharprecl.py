@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from numbers import Integral, Real
 from typing import Any
 
@@ -23,6 +24,7 @@ from .losses import (
     rebalanced_contrastive_loss,
     rebalanced_targets,
 )
+from .text import FitTask, fill_engine_docs
 from .text._classifier import EncoderModule, TransformerClassifierBase
 from .text._device import resolve_device
 from .text._tokenize import check_texts
@@ -79,7 +81,17 @@ class _PairedBatches:
             yield self.tokens.collate(rows)
 
 
+@dataclasses.dataclass
+class _SharpReCLTask(FitTask):
+    """Per-fit state: the views, the class prior and the contrastive class weights."""
+
+    two_view: bool = False
+    log_prior: Any = None
+    class_weights: Any = None
+
+
 @persistent
+@fill_engine_docs
 class SharpReCLClassifier(TransformerClassifierBase):
     """Fine-tuned transformer classifier for imbalanced classes (SharpReCL).
 
@@ -173,6 +185,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
         0 silent; >= 1 progress bars and a summary line.
     checkpoint_dir : str, path-like or None, default=None
         Checkpoint folder; an interrupted ``fit`` resumes from it.
+    {engine_params}
+    {precision_params}
+    {validation_params}
 
     Attributes
     ----------
@@ -185,6 +200,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
     tokenizer_ : transformers tokenizer
     loss_curve_ : list of float
         Loss of every optimiser step.
+    history_ : list of dict
+        One record per epoch: ``epoch``, ``step``, ``loss`` (mean), ``seconds`` and, with
+        ``validation_fraction``, ``valid_score``.
     n_iter_ : int
         Epochs run (a partial epoch counts).
     n_steps_ : int
@@ -269,6 +287,11 @@ class SharpReCLClassifier(TransformerClassifierBase):
         random_state: Any = 0,
         verbose: int = 0,
         checkpoint_dir: Any = None,
+        callbacks: list | None = None,
+        validation_fraction: float | None = None,
+        n_iter_no_change: int | None = None,
+        accumulation_steps: int = 1,
+        mixed_precision: str = "auto",
     ) -> None:
         self.encoder = encoder
         self.pooling = pooling
@@ -298,6 +321,11 @@ class SharpReCLClassifier(TransformerClassifierBase):
         self.random_state = random_state
         self.verbose = verbose
         self.checkpoint_dir = checkpoint_dir
+        self.callbacks = callbacks
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.accumulation_steps = accumulation_steps
+        self.mixed_precision = mixed_precision
 
     def fit(self, X: Any, y: Any, *, X_augmented: Any = None) -> SharpReCLClassifier:
         """Fine-tune on texts ``X`` with classes ``y``.
@@ -390,13 +418,13 @@ class SharpReCLClassifier(TransformerClassifierBase):
 
     def _prepare_fit(
         self, texts: list, y: np.ndarray, rng: np.random.RandomState, *, X_augmented: Any = None
-    ) -> None:
+    ) -> _SharpReCLTask:
         n, n_classes = len(texts), len(self.classes_)
         counts = np.bincount(y, minlength=n_classes)
         self.class_prior_ = counts / counts.sum()
-        self._two_view = self._two_views(X_augmented)
+        two_view = self._two_views(X_augmented)
         views = list(texts)
-        if self._two_view:
+        if two_view:
             if X_augmented is not None:
                 augmented, pairs = check_texts(X_augmented, name="X_augmented")
                 if len(augmented) != n or pairs != self.text_pairs_:
@@ -412,19 +440,25 @@ class SharpReCLClassifier(TransformerClassifierBase):
                     random_state=int(rng.randint(np.iinfo(np.int32).max)),
                 )
             views += augmented
-        self._train_tokens = self._tokenize(views)
-        self._n_train = n
-        self._y_train = torch.as_tensor(y)
-        self._log_prior = torch.as_tensor(np.log(self.class_prior_), dtype=torch.float32)
         weights = (
             effective_number_weights(counts, beta=0.9999)
             if self.prior_weighting
             else np.ones(n_classes, dtype=np.float32)
         )
-        self._class_weights = torch.as_tensor(weights)
+        return _SharpReCLTask(
+            tokens=self._tokenize(views),
+            y=torch.as_tensor(y),
+            n_train=n,
+            rng=rng,
+            two_view=two_view,
+            log_prior=torch.as_tensor(np.log(self.class_prior_), dtype=torch.float32),
+            class_weights=torch.as_tensor(weights),
+        )
 
-    def _training_batches(self, epoch: int, rng: np.random.Generator) -> _PairedBatches:
-        originals = self._train_tokens.subset(np.arange(self._n_train))
+    def _training_batches(
+        self, task: _SharpReCLTask, epoch: int, rng: np.random.Generator
+    ) -> _PairedBatches:
+        originals = task.tokens.subset(np.arange(task.n_train))
         # Plain random batches, not length-bucketed ones: length often goes with the class
         # (TREC's question types), and length-sorted batches holding one class each would
         # starve the in-batch contrast and the BatchNorm statistics of the other classes.
@@ -432,25 +466,19 @@ class SharpReCLClassifier(TransformerClassifierBase):
             b.indices
             for b in originals.batches(self.batch_size, shuffle=True, rng=rng, sort_by_length=False)
         ]
-        if not self._two_view and len(index_batches) > 1 and len(index_batches[-1]) == 1:
+        if not task.two_view and len(index_batches) > 1 and len(index_batches[-1]) == 1:
             # One text in one view is a one-row batch, on which the heads' BatchNorm cannot
             # train: it joins the batch before it.
             index_batches[-2:] = [np.concatenate(index_batches[-2:])]
-        return _PairedBatches(self._train_tokens, index_batches, self._n_train, self._two_view)
+        return _PairedBatches(task.tokens, index_batches, task.n_train, task.two_view)
 
-    def _clear_fit_data(self) -> None:
-        for name in ("_y_train", "_log_prior", "_class_weights", "_two_view", "_n_train"):
-            self.__dict__.pop(name, None)
-
-    def _step(self, batch: Any) -> dict[str, Any]:
-        trainer, module = self._trainer, self.module_
+    def _step(self, batch: Any, task: _SharpReCLTask) -> dict[str, Any]:
+        trainer, module = task.trainer, self.module_
         device = trainer.device
-        labels = self._y_train[torch.as_tensor(batch.indices % self._n_train)].to(device)
+        labels = task.y[torch.as_tensor(batch.indices % task.n_train)].to(device)
         features = module.features(batch.inputs)
         logits = module.classifier(features)
-        ce = logit_adjusted_cross_entropy(
-            logits, labels, self._log_prior, tau=self.logit_adjustment
-        )
+        ce = logit_adjusted_cross_entropy(logits, labels, task.log_prior, tau=self.logit_adjustment)
         if self.contrastive_weight == 0:
             return {"loss": ce, "ce": ce.detach()}
         n_classes = len(self.classes_)
@@ -479,7 +507,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
             positives,
             negatives,
             temperature=self.temperature,
-            class_weights=self._class_weights,
+            class_weights=task.class_weights,
         )
         return {
             "loss": ce + self.contrastive_weight * cl,

@@ -39,8 +39,10 @@ from .losses import (
     top_k_weights,
 )
 from .text import (
+    NeuralEstimatorMixin,
     ParamGroup,
     Trainer,
+    fill_engine_docs,
     inference_device,
     load_module_weights,
     module_on_cpu,
@@ -48,7 +50,6 @@ from .text import (
     save_module_weights,
     seed_everything,
 )
-from .text._checkpoint import RUN_ONLY_PARAMS, params_fingerprint
 
 __all__ = ["SNMClassifier", "SNMModule", "csr_inputs"]
 
@@ -152,7 +153,10 @@ def csr_inputs(X: sp.csr_matrix, device: torch.device | str = "cpu") -> tuple[to
 
 
 @persistent
-class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, BaseEstimator):
+@fill_engine_docs
+class SNMClassifier(
+    NeuralEstimatorMixin, MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, BaseEstimator
+):
     """Embedding model trained with top-k stochastic negative mining (SNM).
 
     The model of Reddi et al. (2019), "Stochastic Negative Mining for Learning with Large
@@ -258,6 +262,7 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         0 silent; >= 1 a progress bar and a summary line.
     checkpoint_dir : str, path-like or None, default=None
         Where training writes checkpoints; an interrupted ``fit`` resumes from there.
+    {engine_params}
 
     Attributes
     ----------
@@ -275,6 +280,8 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         The candidate pool size used (``n_sampled`` resolved and capped).
     loss_curve_ : list of float
         Loss of every training step.
+    history_ : list of dict
+        One record per epoch: ``epoch``, ``step``, ``loss`` (mean) and ``seconds``.
     n_iter_ : int
         Epochs run.
     n_steps_ : int
@@ -339,7 +346,12 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "checkpoint_dir": [str, os.PathLike, None],
+        "callbacks": [list, None],
+        "accumulation_steps": [Interval(Integral, 1, None, closed="left")],
     }
+
+    # Predictions of any top_k come from the same training.
+    _fingerprint_exclude = ("top_k",)
 
     # Fast settings for the scikit-learn API checks (tests/test_common.py).
     _test_params = {"hidden_size": 16, "embedding_size": 8, "max_epochs": 3, "batch_size": 16,
@@ -374,6 +386,8 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         random_state: Any = 0,
         verbose: int = 0,
         checkpoint_dir: str | os.PathLike | None = None,
+        callbacks: list | None = None,
+        accumulation_steps: int = 1,
     ) -> None:
         self.negative_sampling = negative_sampling
         self.n_sampled = n_sampled
@@ -401,6 +415,8 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         self.random_state = random_state
         self.verbose = verbose
         self.checkpoint_dir = checkpoint_dir
+        self.callbacks = callbacks
+        self.accumulation_steps = accumulation_steps
 
     # ------------------------------------------------------------------ fit
 
@@ -432,9 +448,6 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         groups.append(ParamGroup("labels", [("labels.weight", module.labels.weight)],
                                  lr=label_lr, optimizer="sparse_adam", schedule="constant"))  # fmt: skip
         return groups
-
-    def _fit_fingerprint(self) -> dict[str, Any]:
-        return params_fingerprint(self, exclude=(*RUN_ONLY_PARAMS, "top_k"))
 
     def _inputs(self, X: Any, device: torch.device) -> tuple[torch.Tensor, ...]:
         if self.sparse_input_:
@@ -522,14 +535,10 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
             n_epochs=self.max_epochs,
             warmup=self.warmup,
             max_grad_norm=None,
-            device=self.device,
-            mixed_precision="no",
             random_state=seed,
-            verbose=self.verbose,
-            checkpoint_dir=self.checkpoint_dir,
-            fingerprint=self._fit_fingerprint(),
             fit_data=(X, Y_csr, self.classes_),
-            desc=type(self).__name__,
+            # Sampled-softmax scores and SparseAdam tables stay in float32.
+            **{**self._engine_params(), "mixed_precision": "no"},
         )
         device = trainer.device
         theta = None if weights is None else weights.to(device)
@@ -555,18 +564,11 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
             order = rng.permutation(n)
             return [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
 
-        self._trainer = trainer
-        try:
-            result = trainer.fit(step, batches)
-        finally:
-            self._trainer = None
+        result = trainer.fit(step, batches)
         module.eval()
         _check_not_collapsed(module, self._inputs(X[:_EMBED_ROWS], trainer.device), self)
         self._index_labels()
-        self.loss_curve_ = [float(v) for v in result.loss_curve]
-        self.n_iter_ = math.ceil(result.epochs)
-        self.n_steps_ = int(result.n_steps)
-        self.interrupted_ = bool(result.interrupted)
+        self._set_fit_result(result)
         return self
 
     # -------------------------------------------------------------- predict
@@ -728,7 +730,6 @@ class SNMClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, Ba
         state = super().__getstate__()
         if state.get("module_") is not None:
             state["module_"] = module_on_cpu(state["module_"])  # CUDA tensors need CUDA
-        state.pop("_trainer", None)
         state.pop("_label_index", None)  # faiss indexes do not pickle; rebuilt on load
         return state
 

@@ -66,9 +66,9 @@ def interrupt_at(monkeypatch, cls, call: int) -> None:
     original = cls._step
     calls = {"n": 0}
 
-    def step(self, batch):
+    def step(self, batch, task):
         calls["n"] += 1
-        out = original(self, batch)
+        out = original(self, batch, task)
         if calls["n"] == call:
             raise KeyboardInterrupt
         return out
@@ -157,7 +157,7 @@ def test_finished_checkpoint_of_the_same_fit_is_reused(case, tiny_bert_dir, tmp_
     X, y = toy_data()
     first = make_clf(tiny_bert_dir, checkpoint_dir=tmp_path).fit(X, y)
 
-    def no_training(self, batch):
+    def no_training(self, batch, task):
         raise AssertionError("the finished checkpoint should have been reused")
 
     monkeypatch.setattr(SharpReCLClassifier, "_step", no_training)
@@ -279,9 +279,9 @@ if checkpoint_dir != "-":
     base.Trainer = functools.partial(base.Trainer, checkpoint_every=2)
 original = SharpReCLClassifier._step
 
-def step(self, batch):
+def step(self, batch, task):
     print("step", flush=True)
-    return original(self, batch)
+    return original(self, batch, task)
 
 SharpReCLClassifier._step = step
 X, y = topic_texts((12, 6, 3), 0)

@@ -144,9 +144,9 @@ def test_queue_fifo_and_momentum(tiny_bert_loaded):
 def test_training_fills_queue_and_updates_key_encoder_slowly(tiny_bert_dir, monkeypatch):
     X, y = toy_data()
     seen = {}
-    original = KNNBertClassifier._clear_fit_data
+    original = KNNBertClassifier._finish_fit
 
-    def spy(self):
+    def spy(self, task):
         m = self.module_
         seen["labels"] = m.queue_labels.clone()
         seen["ptr"] = int(m.queue_ptr)
@@ -161,10 +161,10 @@ def test_training_fills_queue_and_updates_key_encoder_slowly(tiny_bert_dir, monk
         seen["query_moved"] = max(
             (q - q0).abs().max().item() for q, q0 in zip(m.encoder.parameters(), initial)
         )
-        return original(self)
+        return original(self, task)
 
     initial = [p.detach().clone() for p in load_encoder(tiny_bert_dir)[0].parameters()]
-    monkeypatch.setattr(KNNBertClassifier, "_clear_fit_data", spy)
+    monkeypatch.setattr(KNNBertClassifier, "_finish_fit", spy)
     clf = make_clf(tiny_bert_dir, queue_size=30, max_epochs=1, momentum=0.9).fit(X, y)
     # 18 texts in the initial pass + 3 steps x 6 anchors x 2 enqueued = 54 > 30: full queue.
     assert (seen["labels"] >= 0).all() and seen["ptr"] == (18 + 36) % 30

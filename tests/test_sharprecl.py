@@ -299,9 +299,9 @@ def test_single_view_modes_cost_one_pass_per_text(tiny_bert_dir, monkeypatch):
     widths, terms = [], []
     original = SharpReCLClassifier._step
 
-    def spy(self, batch):
+    def spy(self, batch, task):
         widths.append(len(batch))
-        out = original(self, batch)
+        out = original(self, batch, task)
         terms.append(set(out))
         return out
 

@@ -50,6 +50,7 @@ from ._encoder import (
     load_encoder,
     pool,
 )
+from ._estimator import FitTask, NeuralEstimatorMixin, fill_engine_docs
 from ._onnx import OnnxTextModel
 from ._seed import seed_everything
 from ._sentence import SentenceEncoder, read_sentence_transformers_folder, sentence_embeddings
@@ -84,7 +85,9 @@ __all__ = [
     "EarlyStopping",
     "EncoderNotFoundError",
     "EpochScoring",
+    "FitTask",
     "LRScheduler",
+    "NeuralEstimatorMixin",
     "OnnxTextModel",
     "ParamGroup",
     "ProgressBar",
@@ -105,6 +108,7 @@ __all__ = [
     "encoder_forward",
     "encoder_from_config",
     "eval_mode",
+    "fill_engine_docs",
     "inference_device",
     "is_offline",
     "load_encoder",

@@ -13,8 +13,8 @@ data is prepared (:meth:`_prepare_fit`) and batched (:meth:`_training_batches`).
 
 from __future__ import annotations
 
+import functools
 import logging
-import math
 import os
 from abc import abstractmethod
 from numbers import Integral, Real
@@ -28,15 +28,18 @@ from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
 )
+from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from .._compat import Interval, StrOptions, _fit_context
 from .._persistence import PersistenceMixin
-from ._checkpoint import params_fingerprint
+from ._callbacks import EarlyStopping, EpochScoring
 from ._device import inference_device
-from ._encoder import encoder_forward, load_encoder
+from ._encoder import batched_inference, encoder_forward, load_encoder
+from ._estimator import FitTask, NeuralEstimatorMixin, fill_engine_docs
+from ._seed import seed_everything
 from ._tokenize import TokenizedTexts, check_texts, tokenize
-from ._training import ParamGroup, Trainer, TrainResult
+from ._training import ParamGroup, Trainer
 from ._weights import FineTunedModelMixin
 
 __all__ = ["TextTransformerMixin", "TransformerClassifierBase", "check_class_labels"]
@@ -92,6 +95,18 @@ def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
             f"the training data holds {len(classes)} class; a classifier needs at least 2."
         )
     return classes, y_encoded.astype(np.int64)
+
+
+def _subset_fit_params(fit_params: dict[str, Any], rows: np.ndarray, n: int) -> dict[str, Any]:
+    """``fit_params`` with the per-text ones (sequences of length ``n``) cut to ``rows``."""
+    out = {}
+    for key, value in fit_params.items():
+        if value is not None and not isinstance(value, str) and hasattr(value, "__len__"):
+            if len(value) == n:
+                rows_of = getattr(value, "iloc", value)  # pandas: by position
+                value = [value[i] for i in rows] if isinstance(value, list) else rows_of[rows]
+        out[key] = value
+    return out
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -163,8 +178,14 @@ class TextTransformerMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
         return tags
 
 
+@fill_engine_docs
 class TransformerClassifierBase(
-    FineTunedModelMixin, PersistenceMixin, ClassifierMixin, TextTransformerMixin, BaseEstimator
+    NeuralEstimatorMixin,
+    FineTunedModelMixin,
+    PersistenceMixin,
+    ClassifierMixin,
+    TextTransformerMixin,
+    BaseEstimator,
 ):
     """Base of fine-tuned transformer classifiers with one class per text.
 
@@ -208,6 +229,9 @@ class TransformerClassifierBase(
         one makes ``fit`` raise. A finished checkpoint of the same data and parameters
         (and an int ``random_state``) is this very fit: its weights are restored without
         training.
+    {engine_params}
+    {precision_params}
+    {validation_params}
     """
 
     _parameter_constraints: dict = {
@@ -225,6 +249,11 @@ class TransformerClassifierBase(
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "checkpoint_dir": [str, os.PathLike, None],
+        "callbacks": [list, None],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
+        "accumulation_steps": [Interval(Integral, 1, None, closed="left")],
+        "mixed_precision": [StrOptions({"auto", "bf16", "fp16", "no"})],
     }
 
     # transform / predict / predict_proba read the model through _text_model_outputs, so
@@ -240,21 +269,29 @@ class TransformerClassifierBase(
         encoder and ``n_classes`` (it is rebuilt that way by :func:`skxmc.load`)."""
 
     @abstractmethod
-    def _step(self, batch: Any) -> torch.Tensor | dict[str, Any]:
+    def _step(self, batch: Any, task: FitTask) -> torch.Tensor | dict[str, Any]:
         """One training step's loss (see :meth:`skxmc.text.Trainer.fit`)."""
 
     def _prepare_fit(
         self, texts: list, y: np.ndarray, rng: np.random.RandomState, **fit_params: Any
-    ) -> None:
-        """Prepare training data (tokenised texts in ``self._train_tokens``); override to
-        add views, statistics, etc. ``fit_params`` are the extra ``fit`` arguments."""
+    ) -> FitTask:
+        """The fit's task: tokenised training texts and targets; override to add views,
+        statistics, etc. ``fit_params`` are the extra ``fit`` arguments."""
         if fit_params:
             raise TypeError(f"fit() got unexpected arguments {sorted(fit_params)}.")
-        self._train_tokens = self._tokenize(texts)
+        return FitTask(self._tokenize(texts), torch.as_tensor(y), len(texts), rng)
 
-    def _training_batches(self, epoch: int, rng: np.random.Generator) -> Any:
+    def _training_batches(self, task: FitTask, epoch: int, rng: np.random.Generator) -> Any:
         """The batches of one epoch (default: shuffled, length-bucketed text batches)."""
-        return self._train_tokens.batches(self.batch_size, shuffle=True, rng=rng)
+        return task.tokens.batches(self.batch_size, shuffle=True, rng=rng)
+
+    def _finish_fit(self, task: FitTask) -> None:
+        """After training, also when it failed or was interrupted: drop training-only
+        state from the model (override)."""
+
+    def _finalize_fit(self, task: FitTask) -> None:
+        """After a training that returned (completed or interrupted): override to derive
+        fitted attributes from the trained model."""
 
     def _param_groups(self, module: torch.nn.Module) -> list[ParamGroup]:
         """Encoder and heads as two groups (the heads often need a larger rate)."""
@@ -270,10 +307,6 @@ class TransformerClassifierBase(
             groups.append(ParamGroup("heads", heads, lr=head_lr, weight_decay=self.weight_decay))
         return groups
 
-    def _fit_fingerprint(self) -> dict[str, Any]:
-        """Parameters a resumed checkpoint must match (JSON-able)."""
-        return params_fingerprint(self)
-
     # Fit --------------------------------------------------------------------------------
 
     def _validate_fit_data(self, X: Any, y: Any) -> tuple[list, np.ndarray]:
@@ -286,16 +319,6 @@ class TransformerClassifierBase(
 
     def _tokenize(self, texts: list) -> TokenizedTexts:
         return tokenize(self.tokenizer_, texts, max_length=self._max_length())
-
-    def _max_length(self) -> int:
-        # A tokenizer saved without model_max_length would let texts outgrow the position
-        # embeddings.
-        positions = getattr(
-            getattr(self.module_.encoder, "config", None), "max_position_embeddings", None
-        )
-        if isinstance(positions, int) and positions > 0:
-            return min(self.max_length, positions)
-        return self.max_length
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any, **fit_params: Any) -> TransformerClassifierBase:
@@ -322,43 +345,81 @@ class TransformerClassifierBase(
         self.__dict__.pop("_onnx_model", None)
         rs = check_random_state(self.random_state)
         seed = int(rs.randint(np.iinfo(np.int32).max))
-        from ._seed import seed_everything
-
         seed_everything(seed)  # the heads' initial weights
         encoder, self.tokenizer_ = load_encoder(self.encoder, verbose=self.verbose)
         self.module_ = self._build_module(encoder, len(self.classes_))
-        self._prepare_fit(texts, y_encoded, rs, **fit_params)
-        trainer = Trainer(
+        train, valid = self._validation_split(y_encoded, rs)
+        if valid is not None:
+            valid_tokens, y_valid = self._tokenize([texts[i] for i in valid]), y_encoded[valid]
+            fit_params = _subset_fit_params(fit_params, train, len(texts))
+            texts, y_encoded = [texts[i] for i in train], y_encoded[train]
+        task = self._prepare_fit(texts, y_encoded, rs, **fit_params)
+        task.rows = None if valid is None else train
+        callbacks = [] if valid is None else self._validation_callbacks(valid_tokens, y_valid)
+        task.trainer = Trainer(
             self.module_,
             self._param_groups(self.module_),
             n_epochs=self.max_epochs,
             max_steps=self.max_steps,
             warmup=self.warmup,
-            device=self.device,
             random_state=seed,
-            verbose=self.verbose,
-            checkpoint_dir=self.checkpoint_dir,
-            fingerprint=self._fit_fingerprint(),
             # The tokenised texts are what training reads (augmented views included).
-            fit_data=(self._train_tokens, y_encoded, self.classes_),
-            desc=type(self).__name__,
+            fit_data=(task.tokens, task.y, self.classes_),
+            **self._engine_params(callbacks),
         )
-        self._trainer = trainer  # the step reads trainer.state (progress) and trainer.device
         try:
-            result: TrainResult = trainer.fit(self._step, self._training_batches)
+            result = task.trainer.fit(
+                functools.partial(self._step, task=task),
+                functools.partial(self._training_batches, task),
+            )
         finally:
-            self._trainer = None
-            self._train_tokens = None
-            self._clear_fit_data()
+            self._finish_fit(task)
         self.module_.eval()
-        self.loss_curve_ = [float(v) for v in result.loss_curve]
-        self.n_iter_ = math.ceil(result.epochs)
-        self.n_steps_ = int(result.n_steps)
-        self.interrupted_ = bool(result.interrupted)
+        self._set_fit_result(result)
+        self._finalize_fit(task)
         return self
 
-    def _clear_fit_data(self) -> None:
-        """Drop training-only state (override to clear more)."""
+    def _validation_split(
+        self, y: np.ndarray, rs: np.random.RandomState
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Training and validation rows (stratified when every class has two rows)."""
+        if self.validation_fraction is None:
+            if self.n_iter_no_change is not None:
+                raise ValueError(
+                    "n_iter_no_change needs a validation split: set validation_fraction "
+                    "(e.g. 0.1) or n_iter_no_change=None."
+                )
+            return np.arange(len(y)), None
+        stratify = y if np.bincount(y).min() >= 2 else None
+        train, valid = train_test_split(
+            np.arange(len(y)),
+            test_size=self.validation_fraction,
+            stratify=stratify,
+            random_state=rs.randint(np.iinfo(np.int32).max),
+        )
+        if len(np.unique(y[train])) < len(self.classes_):
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} leaves a class without "
+                f"training texts; lower it or pass more data."
+            )
+        return np.sort(train), np.sort(valid)
+
+    def _validation_callbacks(self, tokens: TokenizedTexts, y: np.ndarray) -> list:
+        """Validation accuracy after each epoch, and early stopping on it."""
+
+        def accuracy(trainer: Trainer) -> float:
+            logits = batched_inference(
+                self.module_.logits,
+                tokens,
+                batch_size=2 * self.batch_size,
+                device=trainer.device,
+            )
+            return float(np.mean(logits.argmax(axis=1) == y))
+
+        callbacks: list = [EpochScoring(accuracy, name="valid_score")]
+        if self.n_iter_no_change is not None:
+            callbacks.append(EarlyStopping("valid_score", patience=self.n_iter_no_change))
+        return callbacks
 
     # Inference --------------------------------------------------------------------------
 
