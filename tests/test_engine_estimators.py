@@ -1,0 +1,100 @@
+"""The engine parameters of the neural estimators: ``history_``, ``validation_fraction``
+with ``n_iter_no_change``, ``callbacks``, ``accumulation_steps``; per-fit state stays off
+the estimator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from skxmc import KNNBertClassifier, SharpReCLClassifier, SNMClassifier
+from skxmc.text import Callback
+
+from . import test_knnbert, test_sharprecl, test_snm
+
+
+class _Epochs(Callback):
+    def __init__(self):
+        self.seen = []
+
+    def on_epoch_end(self, trainer):
+        self.seen.append(dict(trainer.epoch_history[-1]))
+
+
+def test_history_records_each_epoch_and_the_validation_score(tiny_bert_dir):
+    X, y = test_sharprecl.toy_data()
+    clf = test_sharprecl.make_clf(tiny_bert_dir, max_epochs=3, validation_fraction=0.3)
+    clf.fit(X, y)
+    assert [h["epoch"] for h in clf.history_] == [1, 2, 3]
+    scores = [h["valid_score"] for h in clf.history_]
+    # 21 texts, 30 % held out: 7 validation texts, so scores are multiples of 1/7.
+    assert all(0 <= s <= 1 and abs(7 * s - round(7 * s)) < 1e-9 for s in scores)
+    steps = [h["step"] for h in clf.history_]
+    assert steps == [2, 4, 6]  # 14 training texts in batches of 8
+    first = clf.loss_curve_[: steps[0]]
+    assert clf.history_[0]["loss"] == pytest.approx(np.mean(first))
+    assert not any(k.startswith("_") and k not in ("_sklearn_output_config",) for k in vars(clf))
+
+
+def test_early_stopping_stops_when_the_validation_score_is_flat(tiny_bert_dir):
+    """With rates too small to change a prediction, the validation accuracy never
+    improves after the first epoch: n_iter_no_change=2 stops after epoch 3 of 10."""
+    X, y = test_sharprecl.toy_data()
+    flat = dict(learning_rate=1e-12, head_learning_rate=1e-12, max_epochs=10)
+    clf = test_sharprecl.make_clf(
+        tiny_bert_dir, validation_fraction=0.3, n_iter_no_change=2, **flat
+    )
+    clf.fit(X, y)
+    assert clf.n_iter_ == 3 and len(clf.history_) == 3
+    assert len({h["valid_score"] for h in clf.history_}) == 1
+    full = test_sharprecl.make_clf(tiny_bert_dir, validation_fraction=0.3, **flat).fit(X, y)
+    assert full.n_iter_ == 10
+
+
+def test_n_iter_no_change_needs_a_validation_split(tiny_bert_dir):
+    X, y = test_sharprecl.toy_data()
+    with pytest.raises(ValueError, match="validation_fraction"):
+        test_sharprecl.make_clf(tiny_bert_dir, n_iter_no_change=2).fit(X, y)
+
+
+def test_user_callbacks_run_and_survive_clone(tiny_bert_dir):
+    X, y = test_knnbert.toy_data()
+    epochs = _Epochs()
+    clf = test_knnbert.make_clf(tiny_bert_dir, callbacks=[epochs], max_epochs=2).fit(X, y)
+    assert [e["epoch"] for e in epochs.seen] == [1, 2]
+    assert epochs.seen == clf.history_
+    assert clone(clf).get_params()["callbacks"][0] is not epochs  # deep-copied by clone
+
+
+def test_accumulation_steps_makes_fewer_larger_steps(tiny_bert_dir):
+    X, y = test_knnbert.toy_data()  # 18 texts, batches of 6: 3 batches an epoch
+    plain = test_knnbert.make_clf(tiny_bert_dir, max_epochs=2).fit(X, y)
+    acc = test_knnbert.make_clf(tiny_bert_dir, max_epochs=2, accumulation_steps=3).fit(X, y)
+    assert plain.n_steps_ == 6 and acc.n_steps_ == 2
+    assert acc.predict(X).shape == (len(X),)
+
+
+def test_knnbert_memory_rows_are_positions_in_X_with_a_validation_split(tiny_bert_dir):
+    X, y = test_knnbert.toy_data()
+    clf = test_knnbert.make_clf(tiny_bert_dir, knn_memory="train", validation_fraction=0.3)
+    clf.fit(X, y)
+    rows = clf.memory_indices_
+    assert len(rows) == 12 and len(set(rows.tolist())) == 12 and rows.max() < len(X)
+    codes = np.searchsorted(clf.classes_, np.asarray(y))
+    np.testing.assert_array_equal(clf.memory_targets_, codes[rows])
+
+
+def test_snm_takes_callbacks_and_keeps_no_trainer():
+    X, Y = test_snm._toy()
+    epochs = _Epochs()
+    clf = SNMClassifier(**{**test_snm.FAST, "callbacks": [epochs]}).fit(X, Y)
+    assert len(epochs.seen) == clf.n_iter_ == len(clf.history_)
+    assert "_trainer" not in vars(clf)
+
+
+@pytest.mark.parametrize("cls", [SharpReCLClassifier, KNNBertClassifier, SNMClassifier])
+def test_engine_parameters_are_documented_once(cls):
+    doc = cls.__doc__
+    assert "{engine_params}" not in doc and "accumulation_steps : int, default=1" in doc
+    assert "callbacks : list of skxmc.text.Callback" in doc
