@@ -309,17 +309,7 @@ def build_optimizers(
     names: dict[int, str] = {}
     out = []
     for g in groups:
-        if g.optimizer not in OPTIMIZERS:
-            raise ValueError(
-                f"group {g.name!r}: optimizer must be one of {OPTIMIZERS}, got {g.optimizer!r}."
-            )
-        if g.schedule not in SCHEDULES:
-            raise ValueError(f"group {g.name!r}: schedule must be one of {SCHEDULES}.")
-        if not g.lr >= 0:
-            raise ValueError(f"group {g.name!r}: lr must be >= 0, got {g.lr}.")
-        named = _named_params(g.params)
-        if not named:
-            raise ValueError(f"group {g.name!r} has no trainable parameters.")
+        named = _check_group(g)
         for name, p, _ in named:
             if id(p) in owner:
                 raise ValueError(
@@ -329,47 +319,67 @@ def build_optimizers(
             owner[id(p)] = g.name
             names[id(p)] = name or str(tuple(p.shape))
         kind = g.optimizer
-        all_sparse = all(id(p) in sparse_ids for _, p, _ in named)
         if kind == "auto":
-            kind = "sparse_adam" if all_sparse else "adamw"
-        decay = [p for _, p, nd in named if not nd]
-        no_decay = [p for _, p, nd in named if nd]
-        if kind == "sparse_adam":
-            if g.weight_decay:
-                raise ValueError(f"group {g.name!r}: SparseAdam has no weight decay.")
-            opt: torch.optim.Optimizer = torch.optim.SparseAdam(
-                [p for _, p, _ in named], lr=g.lr, betas=g.betas, eps=g.eps
-            )
-        else:
-            torch_groups = [
-                {"params": ps, "weight_decay": wd}
-                for ps, wd in ((decay, g.weight_decay), (no_decay, 0.0))
-                if ps
-            ]
-            if kind == "adamw":
-                opt = torch.optim.AdamW(torch_groups, lr=g.lr, betas=g.betas, eps=g.eps)
-            elif kind == "adam":
-                opt = torch.optim.Adam(torch_groups, lr=g.lr, betas=g.betas, eps=g.eps)
-            else:
-                opt = torch.optim.SGD(torch_groups, lr=g.lr, momentum=g.momentum)
+            kind = "sparse_adam" if all(id(p) in sparse_ids for _, p, _ in named) else "adamw"
+        opt = _make_optimizer(g, kind, named)
         for pg in opt.param_groups:
             pg["base_lr"] = g.lr  # the schedule multiplies this
         out.append((g, kind, opt))
     if module is not None:
-        in_module = {id(p) for p in module.parameters()}
-        outside = [names[i] for i in owner if i not in in_module]
-        if outside:
-            raise ValueError(
-                f"parameters {outside[:5]} are in a group but not in the module "
-                f"(they would be neither moved to the device nor checkpointed)."
-            )
-        left = [n for n, p in module.named_parameters() if p.requires_grad and id(p) not in owner]
-        if left:
-            raise ValueError(
-                f"{len(left)} trainable parameters of the module are in no group, e.g. "
-                f"{left[:5]}; add them to a ParamGroup or set requires_grad=False."
-            )
+        _check_coverage(module, owner, names)
     return out
+
+
+def _check_group(g: ParamGroup) -> list[tuple[str | None, nn.Parameter, bool]]:
+    """The group's named parameters, after checking its settings."""
+    if g.optimizer not in OPTIMIZERS:
+        raise ValueError(
+            f"group {g.name!r}: optimizer must be one of {OPTIMIZERS}, got {g.optimizer!r}."
+        )
+    if g.schedule not in SCHEDULES:
+        raise ValueError(f"group {g.name!r}: schedule must be one of {SCHEDULES}.")
+    if not g.lr >= 0:
+        raise ValueError(f"group {g.name!r}: lr must be >= 0, got {g.lr}.")
+    named = _named_params(g.params)
+    if not named:
+        raise ValueError(f"group {g.name!r} has no trainable parameters.")
+    return named
+
+
+def _make_optimizer(g: ParamGroup, kind: str, named: list) -> torch.optim.Optimizer:
+    if kind == "sparse_adam":
+        if g.weight_decay:
+            raise ValueError(f"group {g.name!r}: SparseAdam has no weight decay.")
+        return torch.optim.SparseAdam([p for _, p, _ in named], lr=g.lr, betas=g.betas, eps=g.eps)
+    decay = [p for _, p, nd in named if not nd]
+    no_decay = [p for _, p, nd in named if nd]
+    torch_groups = [
+        {"params": ps, "weight_decay": wd}
+        for ps, wd in ((decay, g.weight_decay), (no_decay, 0.0))
+        if ps
+    ]
+    if kind == "adamw":
+        return torch.optim.AdamW(torch_groups, lr=g.lr, betas=g.betas, eps=g.eps)
+    if kind == "adam":
+        return torch.optim.Adam(torch_groups, lr=g.lr, betas=g.betas, eps=g.eps)
+    return torch.optim.SGD(torch_groups, lr=g.lr, momentum=g.momentum)
+
+
+def _check_coverage(module: nn.Module, owner: dict[int, str], names: dict[int, str]) -> None:
+    """Every trainable parameter of ``module`` in a group, every grouped one in it."""
+    in_module = {id(p) for p in module.parameters()}
+    outside = [names[i] for i in owner if i not in in_module]
+    if outside:
+        raise ValueError(
+            f"parameters {outside[:5]} are in a group but not in the module "
+            f"(they would be neither moved to the device nor checkpointed)."
+        )
+    left = [n for n, p in module.named_parameters() if p.requires_grad and id(p) not in owner]
+    if left:
+        raise ValueError(
+            f"{len(left)} trainable parameters of the module are in no group, e.g. "
+            f"{left[:5]}; add them to a ParamGroup or set requires_grad=False."
+        )
 
 
 def _resolve_warmup(warmup: float, total: int) -> int:
