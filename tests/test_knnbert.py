@@ -14,7 +14,12 @@ from sklearn.model_selection import GridSearchCV
 
 import skxmc
 from skxmc.knnbert import KNNBertClassifier, _KNNBertModule
-from skxmc.losses import batch_contrastive_loss, queue_contrastive_loss, select_queue_positives
+from skxmc.losses import (
+    batch_contrastive_loss,
+    moco_contrastive_loss,
+    queue_contrastive_loss,
+    select_queue_positives,
+)
 from skxmc.text import load_encoder
 
 from .conftest import topic_texts
@@ -398,3 +403,112 @@ def test_transform_as_a_feature_step_with_pandas_output(fitted):
     np.testing.assert_allclose(out.to_numpy(), knn.transform(X[:4]))
     np.testing.assert_array_equal(rows, knn.kneighbors(X[:2])[1])
     assert isinstance(sims, np.ndarray)
+
+
+# SCL-MoCo (contrastive_keys="moco") ---------------------------------------------------------
+
+
+def _naive_moco_loss(anchors, labels, positives, keys, key_labels, temperature):
+    """SCL-MoCo's loss anchor by anchor, in float64: -log of the positive's softmax share
+    among [positive, other-class queue keys]."""
+    total = []
+    for i in range(len(anchors)):
+        a = anchors[i] / anchors[i].norm()
+        s_pos = a @ (positives[i] / positives[i].norm()) / temperature
+        s_neg = []
+        for j in range(len(keys)):
+            if key_labels[j] >= 0 and key_labels[j] != labels[i]:
+                s_neg.append(a @ (keys[j] / keys[j].norm()) / temperature)
+        if not s_neg:
+            total.append(a.sum() * 0.0)
+            continue
+        denom = torch.exp(s_pos) + sum(torch.exp(v) for v in s_neg)
+        total.append(-torch.log(torch.exp(s_pos) / denom))
+    return torch.stack(total).mean()
+
+
+def test_moco_contrastive_loss_matches_a_naive_float64_loop():
+    g = torch.Generator().manual_seed(0)
+    anchors = torch.randn(7, 5, generator=g, dtype=torch.float64)
+    positives = torch.randn(7, 5, generator=g, dtype=torch.float64)
+    keys = torch.randn(12, 5, generator=g, dtype=torch.float64)
+    labels = torch.tensor([0, 1, 2, 0, 1, 3, 2])
+    key_labels = torch.tensor([0, 1, 1, 2, -1, 0, 2, 1, 0, -1, 2, 1])  # class 3: none in queue
+    a_fast = anchors.clone().requires_grad_(True)
+    a_naive = anchors.clone().requires_grad_(True)
+    fast = moco_contrastive_loss(a_fast, labels, positives, keys, key_labels, temperature=0.3)
+    naive = _naive_moco_loss(a_naive, labels, positives, keys, key_labels, 0.3)
+    assert float(fast.detach()) == pytest.approx(float(naive.detach()), rel=1e-5)
+    fast.backward()
+    naive.backward()
+    np.testing.assert_allclose(a_fast.grad.numpy(), a_naive.grad.numpy(), rtol=1e-4, atol=1e-6)
+    # Queue keys of the anchor's own class are neither positives nor negatives.
+    moved = keys.clone()
+    moved[0] = torch.randn(5, generator=g, dtype=torch.float64)  # a class-0 key
+    only_class_0 = labels == 0
+    a, p = anchors[only_class_0], positives[only_class_0]
+    before = moco_contrastive_loss(a, labels[only_class_0], p, keys, key_labels)
+    after = moco_contrastive_loss(a, labels[only_class_0], p, moved, key_labels)
+    assert float(before) == pytest.approx(float(after), rel=1e-6)
+    # Gradients reach the anchors only; an anchor without negatives gives 0 and finite grads.
+    p = positives.clone().requires_grad_(True)
+    lone = anchors[:1].clone().requires_grad_(True)
+    out = moco_contrastive_loss(lone, torch.tensor([0]), p[:1], keys[:1], torch.tensor([0]))
+    out.backward()
+    assert float(out.detach()) == 0.0 and torch.isfinite(lone.grad).all() and p.grad is None
+    with pytest.raises(ValueError, match="positive_keys"):
+        moco_contrastive_loss(anchors, labels, positives[:3], keys, key_labels)
+    with pytest.raises(ValueError, match="temperature"):
+        moco_contrastive_loss(anchors, labels, positives, keys, key_labels, temperature=0)
+
+
+def test_scl_moco_switch_changes_the_loss_on_the_same_batch(tiny_bert_dir, monkeypatch):
+    import skxmc.knnbert as mod
+
+    X, y = toy_data()
+    calls = {"moco": 0, "queue": 0}
+    moco, queue = mod.moco_contrastive_loss, mod.queue_contrastive_loss
+
+    def spy(name, fn):
+        def wrapped(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(mod, "moco_contrastive_loss", spy("moco", moco))
+    monkeypatch.setattr(mod, "queue_contrastive_loss", spy("queue", queue))
+    ptr = {}
+    original = KNNBertClassifier._finish_fit
+
+    def record_ptr(self, task):
+        ptr["value"] = int(self.module_.queue_ptr)
+        return original(self, task)
+
+    monkeypatch.setattr(KNNBertClassifier, "_finish_fit", record_ptr)
+    # One step each, same seed: same initial weights, same first batch, same queue.
+    knn = make_clf(tiny_bert_dir, max_steps=1).fit(X, y)
+    assert calls == {"moco": 0, "queue": 1}
+    again = make_clf(tiny_bert_dir, max_steps=1).fit(X, y)
+    assert again.loss_curve_ == knn.loss_curve_  # the control: same switch, same loss
+    scl_moco = make_clf(tiny_bert_dir, max_steps=1, contrastive_keys="moco").fit(X, y)
+    assert calls == {"moco": 1, "queue": 2}
+    assert scl_moco.loss_curve_[0] != pytest.approx(knn.loss_curve_[0], rel=1e-4)
+    # ... and so do the gradients: the weights after that one step differ.
+    moved = [
+        (a - b).abs().max().item()
+        for a, b in zip(
+            knn.module_.projection.parameters(), scl_moco.module_.projection.parameters()
+        )
+    ]
+    assert max(moved) > 0
+    # The positive keys drawn for the 6 anchors (2 per anchor) were enqueued after the
+    # initial pass over the 18 texts; with none to enqueue, one positive is still drawn.
+    assert ptr["value"] == 18 + 6 * 2
+    make_clf(tiny_bert_dir, max_steps=1, contrastive_keys="moco", n_enqueue_per_anchor=0).fit(X, y)
+    assert ptr["value"] == 18 and calls["moco"] == 2
+    # Positive selection is not part of SCL-MoCo: n_most_similar does not change it.
+    other = make_clf(tiny_bert_dir, max_steps=1, contrastive_keys="moco", n_most_similar=1).fit(
+        X, y
+    )
+    assert other.loss_curve_ == scl_moco.loss_curve_

@@ -27,7 +27,9 @@ from .conftest import dataset_path
 
 
 def _random_positives(rng, n, n_labels, max_pos):
-    rows = [rng.choice(n_labels, size=rng.integers(0, max_pos + 1), replace=False) for _ in range(n)]
+    rows = [
+        rng.choice(n_labels, size=rng.integers(0, max_pos + 1), replace=False) for _ in range(n)
+    ]
     indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
     indices = np.concatenate(rows) if rows else np.array([], dtype=np.int64)
     Y = sp.csr_matrix((np.ones(len(indices), np.float32), indices, indptr), shape=(n, n_labels))
@@ -298,8 +300,9 @@ def test_unseen_test_labels_count_as_misses():
     X, labels = _toy()
     clf = SNMClassifier(**FAST).fit(X, labels)
     assert clf.score(X[:5], [[99]] * 5) == 0.0
-    assert precision_at_k([[99], [0]], clf.predict_topk(X[:2], k=6), k=6, classes=clf.classes_) \
-        == pytest.approx(1 / 12)
+    assert precision_at_k(
+        [[99], [0]], clf.predict_topk(X[:2], k=6), k=6, classes=clf.classes_
+    ) == pytest.approx(1 / 12)
 
 
 def test_bad_input_errors():
@@ -348,3 +351,115 @@ def test_paper_negative_weight_is_not_ignored():
     paper = SNMClassifier(negative_weight="paper", **FAST).fit(X, labels)
     assert mean.loss_curve_ != paper.loss_curve_
     assert not torch.equal(mean.module_.labels.weight, paper.module_.labels.weight)
+
+
+# The paper's top-k SNM weights and the ablation switches ------------------------------------
+
+
+def _paper_snm_loss(v_pos, sampled_neg, k, n_classes, n_sampled):
+    """Reddi et al. (2019), BOWL hinge with top-k SNM, in float64: phi(v_y) plus
+    (K - 1) / (k B) times phi(-v) of each of the k highest sampled negatives."""
+    phi = lambda u: max(1.0 - u, 0.0)  # noqa: E731
+    hardest = sorted(sampled_neg, reverse=True)[:k]
+    return phi(v_pos) + sum((n_classes - 1) / (k * n_sampled) * phi(-v) for v in hardest)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_paper_top_k_weights_against_a_naive_float64_loss(k):
+    from itertools import combinations
+
+    from skxmc.losses import ordered_weighted_loss, top_k_weights
+
+    # K = 7 classes, class 0 positive, B = 3 of the 6 negatives sampled: every draw.
+    rng = np.random.default_rng(0)
+    v = rng.uniform(-1, 1, size=7)
+    n_classes, B = 7, 3
+    theta = top_k_weights(k, n_classes=n_classes, n_sampled=B, dtype=torch.float64)
+    losses = []
+    for sample in combinations(range(1, 7), B):
+        scores = torch.tensor([[v[0], *v[list(sample)]]], dtype=torch.float64)
+        targets = torch.tensor([[True] + [False] * B])
+        got = ordered_weighted_loss(scores, targets, weights=theta, margin="hinge", form="bowl")
+        want = _paper_snm_loss(v[0], v[list(sample)], k, n_classes, B)
+        assert float(got) == pytest.approx(want, rel=1e-12)
+        losses.append(want)
+    # In expectation over the draws, top-k SNM is a BOWL over all K - 1 negatives whose
+    # i-th highest negative weighs theta_i = (K - 1) / (k B) * P(it is drawn and ranks
+    # <= k among the B drawn). The paper: ||theta||_1 = (K - 1) / B; and the hardest
+    # negative weighs theta_1 = 1 / k, the weights of the paper's calibration condition.
+    from math import comb
+
+    n_neg = n_classes - 1
+    c = (n_classes - 1) / (k * B)
+    theta_full = [
+        c
+        * sum(comb(i - 1, r - 1) * comb(n_neg - i, B - r) for r in range(1, k + 1))
+        / comb(n_neg, B)
+        for i in range(1, n_neg + 1)
+    ]
+    assert sum(theta_full) == pytest.approx(n_neg / B, rel=1e-12)
+    assert theta_full[0] == pytest.approx(1 / k, rel=1e-12)
+    ranked = sorted(v[1:], reverse=True)
+    expected = max(1 - v[0], 0) + sum(t * max(1 + u, 0) for t, u in zip(theta_full, ranked))
+    assert np.mean(losses) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"negative_weight": "paper"}, (6 - 1) / (1 * 4)),
+        ({"negative_weight": "paper", "n_hard_negatives": 2}, (6 - 1) / (2 * 4)),
+        ({"negative_weight": "paper", "n_sampled": 10}, (6 - 1) / (1 * 6)),  # B capped at L
+        ({"negative_weight": "mean", "n_hard_negatives": 2}, 1 / 2),
+        ({"negative_sampling": "uniform"}, None),
+    ],
+)
+def test_estimator_passes_the_chosen_weights_to_the_loss(monkeypatch, params, expected):
+    import skxmc.snm as mod
+
+    seen = []
+    original = mod.ordered_weighted_loss
+
+    def spy(scores, targets, **kwargs):
+        seen.append(kwargs)
+        return original(scores, targets, **kwargs)
+
+    monkeypatch.setattr(mod, "ordered_weighted_loss", spy)
+    X, labels = _toy()  # 6 labels
+    clf = SNMClassifier(**{**FAST, "max_epochs": 1, **params}).fit(X, labels)
+    assert seen and len(seen) == clf.n_steps_
+    weights = seen[0]["weights"]
+    if expected is None:
+        assert weights is None
+    else:
+        k = clf.n_hard_negatives
+        np.testing.assert_allclose(weights.numpy(), np.full(k, expected), rtol=1e-6)
+    assert seen[0]["form"] == "bowl" and seen[0]["margin"] == "hinge"
+
+
+def _non_default_negative_weight():
+    return "mean" if SNMClassifier().negative_weight == "paper" else "paper"
+
+
+@pytest.mark.parametrize(
+    "switch",
+    [
+        {"negative_sampling": "uniform"},
+        {"negative_weight": _non_default_negative_weight()},
+        {"n_hard_negatives": 2},
+        {"n_sampled": 3},
+        {"loss": "powl"},
+        {"margin": "squared_hinge"},
+        {"scale": 2.0},
+        {"label_init": "random"},
+    ],
+)
+def test_each_switch_changes_the_first_step(switch):
+    # Same seed: same initial network, first batch and candidate pool; the loss of that
+    # first step must change with the switch (it would not if the switch were ignored).
+    X, labels = _toy()
+    params = {**FAST, "max_epochs": 1}
+    default = SNMClassifier(**params).fit(X, labels)
+    assert SNMClassifier(**params).fit(X, labels).loss_curve_[0] == default.loss_curve_[0]
+    switched = SNMClassifier(**{**params, **switch}).fit(X, labels)
+    assert switched.loss_curve_[0] != pytest.approx(default.loss_curve_[0], rel=1e-6)

@@ -1,6 +1,7 @@
 """Losses shared by the neural estimators (torch functions usable on their own).
 
 Submodules: ``_supcon`` (supervised contrastive losses with a key queue, KNN-BERT),
+``_moco`` (MoCo contrastive loss with one positive key, the SCL-MoCo baseline),
 ``_rebalanced`` (class-prior-weighted contrastive learning with prototypes, SharpReCL).
 Also ``_ordered`` (ordered weighted losses, POWL / BOWL, with their margin functions) and
 ``_snm`` (the top-k stochastic negative mining sampler; SNMClassifier, MatchXML).
@@ -9,6 +10,7 @@ Also ``_ordered`` (ordered weighted losses, POWL / BOWL, with their margin funct
 from __future__ import annotations
 
 from ._matching import candidate_scores, text_label_matching_loss, weighted_squared_hinge
+from ._moco import moco_contrastive_loss
 from ._ordered import (
     MARGIN_FUNCTIONS,
     check_owl_weights,
@@ -40,6 +42,7 @@ __all__: list[str] = [
     "effective_number_weights",
     "logit_adjusted_cross_entropy",
     "margin_loss",
+    "moco_contrastive_loss",
     "ordered_weighted_loss",
     "pad_positives",
     "queue_contrastive_loss",
