@@ -512,3 +512,42 @@ def test_scl_moco_switch_changes_the_loss_on_the_same_batch(tiny_bert_dir, monke
         X, y
     )
     assert other.loss_curve_ == scl_moco.loss_curve_
+
+
+@pytest.fixture(scope="module")
+def three_steps(tiny_bert_dir):
+    """The default model after three steps: the momentum update first changes the keys
+    enqueued at step 2, which first enter the loss at step 3."""
+    X, y = toy_data()
+    return make_clf(tiny_bert_dir, max_steps=3).fit(X, y), X, y
+
+
+@pytest.mark.parametrize(
+    "switch",
+    [
+        {"contrastive_keys": "batch"},
+        {"contrastive_keys": "moco"},
+        {"contrastive_weight": 0.2},
+        {"n_most_similar": 1},
+        {"n_least_similar": 0},
+        {"temperature": 0.5},
+        {"momentum": 0.5},
+        {"n_enqueue_per_anchor": 1},
+    ],
+)
+def test_each_training_switch_changes_the_loss(three_steps, tiny_bert_dir, switch):
+    # Same seed: same initial weights and batches; the losses must change with the switch
+    # (they would not if it were ignored). The control refit gives the same curve.
+    default, X, y = three_steps
+    assert make_clf(tiny_bert_dir, max_steps=3).fit(X, y).loss_curve_ == default.loss_curve_
+    switched = make_clf(tiny_bert_dir, max_steps=3, **switch).fit(X, y)
+    assert not np.allclose(switched.loss_curve_, default.loss_curve_, rtol=1e-6, atol=0)
+
+
+def test_each_prediction_switch_changes_the_prediction(three_steps):
+    default, X, _ = three_steps
+    proba = default.predict_proba(X)  # knn_weight=0.5, the 3 nearest of 40 entries vote
+    for switch in ({"knn_weight": 0.0}, {"knn_weight": 1.0}, {"n_neighbors": 30}):
+        other = clone(default).set_params(**switch)
+        other.__dict__.update({k: v for k, v in vars(default).items() if k.endswith("_")})
+        assert not np.allclose(other.predict_proba(X), proba), switch
