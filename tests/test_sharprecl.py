@@ -521,3 +521,126 @@ def test_one_view_with_a_one_row_last_batch_trains(tiny_bert_dir):
     X, y = toy_data((11, 11, 11))
     clf = make_clf(tiny_bert_dir, batch_size=32, n_views=1, max_epochs=1).fit(X, y)
     assert clf.predict(X).shape == (33,)
+
+
+# Paper switches, the synthetic-ratio schedule, prototypes, the anchor mask -----------------
+
+SWITCHES = [
+    {"contrastive_weighting": "paper"},
+    {"classifier_loss": "focal"},
+    {"classifier_loss": "dice"},
+    {"classifier_loss": "linear_probe"},
+    {"prior_weighting": False},
+    {"simple_sampling": False},
+    {"hard_mixup": False},
+    {"logit_adjustment": 0.0},
+    {"contrastive_weight": 0.5},
+]
+
+
+@pytest.fixture(scope="module")
+def first_step_loss(tiny_bert_dir):
+    X, y = toy_data()
+    return make_clf(tiny_bert_dir, max_steps=1).fit(X, y).loss_curve_[0]
+
+
+@pytest.mark.parametrize(
+    "switch", SWITCHES, ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items())
+)
+def test_each_switch_changes_the_loss_on_the_same_batch(tiny_bert_dir, first_step_loss, switch):
+    # Same seed, so the same initial weights, batch and sampled targets: the first step's
+    # loss can differ only through the switch (it would be equal if it were ignored).
+    X, y = toy_data()
+    loss = make_clf(tiny_bert_dir, max_steps=1, **switch).fit(X, y).loss_curve_[0]
+    assert np.isfinite(loss)
+    assert abs(loss - first_step_loss) > 1e-4 * abs(first_step_loss)
+    again = make_clf(tiny_bert_dir, max_steps=1, **switch).fit(X, y).loss_curve_[0]
+    assert again == loss  # and not by chance: the run is deterministic
+
+
+def test_synthetic_ratio_schedule(tiny_bert_dir, monkeypatch):
+    from skxmc import sharprecl
+
+    assert sharprecl._synthetic_ratio(0, 10) == 0.5
+    assert sharprecl._synthetic_ratio(5, 10) == 0.75
+    assert sharprecl._synthetic_ratio(10, 10) == 1.0
+    assert sharprecl._synthetic_ratio(15, 10) == 1.0  # capped
+    seen = []
+    original = sharprecl.rebalanced_targets
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["synthetic_ratio"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(sharprecl, "rebalanced_targets", spy)
+    X, y = toy_data()  # 21 texts, batches of 8: 3 steps per epoch, 6 in all
+    clf = make_clf(tiny_bert_dir).fit(X, y)
+    assert clf.n_steps_ == 6
+    np.testing.assert_allclose(seen, [0.5 + 0.5 * t / 6 for t in range(6)])
+
+
+def test_prototypes_are_the_head_applied_to_the_classifier_weights(fitted):
+    module = fitted[0].module_
+    module.train()
+    try:
+        w = module.classifier.weight.detach().clone()
+        with torch.no_grad():
+            want = F.normalize(module.prototype_head(w), dim=1)
+            got = module.prototypes()
+        torch.testing.assert_close(got, want)
+        assert got.shape == (3, 16)
+        np.testing.assert_allclose(got.norm(dim=1).numpy(), 1.0, rtol=1e-5)
+    finally:
+        module.eval()
+
+
+def test_the_anchor_mask_reaches_the_loss(tiny_bert_dir, monkeypatch):
+    from skxmc import sharprecl
+
+    seen = []
+    original = sharprecl.rebalanced_contrastive_loss
+
+    def spy(anchors, labels, positives, negatives, **kwargs):
+        index = kwargs["positive_index"]
+        assert index is not None and index.shape == positives.shape[:2]
+        # every non-negative index names an anchor of the target's class
+        for c in range(index.shape[0]):
+            rows = index[c][index[c] >= 0]
+            assert (labels[rows] == c).all()
+        seen.append(kwargs["normalization"])
+        return original(anchors, labels, positives, negatives, **kwargs)
+
+    monkeypatch.setattr(sharprecl, "rebalanced_contrastive_loss", spy)
+    X, y = toy_data()
+    make_clf(tiny_bert_dir, max_steps=2).fit(X, y)
+    make_clf(tiny_bert_dir, max_steps=1, contrastive_weighting="paper").fit(X, y)
+    assert seen == ["mean", "mean", "sum"]
+
+
+def test_linear_probe_is_the_minimiser_on_frozen_features(tiny_bert_dir, monkeypatch):
+    terms = []
+    original = SharpReCLClassifier._step
+
+    def spy(self, batch):
+        out = original(self, batch)
+        terms.append(set(out))
+        return out
+
+    monkeypatch.setattr(SharpReCLClassifier, "_step", spy)
+    X, y = toy_data()
+    clf = make_clf(tiny_bert_dir, max_epochs=1, classifier_loss="linear_probe").fit(X, y)
+    assert terms and all(t == {"loss", "contrastive"} for t in terms)  # no CE while training
+    # The probe: logit-adjusted CE + ||W||^2 / (2n) on the frozen embeddings, at its minimum.
+    feats = torch.as_tensor(clf.transform(X), dtype=torch.float64)
+    targets = torch.as_tensor(np.searchsorted(clf.classes_, y))
+    w = clf.module_.classifier.weight.detach().double().requires_grad_()
+    b = clf.module_.classifier.bias.detach().double().requires_grad_()
+    log_prior = torch.as_tensor(np.log(clf.class_prior_))
+    loss = F.cross_entropy(feats @ w.T + b + log_prior, targets) + w.pow(2).sum() / (2 * len(X))
+    loss.backward()
+    assert float(w.grad.abs().max()) < 1e-3 and float(b.grad.abs().max()) < 1e-3
+    np.testing.assert_allclose(
+        clf.decision_function(X), (feats @ w.T + b).detach().numpy(), rtol=1e-4, atol=1e-4
+    )
+    with pytest.raises(ValueError, match="contrastive_weight > 0"):
+        make_clf(tiny_bert_dir, classifier_loss="linear_probe", contrastive_weight=0).fit(X, y)

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 __all__ = [
+    "class_prior_weights",
     "effective_number_weights",
     "logit_adjusted_cross_entropy",
     "rebalanced_contrastive_loss",
@@ -98,9 +99,41 @@ def effective_number_weights(
     if not 0.0 <= beta < 1.0:
         raise ValueError(f"beta must be in [0, 1), got {beta}.")
     # 1 - beta**n computed as -expm1(n log beta): exact for beta close to 1.
-    effective = -np.expm1(counts * math.log(beta)) / (1.0 - beta) if beta > 0 else np.ones_like(counts)
+    effective = (
+        -np.expm1(counts * math.log(beta)) / (1.0 - beta) if beta > 0 else np.ones_like(counts)
+    )
     weights = 1.0 / effective
     return (weights * len(weights) / weights.sum()).astype(np.float32)
+
+
+def class_prior_weights(class_counts: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Class weights ``-log P_y``, the negative log class prior (SharpReCL, eq. 11).
+
+    Eq. 11 of the SharpReCL paper multiplies each anchor's contrastive loss by
+    ``-delta_y = -log P_y``: rare classes weigh more. With many classes the spread is
+    small (the weights grow with the log of the inverse frequency); with two classes it
+    is large, since the majority class's weight ``-log P`` tends to 0 as its share tends
+    to 1. Not normalised, as in the paper.
+
+    Parameters
+    ----------
+    class_counts : array-like of int of shape (n_classes,)
+        Training examples per class (all >= 1).
+
+    Returns
+    -------
+    weights : numpy.ndarray of float32 of shape (n_classes,)
+
+    Examples
+    --------
+    >>> from skxmc.losses import class_prior_weights
+    >>> [round(w, 4) for w in class_prior_weights([3, 1]).tolist()]
+    [0.2877, 1.3863]
+    """
+    counts = np.asarray(class_counts, dtype=np.float64)
+    if counts.ndim != 1 or (counts < 1).any():
+        raise ValueError("class_counts must be a 1-D array of counts >= 1.")
+    return (-np.log(counts / counts.sum())).astype(np.float32)
 
 
 def _sample_members(mask: torch.Tensor, n: int) -> torch.Tensor:
@@ -122,7 +155,8 @@ def rebalanced_targets(
     mixup_alpha: float = 0.5,
     simple_sampling: bool = True,
     hard_mixup: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    return_indices: bool = False,
+) -> tuple[torch.Tensor, ...]:
     """Balanced positive and negative target sets for every class (eqs. 8-10).
 
     For class ``c``, the members of ``features`` labelled ``c`` are its candidate positives
@@ -152,6 +186,11 @@ def rebalanced_targets(
     simple_sampling, hard_mixup : bool, default=True
         Ablation switches. With only one of them, it makes the whole set; with neither,
         the sets are empty.
+    return_indices : bool, default=False
+        Also return, for every positive target, the row of ``features`` it is a copy of
+        (a simple-sampling draw, or a mixup of a row with itself), -1 for a true mixture.
+        :func:`rebalanced_contrastive_loss` takes it to keep an anchor from being its
+        own positive.
 
     Returns
     -------
@@ -159,6 +198,8 @@ def rebalanced_targets(
     negatives : torch.Tensor of shape (n_classes, n_neg, d)
         ``n_pos`` / ``n_neg`` are ``n_positive`` / ``n_negative``, or 0 when both
         switches are off. Differentiable with respect to ``features``.
+    positive_index : torch.Tensor of int64 of shape (n_classes, n_pos)
+        Only with ``return_indices=True``.
 
     Examples
     --------
@@ -175,19 +216,23 @@ def rebalanced_targets(
     member = labels[None, :] == torch.arange(n_classes, device=features.device)[:, None]  # (C, m)
     if not (simple_sampling or hard_mixup):
         empty = features.new_zeros((n_classes, 0, dim))
-        return empty, empty
+        no_index = torch.zeros((n_classes, 0), dtype=torch.long, device=features.device)
+        return (empty, empty, no_index) if return_indices else (empty, empty)
     if not simple_sampling:
         synthetic_ratio = 1.0
     elif not hard_mixup:
         synthetic_ratio = 0.0
     similarity = (prototypes @ features.T).detach()  # hardness ranks need no gradient
 
-    def one_side(mask: torch.Tensor, n_total: int, hard_score: torch.Tensor) -> torch.Tensor:
+    def one_side(
+        mask: torch.Tensor, n_total: int, hard_score: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         n_syn = round(synthetic_ratio * n_total)
-        parts = []
+        parts, sources = [], []
         if n_total - n_syn > 0:
             picked = _sample_members(mask, n_total - n_syn)  # (C, n_samp)
             parts.append(features[picked])
+            sources.append(picked)
         if n_syn > 0:
             k = min(n_hard, mask.shape[1])
             score = hard_score.masked_fill(~mask, float("-inf"))
@@ -201,10 +246,17 @@ def rebalanced_targets(
             lam = lam.to(features.device, features.dtype)
             mixed = lam * features[pair[..., 0]] + (1 - lam) * features[pair[..., 1]]
             parts.append(F.normalize(mixed, dim=-1))
-        return torch.cat(parts, dim=1)
+            # A row mixed with itself is that row again.
+            same = pair[..., 0] == pair[..., 1]
+            sources.append(torch.where(same, pair[..., 0], torch.full_like(pair[..., 0], -1)))
+        if not parts:
+            return features.new_zeros((n_classes, 0, dim)), labels.new_zeros((n_classes, 0))
+        return torch.cat(parts, dim=1), torch.cat(sources, dim=1)
 
-    positives = one_side(member, n_positive, -similarity)  # hard positive: far from proto
-    negatives = one_side(~member, n_negative, similarity)  # hard negative: close to proto
+    positives, positive_index = one_side(member, n_positive, -similarity)  # far from proto
+    negatives, _ = one_side(~member, n_negative, similarity)  # hard negative: close to proto
+    if return_indices:
+        return positives, negatives, positive_index
     return positives, negatives
 
 
@@ -216,15 +268,28 @@ def rebalanced_contrastive_loss(
     *,
     temperature: float = 0.3,
     class_weights: torch.Tensor | None = None,
+    positive_index: torch.Tensor | None = None,
+    normalization: str = "mean",
 ) -> torch.Tensor:
     """Class-weighted supervised contrastive loss with per-class targets (eq. 11).
 
     Anchor ``i`` of class ``y`` is contrasted with every other anchor and with the
     targets of its class (``positives[y]``, ``negatives[y]``); its positives are the other
-    anchors of class ``y`` and ``positives[y]``. Its loss, the mean over positives of
-    ``-log softmax(sim / temperature)``, is weighted by ``class_weights[y]``; the result is
-    the weighted mean over anchors with at least one positive. Without targets this is
-    the supervised contrastive loss of Khosla et al. (2020).
+    anchors of class ``y`` and ``positives[y]``, each term ``-log softmax(sim /
+    temperature)`` over all of the anchor's columns, weighted by ``class_weights[y]``.
+    Two normalisations:
+
+    - ``"mean"`` (the SharpReCL reference code, and Khosla et al.'s supervised
+      contrastive loss): an anchor's loss is the mean over its positives; the result is
+      the weighted mean over the anchors with at least one positive.
+    - ``"sum"`` (eq. 11 as the paper writes it): an anchor's loss is the sum over its
+      positives divided by the number of anchors ``|D-hat|``; the result is the sum over
+      anchors. Anchors with many positives (large classes) weigh more, and the scale
+      grows with the number of positives, so a suitable ``contrastive_weight`` is
+      smaller.
+
+    Without targets and weights, ``"mean"`` is the supervised contrastive loss of Khosla
+    et al. (2020).
 
     Parameters
     ----------
@@ -236,7 +301,15 @@ def rebalanced_contrastive_loss(
         From :func:`rebalanced_targets`.
     temperature : float, default=0.3
     class_weights : torch.Tensor of shape (n_classes,), optional
-        Per-class anchor weights (see :func:`effective_number_weights`); None: uniform.
+        Per-class anchor weights (:func:`effective_number_weights` for the reference
+        code, :func:`class_prior_weights` for the paper); None: uniform.
+    positive_index : torch.Tensor of int64 of shape (n_classes, p), optional
+        The anchor row each positive target copies, -1 for none (from
+        ``rebalanced_targets(..., return_indices=True)`` called on these anchors): an
+        anchor's copies of itself are left out of its columns, as eq. 11 leaves out
+        ``{i}``. None: every target counts.
+    normalization : {"mean", "sum"}, default="mean"
+        See above.
 
     Returns
     -------
@@ -254,30 +327,47 @@ def rebalanced_contrastive_loss(
     """
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}.")
+    if normalization not in ("mean", "sum"):
+        raise ValueError(f"normalization must be 'mean' or 'sum', got {normalization!r}.")
     anchors = anchors.float()
     m = anchors.shape[0]
     labels = labels.to(anchors.device)
     eye = torch.eye(m, dtype=torch.bool, device=anchors.device)
     columns = [anchors @ anchors.T]
     pos_mask = [(labels[:, None] == labels[None, :]) & ~eye]
+    excluded = [eye]  # an anchor is not its own target
     for targets, is_positive in ((positives, True), (negatives, False)):
         if targets is None or targets.shape[1] == 0:
             continue
+        n_targets = targets.shape[1]
         per_anchor = targets.float()[labels]  # (m, t, d)
         columns.append(torch.einsum("md,mtd->mt", anchors, per_anchor))
-        pos_mask.append(torch.full((m, targets.shape[1]), is_positive, device=anchors.device))
+        pos_mask.append(torch.full((m, n_targets), is_positive, device=anchors.device))
+        if is_positive and positive_index is not None:
+            if positive_index.shape != targets.shape[:2]:
+                raise ValueError(
+                    f"positive_index must have shape {tuple(targets.shape[:2])}, "
+                    f"got {tuple(positive_index.shape)}."
+                )
+            rows = torch.arange(m, device=anchors.device)[:, None]
+            excluded.append(positive_index.to(anchors.device)[labels] == rows)
+        else:
+            excluded.append(torch.zeros((m, n_targets), dtype=torch.bool, device=anchors.device))
     logits = torch.cat(columns, dim=1) / temperature
-    mask = torch.cat(pos_mask, dim=1)
-    self_col = torch.zeros_like(mask)
-    self_col[:, :m] = eye
-    logits = logits.masked_fill(self_col, float("-inf"))  # an anchor is not its own target
+    excluded_mask = torch.cat(excluded, dim=1)
+    mask = torch.cat(pos_mask, dim=1) & ~excluded_mask
+    logits = logits.masked_fill(excluded_mask, float("-inf"))
     log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
     n_pos = mask.sum(dim=1)
-    per_anchor = -(log_prob.masked_fill(~mask, 0.0)).sum(dim=1) / n_pos.clamp(min=1)
+    pos_sum = -(log_prob.masked_fill(~mask, 0.0)).sum(dim=1)
     valid = n_pos > 0
-    weights = (class_weights.to(anchors.device, torch.float32)[labels] if class_weights is not None
-               else torch.ones(m, device=anchors.device))  # fmt: skip
-    weights = weights * valid
+    if class_weights is not None:
+        weights = class_weights.to(anchors.device, torch.float32)[labels]
+    else:
+        weights = torch.ones(m, device=anchors.device)
     if not bool(valid.any()):
         return anchors.sum() * 0.0  # no anchor has a positive: nothing to learn, keep the graph
-    return (per_anchor * weights).sum() / valid.sum()
+    if normalization == "sum":
+        return (pos_sum * weights).sum() / m
+    per_anchor = pos_sum / n_pos.clamp(min=1)
+    return (per_anchor * weights * valid).sum() / valid.sum()
