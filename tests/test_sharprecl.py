@@ -621,8 +621,8 @@ def test_linear_probe_is_the_minimiser_on_frozen_features(tiny_bert_dir, monkeyp
     terms = []
     original = SharpReCLClassifier._step
 
-    def spy(self, batch):
-        out = original(self, batch)
+    def spy(self, batch, task):
+        out = original(self, batch, task)
         terms.append(set(out))
         return out
 
