@@ -38,6 +38,7 @@ from ._encoder import (
     is_offline,
     load_encoder,
     pool,
+    resolve_pooling,
 )
 from ._onnx import OnnxTextModel
 from ._seed import seed_everything
@@ -101,6 +102,7 @@ __all__ = [
     "read_sentence_transformers_folder",
     "resolve_device",
     "resolve_mixed_precision",
+    "resolve_pooling",
     "save_encoder_config",
     "save_module_weights",
     "save_text_model",
