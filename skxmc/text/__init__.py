@@ -49,6 +49,7 @@ from ._encoder import (
     is_offline,
     load_encoder,
     pool,
+    resolve_pooling,
 )
 from ._estimator import FitTask, NeuralEstimatorMixin, fill_engine_docs
 from ._onnx import OnnxTextModel
@@ -123,6 +124,7 @@ __all__ = [
     "read_sentence_transformers_folder",
     "resolve_device",
     "resolve_mixed_precision",
+    "resolve_pooling",
     "save_encoder_config",
     "save_module_weights",
     "save_text_model",

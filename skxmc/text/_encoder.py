@@ -26,12 +26,22 @@ __all__ = [
     "eval_mode",
     "load_encoder",
     "pool",
+    "resolve_pooling",
 ]
 
 logger = logging.getLogger(__name__)
 
 #: Pooling modes of :func:`pool`. ``"pooler"`` is BERT's tanh layer over ``[CLS]``.
 POOLING_OPTIONS = ("cls", "pooler", "mean", "max", "mean_sqrt_len")
+# sentence-transformers' pooling flags (1_Pooling/config.json), in the order it concatenates
+# the pooled vectors, and the flags :func:`pool` has no mode for.
+POOLING_FLAGS = (
+    ("pooling_mode_cls_token", "cls"),
+    ("pooling_mode_max_tokens", "max"),
+    ("pooling_mode_mean_tokens", "mean"),
+    ("pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"),
+)
+UNSUPPORTED_POOLING_FLAGS = ("pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
 
 
 def bundled_minilm_path() -> str | None:
@@ -112,6 +122,143 @@ def _transformer_folder(path: Path) -> Path:
         if module.get("type", "").endswith("Transformer"):
             return path / module.get("path", "")
     return path
+
+
+def folder_poolings(folder: str | os.PathLike) -> list[str] | None:
+    """The pooling a sentence-transformers model folder declares, as :func:`pool` modes.
+
+    Reads ``modules.json`` and the Pooling module's ``config.json`` (``1_Pooling/`` in the
+    usual layout).
+
+    Parameters
+    ----------
+    folder : str or path-like
+        A model directory.
+
+    Returns
+    -------
+    poolings : list of str or None
+        The enabled modes in sentence-transformers' concatenation order, or None when the
+        folder is not a sentence-transformers model (no ``modules.json`` or no Pooling
+        module).
+
+    Raises
+    ------
+    NotImplementedError
+        For pooling modes :func:`pool` does not implement (weighted mean, last token).
+    ValueError
+        When the Pooling config enables no mode.
+    """
+    root = Path(folder)
+    modules_file = root / "modules.json"
+    if not modules_file.is_file():
+        return None
+    for module in json.loads(modules_file.read_text(encoding="utf-8")):
+        if module.get("type", "").rsplit(".", 1)[-1] != "Pooling":
+            continue
+        config_file = root / module.get("path", "") / "config.json"
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        bad = [f for f in UNSUPPORTED_POOLING_FLAGS if config.get(f)]
+        if bad:
+            raise NotImplementedError(
+                f"pooling {bad} of {str(root)!r} is not implemented here; pass another "
+                f"pooling explicitly, or use the sentence-transformers package."
+            )
+        modes = [mode for flag, mode in POOLING_FLAGS if config.get(flag)]
+        if not modes:
+            raise ValueError(f"{config_file} enables no pooling mode.")
+        return modes
+    return None
+
+
+def _hub_folder_files(name: str, local_files_only: bool) -> Path | None:
+    """A local folder holding a hub model's ``modules.json`` and Pooling config (from the
+    cache, or downloaded when allowed), or None when the model has none or is unreachable."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        folder = snapshot_download(
+            name,
+            allow_patterns=["modules.json", "*Pooling/config.json"],
+            local_files_only=local_files_only,
+        )
+    except Exception:  # not cached / offline / unknown name: loading the encoder says why
+        return None
+    return Path(folder)
+
+
+def resolve_pooling(
+    pooling: str, name_or_path: str | os.PathLike, *, local_files_only: bool | None = None
+) -> str:
+    """The concrete pooling mode of an encoder; ``"auto"`` reads it from the model.
+
+    ``"auto"`` uses the pooling the model was trained with: a sentence-transformers model
+    (a folder or hub name with ``modules.json`` and ``1_Pooling/config.json``) declares it,
+    e.g. mean pooling for all-MiniLM-L6-v2. A plain Hugging Face model (BERT, RoBERTa)
+    declares none and gets ``"cls"``, the convention of fine-tuning such encoders. Other
+    values are returned unchanged.
+
+    Parameters
+    ----------
+    pooling : {"auto", "cls", "pooler", "mean", "max", "mean_sqrt_len"}
+        The requested pooling.
+    name_or_path : str or path-like
+        The encoder: a local directory or a hub name (its cached files are read; online,
+        the two small config files are fetched).
+    local_files_only : bool or None, default=None
+        Never use the network; None: when offline mode is on.
+
+    Returns
+    -------
+    pooling : str
+        One of :data:`POOLING_OPTIONS`.
+
+    Raises
+    ------
+    ValueError
+        When the model declares several concatenated poolings (pass one explicitly), or for
+        an unknown ``pooling``.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> from skxmc.text import resolve_pooling
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> resolve_pooling("auto", d)  # a plain model folder
+    'cls'
+    >>> _ = (d / "modules.json").write_text(json.dumps(
+    ...     [{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    >>> (d / "1_Pooling").mkdir()
+    >>> _ = (d / "1_Pooling" / "config.json").write_text('{"pooling_mode_mean_tokens": true}')
+    >>> resolve_pooling("auto", d)
+    'mean'
+    >>> resolve_pooling("max", d)
+    'max'
+    """
+    if pooling != "auto":
+        if pooling not in POOLING_OPTIONS:
+            raise ValueError(
+                f"pooling must be 'auto' or one of {POOLING_OPTIONS}, got {pooling!r}."
+            )
+        return pooling
+    name = os.fspath(name_or_path)
+    path = Path(name).expanduser()
+    if path.is_dir():
+        folder: Path | None = path
+    elif _looks_like_path(name):
+        folder = None  # load_encoder reports the missing directory
+    else:
+        offline = is_offline() if local_files_only is None else bool(local_files_only)
+        folder = _hub_folder_files(name, offline)
+    modes = folder_poolings(folder) if folder is not None else None
+    if modes is None:
+        return "cls"
+    if len(modes) > 1:
+        raise ValueError(
+            f"encoder {name!r} concatenates the poolings {modes}; one embedding needs one: "
+            f"pass pooling= one of them explicitly."
+        )
+    return modes[0]
 
 
 def not_found_message(name: str, reason: str, *, offline: bool | None = None) -> str:

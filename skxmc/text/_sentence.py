@@ -25,6 +25,7 @@ from ._encoder import (
     batched_inference,
     encoder_forward,
     eval_mode,
+    folder_poolings,
     is_offline,
     load_encoder,
     not_found_message,
@@ -36,14 +37,6 @@ from ._tokenize import check_texts, tokenize
 __all__ = ["SentenceEncoder", "sentence_embeddings"]
 
 BACKENDS = ("auto", "sentence-transformers", "transformers")
-# sentence-transformers' pooling flags, in the order it concatenates them.
-_POOLING_FLAGS = (
-    ("pooling_mode_cls_token", "cls"),
-    ("pooling_mode_max_tokens", "max"),
-    ("pooling_mode_mean_tokens", "mean"),
-    ("pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"),
-)
-_UNSUPPORTED_FLAGS = ("pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken")
 
 
 def _has_sentence_transformers() -> bool:
@@ -83,16 +76,10 @@ def read_sentence_transformers_folder(folder: str | os.PathLike) -> dict[str, An
             if kind == "Transformer":
                 spec["transformer_path"] = sub
             elif kind == "Pooling":
-                config = json.loads((sub / "config.json").read_text(encoding="utf-8"))
-                bad = [f for f in _UNSUPPORTED_FLAGS if config.get(f)]
-                if bad:
-                    raise NotImplementedError(
-                        f"pooling {bad} of {str(root)!r} needs the sentence-transformers package "
-                        f"(pip install sentence-transformers)."
-                    )
-                spec["poolings"] = [mode for flag, mode in _POOLING_FLAGS if config.get(flag)]
-                if not spec["poolings"]:
-                    raise ValueError(f"{sub / 'config.json'} enables no pooling mode.")
+                try:
+                    spec["poolings"] = folder_poolings(root)
+                except NotImplementedError as exc:
+                    raise NotImplementedError(f"{exc} (pip install sentence-transformers)") from exc
             elif kind != "Normalize":  # we always normalise
                 raise NotImplementedError(
                     f"{str(root)!r} has a {kind} module, which the plain-transformers reader "
@@ -165,7 +152,9 @@ class SentenceEncoder:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}.")
         if backend == "sentence-transformers" and not _has_sentence_transformers():
-            raise ImportError("backend='sentence-transformers' needs pip install sentence-transformers.")
+            raise ImportError(
+                "backend='sentence-transformers' needs pip install sentence-transformers."
+            )
         self.name_or_path = os.fspath(name_or_path)
         self.device = resolve_device(device)
         self.backend_ = backend if backend != "auto" else (
@@ -189,9 +178,13 @@ class SentenceEncoder:
         from huggingface_hub import snapshot_download
 
         try:
-            return Path(snapshot_download(self.name_or_path, local_files_only=self.local_files_only))
+            return Path(
+                snapshot_download(self.name_or_path, local_files_only=self.local_files_only)
+            )
         except Exception as exc:  # hub errors have many types (HTTP, offline, not cached)
-            raise EncoderNotFoundError(not_found_message(self.name_or_path, str(exc)[:300])) from exc
+            raise EncoderNotFoundError(
+                not_found_message(self.name_or_path, str(exc)[:300])
+            ) from exc
 
     def _load(self) -> None:
         if self._model is not None:
@@ -206,7 +199,9 @@ class SentenceEncoder:
                     model = SentenceTransformer(name, device=str(self.device),
                                                 local_files_only=self.local_files_only)  # fmt: skip
             except OSError as exc:
-                raise EncoderNotFoundError(not_found_message(self.name_or_path, str(exc)[:300])) from exc
+                raise EncoderNotFoundError(
+                    not_found_message(self.name_or_path, str(exc)[:300])
+                ) from exc
             if self.max_length is not None:
                 model.max_seq_length = min(self.max_length, model.max_seq_length or self.max_length)
             model.eval()
@@ -216,7 +211,9 @@ class SentenceEncoder:
             model, tokenizer = load_encoder(spec["transformer_path"], verbose=self.verbose)
             max_length = spec["max_length"]
             if self.max_length is not None:
-                max_length = self.max_length if max_length is None else min(max_length, self.max_length)
+                max_length = (
+                    self.max_length if max_length is None else min(max_length, self.max_length)
+                )
             self._model = (model.to(self.device), tokenizer, spec["poolings"], max_length,
                            spec["lowercase"])  # fmt: skip
 
