@@ -7,9 +7,7 @@ from typing import Any
 
 __version__ = "0.1.0.dev0"
 
-from ._labels import LabelSet, as_label_sets
-
-# Everything else is imported on first use. Estimators built on torch / transformers so that
+# Every public name is imported on first use. Estimators built on torch / transformers so that
 # the linear XMC path does not pay torch's import time and ~180 MB of memory, and works with
 # the core install alone (without the [text] extra their modules raise an ImportError that
 # gives the pip command, skxmc._optional). The core names so that ``import skxmc`` (the CLI's
@@ -19,10 +17,12 @@ _LAZY = {
     "HierarchicalLabelTree": ".tree",
     "KNNBertClassifier": ".knnbert",
     "Label2VecTransformer": ".label2vec",
+    "LabelSet": "._labels",
     "MatchXMLClassifier": ".matchxml",
     "SNMClassifier": ".snm",
     "SharpReCLClassifier": ".sharprecl",
     "XRLinearClassifier": ".linear",
+    "as_label_sets": "._labels",
     "describe": "._persistence",
     "load": "._persistence",
     "save": "._persistence",
