@@ -94,6 +94,10 @@ _U32 = np.uint64(32)
 # 8 bytes per copied nonzero and thread, hence the cap.
 _COMPACT_MAX_NNZ_FRACTION = 0.5
 
+# Work chunks per thread in a layer (_make_items): more chunks even out the threads' loads
+# at the end of a layer, each costs one more scan of its group's rows.
+_CHUNKS_PER_THREAD = 8
+
 # Projected gradients below this are treated as 0 (liblinear's constant).
 _PG_ZERO = 1.0e-12
 # Inner Newton of the logistic dual: liblinear's constants.
@@ -979,7 +983,7 @@ def _make_items(
     gs = np.flatnonzero(n_lab > 0)
     if n_threads == 1 or total == 0.0:
         return [(gs, groups.label_indptr[gs], groups.label_indptr[gs + 1])]
-    target = max(total / (8 * n_threads), 1.0)
+    target = max(total / (_CHUNKS_PER_THREAD * n_threads), 1.0)
     starts = groups.label_indptr[gs]
     stops = groups.label_indptr[gs + 1]
     per = np.maximum(per_label[gs], 1e-9)
