@@ -7,22 +7,26 @@ from typing import Any
 
 __version__ = "0.1.0.dev0"
 
-from ._labels import LabelSet, as_label_sets
-from ._numba import warmup
-from ._persistence import describe, load, save
-from .label2vec import Label2VecTransformer
-from .linear import XRLinearClassifier
-from .tree import HierarchicalLabelTree
-
-# Estimators built on torch / transformers are imported on first use, so that the linear
-# XMC path (``import skxmc``; XRLinearClassifier) does not pay torch's import time and
-# ~180 MB of memory, and works with the core install alone: without the [text] extra, their
-# modules raise an ImportError that gives the pip command (skxmc._optional).
+# Every public name is imported on first use. Estimators built on torch / transformers so that
+# the linear XMC path does not pay torch's import time and ~180 MB of memory, and works with
+# the core install alone (without the [text] extra their modules raise an ImportError that
+# gives the pip command, skxmc._optional). The core names so that ``import skxmc`` (the CLI's
+# --help, __version__, a look at the API) does not load scikit-learn (~100 MB with the pandas
+# it imports) and numba (~45 MB) before something needs them (benchmarks/startup_cost.py).
 _LAZY = {
+    "HierarchicalLabelTree": ".tree",
     "KNNBertClassifier": ".knnbert",
+    "Label2VecTransformer": ".label2vec",
+    "LabelSet": "._labels",
     "MatchXMLClassifier": ".matchxml",
     "SNMClassifier": ".snm",
     "SharpReCLClassifier": ".sharprecl",
+    "XRLinearClassifier": ".linear",
+    "as_label_sets": "._labels",
+    "describe": "._persistence",
+    "load": "._persistence",
+    "save": "._persistence",
+    "warmup": "._numba",
 }
 
 __all__ = [

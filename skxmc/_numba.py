@@ -181,6 +181,9 @@ def _run_every_kernel() -> None:
         n_jobs=2,
     ).fit(X, labels)
     clf.predict_topk(X, k=3)
+    # the logistic loss is a separate specialisation of the layer kernel (squared-hinge
+    # fits never compile the logistic solver, see skxmc.linear._solver._LOSS_CODES)
+    XRLinearClassifier(tree=HierarchicalLabelTree(max_leaf_size=4), loss="logistic").fit(X, labels)
     # (dense label embeddings, e.g. label2vec trees, reach the tree kernels with the same
     # dtypes as sparse ones: no separate call needed)
     fit_binary(X, np.arange(n) % 3 == 0, loss="logistic")

@@ -55,15 +55,16 @@ import warnings
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.pipeline import Pipeline as _SklearnPipeline
 
 from ._compat import validate_estimator_params
 from ._vectorizers import is_text_vectorizer, vectorizer_from_state, vectorizer_to_state
-from .pipeline import Pipeline, make_pipeline
+
+if TYPE_CHECKING:
+    from .pipeline import Pipeline
 
 __all__ = ["describe", "load", "persistent", "resolve_model_dir", "save"]
 
@@ -96,7 +97,6 @@ _OWNED_WITHOUT_MANIFEST = frozenset(
 # A save's working folder next to the target: ``.<name>.skxmc-<pid>-<hex>.tmp``; the pid
 # lets a later save remove the folder a killed one left behind.
 _TMP_PATTERN = re.compile(r"\.(?P<name>.+)\.skxmc-(?P<pid>[0-9]+)-[0-9a-f]+\.tmp")
-_PIPELINE_CLASSES = (_SklearnPipeline, Pipeline)
 
 _REGISTRY: dict[str, type] = {}
 
@@ -247,7 +247,13 @@ def _is_registered(value: Any) -> bool:
 
 def _is_pipeline(value: Any) -> bool:
     # Exact classes only: a subclass (imblearn's, say) would not come back as itself.
-    return type(value) in _PIPELINE_CLASSES
+    # Imported here, not at the top: estimators import this module, and a fit needs
+    # neither sklearn.pipeline nor skxmc.pipeline.
+    from sklearn.pipeline import Pipeline as SklearnPipeline
+
+    from .pipeline import Pipeline
+
+    return type(value) in (SklearnPipeline, Pipeline)
 
 
 def _encode(value: Any, key: str, store: _ArrayStore) -> Any:
@@ -334,6 +340,8 @@ def _decode(value: Any, arrays: Any, directory: Path) -> Any:
     if "__estimator__" in value:
         return _instantiate(value, arrays, directory)
     if "__pipeline__" in value:
+        from .pipeline import Pipeline
+
         steps = [(s["name"], _decode(s["step"], arrays, directory)) for s in value["steps"]]
         return Pipeline(steps, **_decode(value["params"], arrays, directory))
     if "__vectorizer__" in value:
@@ -500,6 +508,8 @@ def holds_model(directory: str | os.PathLike) -> bool:
 
 def _load_legacy_cli_dir(directory: Path) -> Pipeline:
     """``ranker/`` + ``vectorizer.json`` (what earlier ``skxmc fit`` wrote) as a pipeline."""
+    from .pipeline import make_pipeline
+
     state = _read_json(directory / LEGACY_VECTORIZER_FILE)
     arrays = {k: np.asarray(v, dtype=np.float64) for k, v in state.pop("arrays", {}).items()}
     return make_pipeline(vectorizer_from_state(state, arrays), load(directory / LEGACY_RANKER_DIR))

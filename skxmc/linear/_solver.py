@@ -68,7 +68,11 @@ __all__ = [
 ]
 
 Loss = Literal["squared_hinge", "logistic"]
-_LOSS_CODES = {"squared_hinge": 0, "logistic": 1}
+# The kernels' ``logistic`` argument: None for the squared hinge, True for the logistic
+# loss. numba drops the branch ``if logistic is None`` cannot take before it compiles, so
+# a squared-hinge fit never compiles the logistic solver (a seventh of the first fit's
+# compile time, benchmarks/first_run.py); an int code would compile both.
+_LOSS_CODES = {"squared_hinge": None, "logistic": True}
 
 # xorshift64* constants (Vigna 2016); module-level so numba freezes them as uint64.
 _XS_A = np.uint64(12)
@@ -89,6 +93,10 @@ _U32 = np.uint64(32)
 # 10-35% faster up to half of the rows and break-even at all rows, while it costs
 # 8 bytes per copied nonzero and thread, hence the cap.
 _COMPACT_MAX_NNZ_FRACTION = 0.5
+
+# Work chunks per thread in a layer (_make_items): more chunks even out the threads' loads
+# at the end of a layer, each costs one more scan of its group's rows.
+_CHUNKS_PER_THREAD = 8
 
 # Projected gradients below this are treated as 0 (liblinear's constant).
 _PG_ZERO = 1.0e-12
@@ -340,9 +348,24 @@ def _dcd_logistic(
 
 @jit(nogil=True)
 def _solve(
-    loss, indptr, indices, data, rows, sqn, y, cost, bias, eps, max_iter, seed, w, qd, alpha, index
+    logistic,
+    indptr,
+    indices,
+    data,
+    rows,
+    sqn,
+    y,
+    cost,
+    bias,
+    eps,
+    max_iter,
+    seed,
+    w,
+    qd,
+    alpha,
+    index,
 ):  # pragma: no cover - compiled
-    if loss == 0:
+    if logistic is None:
         return _dcd_squared_hinge(
             indptr,
             indices,
@@ -413,7 +436,7 @@ def _fit_items(
     item_start,
     item_stop,
     seeds,
-    loss,
+    logistic,
     cp,
     cn,
     eps,
@@ -449,20 +472,29 @@ def _fit_items(
         max_m = max(max_m, g_row_indptr[g + 1] - g_row_indptr[g])
         n_out_labels += item_stop[t] - item_start[t]
 
-    pos = np.full(n_rows, -1, np.int64)  # row of X -> position in the current group
-    fmap = np.full(n_features, -1, np.int64)  # feature -> local id (-1: untouched)
+    # np.empty and loops only: every other array constructor (np.full, np.zeros, arange,
+    # astype) is one more numba implementation to compile in the first fit
+    pos = np.empty(n_rows, np.int64)  # row of X -> position in the current group
+    for i in range(n_rows):
+        pos[i] = -1
+    fmap = np.empty(n_features, np.int64)  # feature -> local id (-1: untouched)
+    for f in range(n_features):
+        fmap[f] = -1
     feats = np.empty(0, np.int64)
     feats_tmp = np.empty(0, np.int64)
     counts = np.empty(2049, np.int64)
     feat_bits = 1
     while (1 << feat_bits) < n_features:
         feat_bits += 1
-    w_full = np.zeros(0, np.float64)  # allocated on first non-compact item
-    w_loc = np.zeros(0, np.float64)
-    loc_indptr = np.zeros(max_m + 1, np.int64)
+    w_full = np.empty(0, np.float64)  # allocated on first non-compact item
+    w_loc = np.empty(0, np.float64)
+    loc_indptr = np.empty(max_m + 1, np.int64)
+    loc_indptr[0] = 0
     loc_indices = np.empty(0, np.uint32)
     loc_data = np.empty(0, np.float32)
-    loc_rows = np.arange(max_m).astype(np.int32)
+    loc_rows = np.empty(max_m, np.int32)
+    for k in range(max_m):
+        loc_rows[k] = k
     sqn = np.empty(max_m, np.float64)
     y = np.empty(max_m, np.float64)
     cost = np.empty(max_m, np.float64)
@@ -509,7 +541,9 @@ def _fit_items(
             compact = compact_mode > 0
         if compact:
             if w_loc.shape[0] < nf:
-                w_loc = np.zeros(nf, np.float64)
+                w_loc = np.empty(nf, np.float64)
+                for q in range(nf):
+                    w_loc[q] = 0.0
             if loc_indices.shape[0] < nnz:
                 loc_indices = np.empty(nnz, np.uint32)
                 loc_data = np.empty(nnz, np.float32)
@@ -526,7 +560,9 @@ def _fit_items(
             w = w_loc
         else:
             if w_full.shape[0] == 0:
-                w_full = np.zeros(n_features, np.float64)
+                w_full = np.empty(n_features, np.float64)
+                for f in range(n_features):
+                    w_full[f] = 0.0
             w = w_full
         for q in range(nf):
             fmap[feats[q]] = -1
@@ -543,7 +579,7 @@ def _fit_items(
                     cost[k] = cp * y_data[p] if use_relevance else cp
             if compact:
                 b, _ = _solve(
-                    loss,
+                    logistic,
                     loc_indptr,
                     loc_indices,
                     loc_data,
@@ -562,7 +598,7 @@ def _fit_items(
                 )
             else:
                 b, _ = _solve(
-                    loss,
+                    logistic,
                     x_indptr,
                     x_indices,
                     x_data,
@@ -692,7 +728,9 @@ def _check_X(X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int
     return X.indptr.astype(np.int64, copy=False), indices, X.data, X.shape
 
 
-def _check_params(loss: str, Cp: float, Cn: float, tol: float, max_iter: int, bias: float) -> int:
+def _check_params(
+    loss: str, Cp: float, Cn: float, tol: float, max_iter: int, bias: float
+) -> bool | None:
     if loss not in _LOSS_CODES:
         raise ValueError(f"loss must be one of {sorted(_LOSS_CODES)}, got {loss!r}.")
     if not (Cp > 0 and Cn > 0):
@@ -945,7 +983,7 @@ def _make_items(
     gs = np.flatnonzero(n_lab > 0)
     if n_threads == 1 or total == 0.0:
         return [(gs, groups.label_indptr[gs], groups.label_indptr[gs + 1])]
-    target = max(total / (8 * n_threads), 1.0)
+    target = max(total / (_CHUNKS_PER_THREAD * n_threads), 1.0)
     starts = groups.label_indptr[gs]
     stops = groups.label_indptr[gs + 1]
     per = np.maximum(per_label[gs], 1e-9)
