@@ -156,6 +156,36 @@ def _check_model_state(state: dict) -> None:
         )
 
 
+# Rows per local beam search: the candidate matrices of a search grow with its rows, so
+# prediction on any number of rows keeps them to one block's (a few hundred MB at most
+# for beam_size=10 and a few hundred children per node); the output stays top_k per row.
+_PREDICT_BLOCK_ROWS = 65536
+
+
+def _blockwise(X: sp.csr_matrix, search: Any) -> sp.csr_matrix:
+    """``search(X)`` computed on row blocks of ``_PREDICT_BLOCK_ROWS`` and stacked (the
+    search treats rows independently, so the result is the same)."""
+    n = X.shape[0]
+    if n <= _PREDICT_BLOCK_ROWS:
+        return search(X)
+    return sp.vstack(
+        [search(X[lo : lo + _PREDICT_BLOCK_ROWS]) for lo in range(0, n, _PREDICT_BLOCK_ROWS)],
+        format="csr",
+    )
+
+
+def _cluster_session(label: str) -> Any:
+    """A :class:`~skxmc.linear._distributed.ClusterSession` on the client of an active
+    ``joblib.parallel_config(backend="dask")`` context, else None (dask stays unimported)."""
+    from joblib.parallel import get_active_backend
+
+    if type(get_active_backend()[0]).__name__ != "DaskDistributedBackend":
+        return None
+    from ._distributed import ClusterSession, active_client
+
+    return ClusterSession(active_client(), label)
+
+
 @persistent
 class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, BaseEstimator):
     """Hierarchical linear ranker for extreme multi-label classification (XR-Linear).
@@ -213,7 +243,11 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         sigmoid multiplied along the path, or the raw score of the last layer.
     n_jobs : int or None, default=None
         Threads for tree building, training and prediction (joblib semantics; 0 is
-        invalid).
+        invalid). Inside ``joblib.parallel_config(backend="dask")`` the node problems of
+        every layer, the matcher-aware beam searches of ``fit`` and the beam searches of
+        prediction run on the workers of that context's ``distributed.Client`` instead
+        (one task per worker thread and more; the tree is still built here); the model
+        is the same as a local fit's. See the scaling page of the docs.
     random_state : int, RandomState instance or None, default=0
         Seeds the tree and the coordinate-descent orders. The default makes two fits on
         the same data give the same model (PECOS's behaviour); None draws a new seed from
@@ -238,6 +272,11 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         Number of features seen in ``fit``.
     fit_time_per_layer_ : list of float
         Seconds spent training each layer.
+    fit_bytes_per_layer_ : list of dict or None
+        After a fit on a Dask cluster, per layer, the bytes sent to the workers
+        (``"broadcast"``: data copied to every worker, counted once per worker;
+        ``"to_workers"``: task arguments) and received from them (``"from_workers"``);
+        None after a local fit.
 
     See Also
     --------
@@ -412,50 +451,77 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         fit_times: list[float] = []
         empty_layers: list[str] = []
         cache = None
-        for t, (C, Y_t) in enumerate(zip(tree.cluster_chain_, targets)):
-            t_layer = time.perf_counter()
-            if t == 0:
-                # Under the root every instance is a candidate of every first-layer node.
-                matcher = sp.csr_matrix(np.ones((X.shape[0], 1), dtype=np.float32))
-            elif self.negative_sampling == "tfn+man":
-                matcher = self._search(X, top_k=self.beam_size, n_layers=t, cache=cache)
-            else:
-                matcher = None
-            groups = LayerGroups.from_matrices(Y_t, C, matcher)
-            W = fit_layer(
-                X,
-                Y_t,
-                groups,
-                loss=self.loss,
-                Cp=self.Cp,
-                Cn=self.Cn,
-                tol=self.tol,
-                max_iter=self.max_iter,
-                bias=self.bias,
-                weight_threshold=self.weight_threshold,
-                use_relevance=self.relevance_weighted,
-                random_state=seed + t,
-                n_jobs=n_jobs,
-                row_sqnorms=sqnorms,
-            )
-            weights.append(W)
-            share = _empty_node_share(W, Y_t)
-            if share > _EMPTY_NODE_SHARE:
-                empty_layers.append(f"layer {t + 1} ({share:.0%} of {W.shape[1]} nodes)")
-            if self.negative_sampling == "tfn+man" and t + 1 < len(targets):
-                # the next layer's matcher searches the layers trained so far
-                cache = _search_structures(tree, weights, classes)
-            fit_times.append(time.perf_counter() - t_layer)
-            progress(
-                logger,
-                self.verbose,
-                "layer %d/%d: %d nodes, %d weights, %.2f s",
-                t + 1,
-                len(targets),
-                C.shape[0],
-                W.nnz,
-                fit_times[-1],
-            )
+        # Inside joblib.parallel_config(backend="dask"): the layers' node problems and the
+        # matcher's searches run on the cluster (skxmc.linear._distributed), same model.
+        cluster = _cluster_session("XRLinearClassifier.fit")
+        bytes_per_layer = None if cluster is None else cluster.bytes_per_layer
+        try:
+            if cluster is not None:
+                cluster.share_x(X, sqnorms)
+            for t, (C, Y_t) in enumerate(zip(tree.cluster_chain_, targets)):
+                t_layer = time.perf_counter()
+                if t == 0:
+                    # Under the root every instance is a candidate of every first-layer node.
+                    matcher = sp.csr_matrix(np.ones((X.shape[0], 1), dtype=np.float32))
+                elif self.negative_sampling == "tfn+man":
+                    matcher = self._search(
+                        X, top_k=self.beam_size, n_layers=t, cache=cache, cluster=cluster
+                    )
+                else:
+                    matcher = None
+                groups = LayerGroups.from_matrices(Y_t, C, matcher)
+                W = fit_layer(
+                    X,
+                    Y_t,
+                    groups,
+                    loss=self.loss,
+                    Cp=self.Cp,
+                    Cn=self.Cn,
+                    tol=self.tol,
+                    max_iter=self.max_iter,
+                    bias=self.bias,
+                    weight_threshold=self.weight_threshold,
+                    use_relevance=self.relevance_weighted,
+                    random_state=seed + t,
+                    n_jobs=n_jobs,
+                    row_sqnorms=sqnorms,
+                    _executor=cluster,
+                )
+                weights.append(W)
+                share = _empty_node_share(W, Y_t)
+                if share > _EMPTY_NODE_SHARE:
+                    empty_layers.append(f"layer {t + 1} ({share:.0%} of {W.shape[1]} nodes)")
+                if self.negative_sampling == "tfn+man" and t + 1 < len(targets):
+                    # the next layer's matcher searches the layers trained so far
+                    cache = _search_structures(tree, weights, classes)
+                    if cluster is not None:
+                        cluster.add_search_layer(cache.chunks[t], cache.parents[t])
+                fit_times.append(time.perf_counter() - t_layer)
+                progress(
+                    logger,
+                    self.verbose,
+                    "layer %d/%d: %d nodes, %d weights, %.2f s",
+                    t + 1,
+                    len(targets),
+                    C.shape[0],
+                    W.nnz,
+                    fit_times[-1],
+                )
+                if cluster is not None:
+                    sent = cluster.end_layer()
+                    progress(
+                        logger,
+                        self.verbose,
+                        "layer %d/%d on the cluster: %d bytes broadcast, %d sent, %d received",
+                        t + 1,
+                        len(targets),
+                        sent["broadcast"],
+                        sent["to_workers"],
+                        sent["from_workers"],
+                    )
+        finally:
+            if cluster is not None:
+                cluster.close()
         if empty_layers:
             warnings.warn(
                 f"XRLinearClassifier kept no feature weight for most nodes of "
@@ -476,6 +542,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             "tree_": tree,
             "weights_": weights,
             "fit_time_per_layer_": fit_times,
+            "fit_bytes_per_layer_": bytes_per_layer,
             "_search_cache": _search_structures(tree, weights, classes),
         }
         if hasattr(twin, "feature_names_in_"):
@@ -541,19 +608,28 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         top_k: int | None,
         n_layers: int | None = None,
         cache: _SearchCache | None = None,
+        cluster: Any = None,
     ) -> sp.csr_matrix:
+        """Beam search; on the fit's cluster (training rows, already there) when
+        ``cluster`` is given, on the cluster of an active dask joblib context when
+        predicting, else locally in row blocks of bounded memory."""
         parents, chunks, _ = self._search_cache if cache is None else cache
-        return beam_search(
-            X,
-            chunks,
-            parents,
-            bias=self.bias,
-            beam_size=self.beam_size,
-            top_k=top_k,
-            post_processor=self.post_processor,
-            n_layers=n_layers,
-            n_jobs=int(effective_n_jobs(self.n_jobs)),
-        )
+        kwargs = {
+            "bias": self.bias,
+            "beam_size": self.beam_size,
+            "top_k": top_k,
+            "post_processor": self.post_processor,
+            "n_layers": n_layers,
+        }
+        if cluster is not None:
+            return cluster.search_training_rows(X.shape[0], **kwargs)
+        if n_layers is None:
+            session = _cluster_session(f"{type(self).__name__}.predict")
+            if session is not None:
+                with session:
+                    return session.search(X, chunks, parents, **kwargs)
+        n_jobs = int(effective_n_jobs(self.n_jobs))
+        return _blockwise(X, lambda Xb: beam_search(Xb, chunks, parents, n_jobs=n_jobs, **kwargs))
 
     def _validate_X(self, X: Any) -> sp.csr_matrix:
         check_is_fitted(self)
