@@ -22,7 +22,7 @@ from .._logging import progress
 from .._persistence import PersistenceMixin, persistent
 from .._ranking import topk_from_sparse
 from ..tree import HierarchicalLabelTree
-from ._beam import POST_PROCESSORS, ChunkedWeights, beam_search
+from ._beam import DENSE_LAYER_MAX_NODES, POST_PROCESSORS, ChunkedWeights, beam_search
 from ._select import selected_search
 from ._solver import LayerGroups, fit_layer, row_squared_norms
 
@@ -95,6 +95,84 @@ def _search_structures(tree: HierarchicalLabelTree, weights: list, classes: Any)
         parents.append(P)
     chunks = [ChunkedWeights(W, P) for W, P in zip(weights, parents)]
     return _SearchCache(parents, chunks, classes)
+
+
+# The arrays of a ChunkedWeights that a saved model stores (its beam-search layout), so that
+# loading, memory-mapped or not, builds nothing: name -> dtype.
+_LAYOUT_ARRAYS = {
+    "features": np.int32,
+    "feat_start": np.int64,
+    "entry_start": np.int64,
+    "entry_local": np.int32,
+    "entry_value": np.float32,
+}
+
+
+def _layout_arrays(chunked: ChunkedWeights) -> dict:
+    out = {name: getattr(chunked, name) for name in _LAYOUT_ARRAYS}
+    if chunked.feature_major is not None:
+        out["feature_major"] = chunked.feature_major
+    return out
+
+
+def _monotone_from_zero(a: np.ndarray, end: int) -> bool:
+    return a.shape[0] >= 1 and a[0] == 0 and a[-1] == end and not np.any(a[1:] < a[:-1])
+
+
+def _chunked_from_layout(
+    layout: Any, W: sp.spmatrix, parents: sp.csr_matrix, t: int
+) -> ChunkedWeights:
+    """A layer's ChunkedWeights from its saved layout, after checking every index the
+    compiled search reads (a damaged or crafted file must raise, not read out of bounds)."""
+    where = f"the saved beam-search layout of layer {t}"
+    if not isinstance(layout, dict) or any(k not in layout for k in _LAYOUT_ARRAYS):
+        raise ValueError(f"{where} is incomplete (expected {sorted(_LAYOUT_ARRAYS)}).")
+    arr = {}
+    for name, dtype in _LAYOUT_ARRAYS.items():
+        a = layout[name]
+        if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype != dtype:
+            raise ValueError(f"{where}: {name} must be a 1-D {np.dtype(dtype).name} array.")
+        arr[name] = a
+    n_rows, n_nodes = W.shape
+    n_parents = parents.shape[0]
+    features, feat_start = arr["features"], arr["feat_start"]
+    entry_start, entry_local = arr["entry_start"], arr["entry_local"]
+    children = np.diff(parents.indptr).astype(np.int64)
+    n_entries = entry_local.shape[0]
+    if (
+        feat_start.shape[0] != n_parents + 1
+        or not _monotone_from_zero(feat_start, features.shape[0])
+        or entry_start.shape[0] != features.shape[0] + 1
+        or not _monotone_from_zero(entry_start, n_entries)
+        or arr["entry_value"].shape[0] != n_entries
+        or n_entries != W.nnz
+    ):
+        raise ValueError(f"{where} does not match the layer's weights and tree.")
+    if features.size and (features.min() < 0 or features.max() >= n_rows):
+        raise ValueError(f"{where}: feature ids outside [0, {n_rows}).")
+    if n_entries:
+        if np.any(entry_start[1:] == entry_start[:-1]) or entry_local.min() < 0:
+            raise ValueError(f"{where}: empty or negative entries.")
+        # the largest child position under each parent must be below its child count
+        per_feature = np.maximum.reduceat(entry_local, entry_start[:-1])
+        has = feat_start[1:] > feat_start[:-1]
+        per_parent = np.maximum.reduceat(per_feature, feat_start[:-1][has])
+        if np.any(per_parent >= children[has]):
+            raise ValueError(f"{where}: child positions beyond a parent's children.")
+        if not np.all(np.isfinite(arr["entry_value"])):
+            raise ValueError(f"{where} holds NaN or infinite weights.")
+    major = layout.get("feature_major")
+    expect_major = n_nodes <= DENSE_LAYER_MAX_NODES
+    if expect_major != (major is not None) or (
+        major is not None and (not sp.isspmatrix_csr(major) or major.shape != W.shape)
+    ):
+        raise ValueError(f"{where}: feature_major must be a CSR copy of W iff the layer is small.")
+    out = ChunkedWeights.__new__(ChunkedWeights)
+    out.__dict__.update(arr)
+    out.children_count = children
+    out.n_nodes = n_nodes
+    out.feature_major = major
+    return out
 
 
 def _empty_node_share(W: sp.csc_matrix, Y_t: sp.csr_matrix) -> float:
@@ -594,12 +672,30 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     def _save_state(self) -> tuple[dict, dict]:
         check_is_fitted(self)
         self._check_complete()
-        return super()._save_state()
+        attributes, arrays = super()._save_state()
+        # The beam search's layout too (about the weights' size again): loading then builds
+        # nothing, and skxmc.load(mmap=True) predicts from the mapped file.
+        arrays["_search_layout"] = [_layout_arrays(c) for c in self._search_cache.chunks]
+        return attributes, arrays
 
     def _load_state(self, attributes: dict, arrays: dict) -> None:
+        arrays = dict(arrays)
+        layout = arrays.pop("_search_layout", None)  # absent in older model directories
         super()._load_state(attributes, arrays)
         self._check_complete()
-        self._build_search_structures()
+        if layout is None:
+            self._build_search_structures()
+            return
+        parents = [C.T.tocsr() for C in self.tree_.cluster_chain_]
+        for P in parents:
+            P.sort_indices()
+        if not isinstance(layout, list) or len(layout) != len(self.weights_):
+            raise ValueError("the saved beam-search layout does not have one entry per layer.")
+        chunks = [
+            _chunked_from_layout(lay, W, P, t)
+            for t, (lay, W, P) in enumerate(zip(layout, self.weights_, parents))
+        ]
+        self._search_cache = _SearchCache(parents, chunks, self.classes_)
 
     def _search(
         self,
