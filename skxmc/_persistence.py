@@ -30,6 +30,13 @@ belong to the model: it refuses, naming them, when the directory holds anything 
 
 Directories and files are created with the permissions of the user's umask.
 
+``load(directory, mmap=True)`` maps ``arrays.npz`` into memory instead of reading it: the
+archive's members are stored uncompressed, so each array is a view of the file's pages,
+read on first use and shared by every process that maps the file (a copy-on-write map:
+nothing can change the file). Estimators whose prediction needs derived structures save
+those too (XR-Linear's beam-search layout), so a mapped model predicts without building
+anything in memory.
+
 ``save(model_card=...)`` adds ``README.md``, a model card in the Hugging Face style (front
 matter with ``library_name: skxmc``), listed in the manifest like the other files. A string
 that is not an existing path and reads as a Hugging Face repository id (``"user/repo"``) is
@@ -44,12 +51,15 @@ import ctypes
 import errno
 import hashlib
 import inspect
+import io
 import json
 import logging
+import mmap
 import os
 import re
 import secrets
 import shutil
+import struct
 import sys
 import warnings
 import zipfile
@@ -169,6 +179,67 @@ class _Arrays(Mapping):
 
     def __len__(self) -> int:
         return len(self.npz.files)
+
+
+class _MappedArrays(_Arrays):
+    """The arrays of ``arrays.npz`` as read-only-by-convention views of one private memory
+    map of the file (``load(mmap=True)``): nothing is read until used, and the pages are
+    shared with every other process that maps the same file.
+
+    ``np.savez`` stores members uncompressed, so each member's ``.npy`` data lies at a fixed
+    offset of the archive; the map is copy-on-write (``ACCESS_COPY``), so the arrays are
+    writeable for the compiled kernels' type signatures and nothing can change the file.
+    Compressed members (not written by :func:`save`) are read into memory.
+    """
+
+    def __init__(self, npz: Any, path: Path) -> None:
+        super().__init__(npz, path)
+        self._file = open(path, "rb")  # closed by close(); the map outlives it
+        size = os.fstat(self._file.fileno()).st_size
+        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_COPY) if size else None
+        self._infos = {
+            info.filename[:-4] if info.filename.endswith(".npy") else info.filename: info
+            for info in npz.zip.infolist()
+        }
+
+    def close(self) -> None:
+        # the arrays keep the map alive (numpy holds a reference); only the file goes
+        self._file.close()
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key in self._cache:
+            return self._cache[key]
+        info = self._infos.get(key)
+        if info is None or info.compress_type != zipfile.ZIP_STORED or self._map is None:
+            return super().__getitem__(key)
+        try:
+            array = self._mapped(info)
+        except (ValueError, OSError, EOFError, struct.error) as exc:
+            raise ValueError(f"cannot map array {key!r} of {self.path}: {exc}") from exc
+        self._cache[key] = array
+        return array
+
+    def _mapped(self, info: zipfile.ZipInfo) -> np.ndarray:
+        m = self._map
+        head = m[info.header_offset : info.header_offset + 30]
+        if len(head) < 30 or head[:4] != b"PK\x03\x04":
+            raise ValueError("no zip member header at its offset")
+        name_len, extra_len = struct.unpack("<HH", head[26:30])
+        start = info.header_offset + 30 + name_len + extra_len
+        stream = io.BytesIO(m[start : start + min(info.file_size, 65536 + 16)])
+        version = np.lib.format.read_magic(stream)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+        if dtype.hasobject:
+            raise ValueError("object arrays are never loaded (they would need pickle)")
+        offset = start + stream.tell()
+        count = int(np.prod(shape, dtype=np.int64))
+        if offset + count * dtype.itemsize > start + info.file_size:
+            raise ValueError("the array is longer than its zip member")
+        flat = np.frombuffer(m, dtype=dtype, count=count, offset=offset)
+        return flat.reshape(shape, order="F" if fortran else "C")
 
 
 def _where(arrays: Any) -> str:
@@ -869,7 +940,7 @@ def refuse_foreign_entries(directory: Path) -> None:
         )
 
 
-def load(directory: str | os.PathLike) -> Any:
+def load(directory: str | os.PathLike, *, mmap: bool = False) -> Any:
     """Load an estimator or pipeline saved with :func:`save`; never unpickles anything.
 
     Only classes registered by skxmc and scikit-learn's text vectorisers are created, so
@@ -894,6 +965,16 @@ def load(directory: str | os.PathLike) -> Any:
     directory : str or path-like
         A directory written by :func:`save` (or by ``skxmc fit``), or the id of a
         Hugging Face repository holding one, in the local cache.
+    mmap : bool, default=False
+        Map the arrays of ``arrays.npz`` into memory instead of reading them: an array's
+        pages are read from disk when first used and are shared by every process that
+        maps the same file, so several serving processes hold one copy of a large model.
+        The checks above still run (they read the arrays once). An
+        :class:`~skxmc.XRLinearClassifier` saved by this version also stores its
+        beam-search layout, so it predicts from the mapped arrays without building
+        anything; older model directories load, but build that layout in memory.
+        Recommended for serving large models from several processes; the map is
+        copy-on-write, so nothing can change the files.
 
     Returns
     -------
@@ -950,7 +1031,7 @@ def load(directory: str | os.PathLike) -> Any:
             stacklevel=2,
         )
     with _open_arrays(directory / ARRAYS_NAME) as npz:
-        arrays = _Arrays(npz, directory / ARRAYS_NAME)
+        arrays = (_MappedArrays if mmap else _Arrays)(npz, directory / ARRAYS_NAME)
         try:
             est = _decode(config["model"], arrays, directory)
         except (KeyError, TypeError, IndexError) as exc:
@@ -958,6 +1039,9 @@ def load(directory: str | os.PathLike) -> Any:
                 f"{config_path} does not describe a model this skxmc can build "
                 f"({type(exc).__name__}: {exc}): damaged or edited?"
             ) from exc
+        finally:
+            if mmap:
+                arrays.close()
     if "__estimator__" in config["model"] and hasattr(est, "_load_extra_files"):
         est._load_extra_files(directory)
     return est

@@ -495,8 +495,8 @@ def make_xmc_classification(
     labels_per_sample: float = 3.0,
     length: float = 50.0,
     label_exponent: float = 1.0,
-    label_share: float = 0.25,
-    noise: float = 0.45,
+    label_share: float = 0.08,
+    noise: float = 0.7,
     n_topic_features: int = 100,
     n_label_features: int = 5,
     return_topics: bool = False,
@@ -551,11 +551,15 @@ def make_xmc_classification(
     label_exponent : float, default=1.0
         The exponent ``a`` of the topic and within-topic label weights (>= 0; 0 gives
         labels of equal frequency, larger values a steeper head and a longer tail).
-    label_share : float, default=0.25
+    label_share : float, default=0.08
         The probability that a token is a word of one of the sample's labels.
-    noise : float, default=0.45
+    noise : float, default=0.7
         The probability that a token is a background word, unrelated to the labels.
         ``label_share + noise`` must be <= 1; the rest of the tokens are topic words.
+        The defaults (most tokens unrelated to the labels) make a problem on which a
+        linear model ranks well but far from perfectly, as on public XMC text data;
+        raise ``label_share`` and lower ``noise`` for an easier one
+        (``benchmarks/scale_difficulty.py`` compares settings).
     n_topic_features : int, default=100
         The number of word draws (uniform over the features, with replacement) that make
         each topic's vocabulary (>= 1).

@@ -966,6 +966,59 @@ class LayerGroups:
         return cls(A.indptr, A.indices, C.indptr, C.indices)
 
 
+@dataclass(frozen=True)
+class LayerTask:
+    """What the work items of one layer read besides X: the groups, the layer's targets
+    (CSC arrays), the per-label seeds and the solver settings (the scalar arguments of
+    ``_fit_items`` after the seeds). One object, so that a cluster ships it once per layer
+    to each worker (``skxmc.linear._distributed``) and a thread pool shares it."""
+
+    groups: LayerGroups
+    y_indptr: np.ndarray
+    y_indices: np.ndarray
+    y_data: np.ndarray
+    seeds: np.ndarray
+    params: tuple
+
+    @property
+    def nbytes(self) -> int:
+        g = self.groups
+        arrays = (g.row_indptr, g.row_indices, g.label_indptr, g.label_indices)
+        arrays += (self.y_indptr, self.y_indices, self.y_data, self.seeds)
+        return int(sum(a.nbytes for a in arrays))
+
+
+def run_chunk(
+    x: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int],
+    task: LayerTask,
+    chunk: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, ...]:
+    """Train the work items ``chunk = (groups, label starts, label stops)`` of ``task``;
+    ``x = (indptr int64, indices uint32, data float32, row squared norms, n_features)``.
+    Returns ``(labels, counts, rows, values)`` for :func:`_assemble`."""
+    x_indptr, x_indices, x_data, sqnorms, d = x
+    g = task.groups
+    item_group, item_start, item_stop = chunk
+    return _fit_items(
+        x_indptr,
+        x_indices,
+        x_data,
+        sqnorms,
+        d,
+        g.row_indptr,
+        g.row_indices,
+        g.label_indices,
+        task.y_indptr,
+        task.y_indices,
+        task.y_data,
+        item_group,
+        item_start,
+        item_stop,
+        task.seeds,
+        *task.params,
+    )
+
+
 def _make_items(
     groups: LayerGroups, group_cost: np.ndarray, n_threads: int
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -1030,6 +1083,7 @@ def fit_layer(
     n_jobs: int | None = None,
     row_sqnorms: np.ndarray | None = None,
     _compact: bool | None = None,
+    _executor: Any = None,
 ) -> sp.csc_matrix:
     """Train the binary models of all label columns of one layer.
 
@@ -1113,27 +1167,13 @@ def fit_layer(
     # _compact (private, for tests and benchmarks): None lets _fit_items decide per group,
     # True / False force the copied local CSR or the indexing through X
     compact_mode = -1 if _compact is None else int(bool(_compact))
-    y_indptr = Yc.indptr.astype(np.int64, copy=False)
-    y_indices = Yc.indices.astype(np.int32, copy=False)
-
-    def run(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
-        item_group, item_start, item_stop = chunk
-        return _fit_items(
-            x_indptr,
-            x_indices,
-            x_data,
-            row_sqnorms,
-            d,
-            groups.row_indptr,
-            groups.row_indices,
-            groups.label_indices,
-            y_indptr,
-            y_indices,
-            Yc.data,
-            item_group,
-            item_start,
-            item_stop,
-            seeds,
+    task = LayerTask(
+        groups,
+        Yc.indptr.astype(np.int64, copy=False),
+        Yc.indices.astype(np.int32, copy=False),
+        Yc.data,
+        seeds,
+        (
             loss_code,
             float(Cp),
             float(Cn),
@@ -1143,7 +1183,19 @@ def fit_layer(
             float(weight_threshold),
             bool(use_relevance),
             compact_mode,
-        )
+        ),
+    )
+    if _executor is not None:
+        # a cluster (skxmc.linear._distributed): X is on its workers already, the task
+        # travels once per layer, the chunks as small index arrays
+        chunks = _make_items(groups, group_cost, max(1, int(_executor.n_threads)))
+        results = _executor.run_layer(task, chunks)
+        return _assemble(results, d + 1, n_labels)
+    chunks = _make_items(groups, group_cost, n_threads)
+    x = (x_indptr, x_indices, x_data, row_sqnorms, d)
+
+    def run(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
+        return run_chunk(x, task, chunk)
 
     if n_threads == 1 or len(chunks) == 1:
         results = [run(ch) for ch in chunks]

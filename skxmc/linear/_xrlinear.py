@@ -22,7 +22,7 @@ from .._logging import progress
 from .._persistence import PersistenceMixin, persistent
 from .._ranking import topk_from_sparse
 from ..tree import HierarchicalLabelTree
-from ._beam import POST_PROCESSORS, ChunkedWeights, beam_search
+from ._beam import DENSE_LAYER_MAX_NODES, POST_PROCESSORS, ChunkedWeights, beam_search
 from ._select import selected_search
 from ._solver import LayerGroups, fit_layer, row_squared_norms
 
@@ -97,6 +97,84 @@ def _search_structures(tree: HierarchicalLabelTree, weights: list, classes: Any)
     return _SearchCache(parents, chunks, classes)
 
 
+# The arrays of a ChunkedWeights that a saved model stores (its beam-search layout), so that
+# loading, memory-mapped or not, builds nothing: name -> dtype.
+_LAYOUT_ARRAYS = {
+    "features": np.int32,
+    "feat_start": np.int64,
+    "entry_start": np.int64,
+    "entry_local": np.int32,
+    "entry_value": np.float32,
+}
+
+
+def _layout_arrays(chunked: ChunkedWeights) -> dict:
+    out = {name: getattr(chunked, name) for name in _LAYOUT_ARRAYS}
+    if chunked.feature_major is not None:
+        out["feature_major"] = chunked.feature_major
+    return out
+
+
+def _monotone_from_zero(a: np.ndarray, end: int) -> bool:
+    return a.shape[0] >= 1 and a[0] == 0 and a[-1] == end and not np.any(a[1:] < a[:-1])
+
+
+def _chunked_from_layout(
+    layout: Any, W: sp.spmatrix, parents: sp.csr_matrix, t: int
+) -> ChunkedWeights:
+    """A layer's ChunkedWeights from its saved layout, after checking every index the
+    compiled search reads (a damaged or crafted file must raise, not read out of bounds)."""
+    where = f"the saved beam-search layout of layer {t}"
+    if not isinstance(layout, dict) or any(k not in layout for k in _LAYOUT_ARRAYS):
+        raise ValueError(f"{where} is incomplete (expected {sorted(_LAYOUT_ARRAYS)}).")
+    arr = {}
+    for name, dtype in _LAYOUT_ARRAYS.items():
+        a = layout[name]
+        if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype != dtype:
+            raise ValueError(f"{where}: {name} must be a 1-D {np.dtype(dtype).name} array.")
+        arr[name] = a
+    n_rows, n_nodes = W.shape
+    n_parents = parents.shape[0]
+    features, feat_start = arr["features"], arr["feat_start"]
+    entry_start, entry_local = arr["entry_start"], arr["entry_local"]
+    children = np.diff(parents.indptr).astype(np.int64)
+    n_entries = entry_local.shape[0]
+    if (
+        feat_start.shape[0] != n_parents + 1
+        or not _monotone_from_zero(feat_start, features.shape[0])
+        or entry_start.shape[0] != features.shape[0] + 1
+        or not _monotone_from_zero(entry_start, n_entries)
+        or arr["entry_value"].shape[0] != n_entries
+        or n_entries != W.nnz
+    ):
+        raise ValueError(f"{where} does not match the layer's weights and tree.")
+    if features.size and (features.min() < 0 or features.max() >= n_rows):
+        raise ValueError(f"{where}: feature ids outside [0, {n_rows}).")
+    if n_entries:
+        if np.any(entry_start[1:] == entry_start[:-1]) or entry_local.min() < 0:
+            raise ValueError(f"{where}: empty or negative entries.")
+        # the largest child position under each parent must be below its child count
+        per_feature = np.maximum.reduceat(entry_local, entry_start[:-1])
+        has = feat_start[1:] > feat_start[:-1]
+        per_parent = np.maximum.reduceat(per_feature, feat_start[:-1][has])
+        if np.any(per_parent >= children[has]):
+            raise ValueError(f"{where}: child positions beyond a parent's children.")
+        if not np.all(np.isfinite(arr["entry_value"])):
+            raise ValueError(f"{where} holds NaN or infinite weights.")
+    major = layout.get("feature_major")
+    expect_major = n_nodes <= DENSE_LAYER_MAX_NODES
+    if expect_major != (major is not None) or (
+        major is not None and (not sp.isspmatrix_csr(major) or major.shape != W.shape)
+    ):
+        raise ValueError(f"{where}: feature_major must be a CSR copy of W iff the layer is small.")
+    out = ChunkedWeights.__new__(ChunkedWeights)
+    out.__dict__.update(arr)
+    out.children_count = children
+    out.n_nodes = n_nodes
+    out.feature_major = major
+    return out
+
+
 def _empty_node_share(W: sp.csc_matrix, Y_t: sp.csr_matrix) -> float:
     """Share of the nodes with at least one positive whose feature weights were all pruned
     (the bias row ``W[-1]`` does not count: a bias alone ranks every sample alike)."""
@@ -156,6 +234,36 @@ def _check_model_state(state: dict) -> None:
         )
 
 
+# Rows per local beam search: the candidate matrices of a search grow with its rows, so
+# prediction on any number of rows keeps them to one block's (a few hundred MB at most
+# for beam_size=10 and a few hundred children per node); the output stays top_k per row.
+_PREDICT_BLOCK_ROWS = 65536
+
+
+def _blockwise(X: sp.csr_matrix, search: Any) -> sp.csr_matrix:
+    """``search(X)`` computed on row blocks of ``_PREDICT_BLOCK_ROWS`` and stacked (the
+    search treats rows independently, so the result is the same)."""
+    n = X.shape[0]
+    if n <= _PREDICT_BLOCK_ROWS:
+        return search(X)
+    return sp.vstack(
+        [search(X[lo : lo + _PREDICT_BLOCK_ROWS]) for lo in range(0, n, _PREDICT_BLOCK_ROWS)],
+        format="csr",
+    )
+
+
+def _cluster_session(label: str) -> Any:
+    """A :class:`~skxmc.linear._distributed.ClusterSession` on the client of an active
+    ``joblib.parallel_config(backend="dask")`` context, else None (dask stays unimported)."""
+    from joblib.parallel import get_active_backend
+
+    if type(get_active_backend()[0]).__name__ != "DaskDistributedBackend":
+        return None
+    from ._distributed import ClusterSession, active_client
+
+    return ClusterSession(active_client(), label)
+
+
 @persistent
 class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, BaseEstimator):
     """Hierarchical linear ranker for extreme multi-label classification (XR-Linear).
@@ -213,7 +321,11 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         sigmoid multiplied along the path, or the raw score of the last layer.
     n_jobs : int or None, default=None
         Threads for tree building, training and prediction (joblib semantics; 0 is
-        invalid).
+        invalid). Inside ``joblib.parallel_config(backend="dask")`` the node problems of
+        every layer, the matcher-aware beam searches of ``fit`` and the beam searches of
+        prediction run on the workers of that context's ``distributed.Client`` instead
+        (one task per worker thread and more; the tree is still built here); the model
+        is the same as a local fit's. See the scaling page of the docs.
     random_state : int, RandomState instance or None, default=0
         Seeds the tree and the coordinate-descent orders. The default makes two fits on
         the same data give the same model (PECOS's behaviour); None draws a new seed from
@@ -238,6 +350,11 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         Number of features seen in ``fit``.
     fit_time_per_layer_ : list of float
         Seconds spent training each layer.
+    fit_bytes_per_layer_ : list of dict or None
+        After a fit on a Dask cluster, per layer, the bytes sent to the workers
+        (``"broadcast"``: data copied to every worker, counted once per worker;
+        ``"to_workers"``: task arguments) and received from them (``"from_workers"``);
+        None after a local fit.
 
     See Also
     --------
@@ -412,50 +529,77 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         fit_times: list[float] = []
         empty_layers: list[str] = []
         cache = None
-        for t, (C, Y_t) in enumerate(zip(tree.cluster_chain_, targets)):
-            t_layer = time.perf_counter()
-            if t == 0:
-                # Under the root every instance is a candidate of every first-layer node.
-                matcher = sp.csr_matrix(np.ones((X.shape[0], 1), dtype=np.float32))
-            elif self.negative_sampling == "tfn+man":
-                matcher = self._search(X, top_k=self.beam_size, n_layers=t, cache=cache)
-            else:
-                matcher = None
-            groups = LayerGroups.from_matrices(Y_t, C, matcher)
-            W = fit_layer(
-                X,
-                Y_t,
-                groups,
-                loss=self.loss,
-                Cp=self.Cp,
-                Cn=self.Cn,
-                tol=self.tol,
-                max_iter=self.max_iter,
-                bias=self.bias,
-                weight_threshold=self.weight_threshold,
-                use_relevance=self.relevance_weighted,
-                random_state=seed + t,
-                n_jobs=n_jobs,
-                row_sqnorms=sqnorms,
-            )
-            weights.append(W)
-            share = _empty_node_share(W, Y_t)
-            if share > _EMPTY_NODE_SHARE:
-                empty_layers.append(f"layer {t + 1} ({share:.0%} of {W.shape[1]} nodes)")
-            if self.negative_sampling == "tfn+man" and t + 1 < len(targets):
-                # the next layer's matcher searches the layers trained so far
-                cache = _search_structures(tree, weights, classes)
-            fit_times.append(time.perf_counter() - t_layer)
-            progress(
-                logger,
-                self.verbose,
-                "layer %d/%d: %d nodes, %d weights, %.2f s",
-                t + 1,
-                len(targets),
-                C.shape[0],
-                W.nnz,
-                fit_times[-1],
-            )
+        # Inside joblib.parallel_config(backend="dask"): the layers' node problems and the
+        # matcher's searches run on the cluster (skxmc.linear._distributed), same model.
+        cluster = _cluster_session("XRLinearClassifier.fit")
+        bytes_per_layer = None if cluster is None else cluster.bytes_per_layer
+        try:
+            if cluster is not None:
+                cluster.share_x(X, sqnorms)
+            for t, (C, Y_t) in enumerate(zip(tree.cluster_chain_, targets)):
+                t_layer = time.perf_counter()
+                if t == 0:
+                    # Under the root every instance is a candidate of every first-layer node.
+                    matcher = sp.csr_matrix(np.ones((X.shape[0], 1), dtype=np.float32))
+                elif self.negative_sampling == "tfn+man":
+                    matcher = self._search(
+                        X, top_k=self.beam_size, n_layers=t, cache=cache, cluster=cluster
+                    )
+                else:
+                    matcher = None
+                groups = LayerGroups.from_matrices(Y_t, C, matcher)
+                W = fit_layer(
+                    X,
+                    Y_t,
+                    groups,
+                    loss=self.loss,
+                    Cp=self.Cp,
+                    Cn=self.Cn,
+                    tol=self.tol,
+                    max_iter=self.max_iter,
+                    bias=self.bias,
+                    weight_threshold=self.weight_threshold,
+                    use_relevance=self.relevance_weighted,
+                    random_state=seed + t,
+                    n_jobs=n_jobs,
+                    row_sqnorms=sqnorms,
+                    _executor=cluster,
+                )
+                weights.append(W)
+                share = _empty_node_share(W, Y_t)
+                if share > _EMPTY_NODE_SHARE:
+                    empty_layers.append(f"layer {t + 1} ({share:.0%} of {W.shape[1]} nodes)")
+                if self.negative_sampling == "tfn+man" and t + 1 < len(targets):
+                    # the next layer's matcher searches the layers trained so far
+                    cache = _search_structures(tree, weights, classes)
+                    if cluster is not None:
+                        cluster.add_search_layer(cache.chunks[t], cache.parents[t])
+                fit_times.append(time.perf_counter() - t_layer)
+                progress(
+                    logger,
+                    self.verbose,
+                    "layer %d/%d: %d nodes, %d weights, %.2f s",
+                    t + 1,
+                    len(targets),
+                    C.shape[0],
+                    W.nnz,
+                    fit_times[-1],
+                )
+                if cluster is not None:
+                    sent = cluster.end_layer()
+                    progress(
+                        logger,
+                        self.verbose,
+                        "layer %d/%d on the cluster: %d bytes broadcast, %d sent, %d received",
+                        t + 1,
+                        len(targets),
+                        sent["broadcast"],
+                        sent["to_workers"],
+                        sent["from_workers"],
+                    )
+        finally:
+            if cluster is not None:
+                cluster.close()
         if empty_layers:
             warnings.warn(
                 f"XRLinearClassifier kept no feature weight for most nodes of "
@@ -476,6 +620,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             "tree_": tree,
             "weights_": weights,
             "fit_time_per_layer_": fit_times,
+            "fit_bytes_per_layer_": bytes_per_layer,
             "_search_cache": _search_structures(tree, weights, classes),
         }
         if hasattr(twin, "feature_names_in_"):
@@ -527,12 +672,30 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     def _save_state(self) -> tuple[dict, dict]:
         check_is_fitted(self)
         self._check_complete()
-        return super()._save_state()
+        attributes, arrays = super()._save_state()
+        # The beam search's layout too (about the weights' size again): loading then builds
+        # nothing, and skxmc.load(mmap=True) predicts from the mapped file.
+        arrays["_search_layout"] = [_layout_arrays(c) for c in self._search_cache.chunks]
+        return attributes, arrays
 
     def _load_state(self, attributes: dict, arrays: dict) -> None:
+        arrays = dict(arrays)
+        layout = arrays.pop("_search_layout", None)  # absent in older model directories
         super()._load_state(attributes, arrays)
         self._check_complete()
-        self._build_search_structures()
+        if layout is None:
+            self._build_search_structures()
+            return
+        parents = [C.T.tocsr() for C in self.tree_.cluster_chain_]
+        for P in parents:
+            P.sort_indices()
+        if not isinstance(layout, list) or len(layout) != len(self.weights_):
+            raise ValueError("the saved beam-search layout does not have one entry per layer.")
+        chunks = [
+            _chunked_from_layout(lay, W, P, t)
+            for t, (lay, W, P) in enumerate(zip(layout, self.weights_, parents))
+        ]
+        self._search_cache = _SearchCache(parents, chunks, self.classes_)
 
     def _search(
         self,
@@ -541,19 +704,28 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         top_k: int | None,
         n_layers: int | None = None,
         cache: _SearchCache | None = None,
+        cluster: Any = None,
     ) -> sp.csr_matrix:
+        """Beam search; on the fit's cluster (training rows, already there) when
+        ``cluster`` is given, on the cluster of an active dask joblib context when
+        predicting, else locally in row blocks of bounded memory."""
         parents, chunks, _ = self._search_cache if cache is None else cache
-        return beam_search(
-            X,
-            chunks,
-            parents,
-            bias=self.bias,
-            beam_size=self.beam_size,
-            top_k=top_k,
-            post_processor=self.post_processor,
-            n_layers=n_layers,
-            n_jobs=int(effective_n_jobs(self.n_jobs)),
-        )
+        kwargs = {
+            "bias": self.bias,
+            "beam_size": self.beam_size,
+            "top_k": top_k,
+            "post_processor": self.post_processor,
+            "n_layers": n_layers,
+        }
+        if cluster is not None:
+            return cluster.search_training_rows(X.shape[0], **kwargs)
+        if n_layers is None:
+            session = _cluster_session(f"{type(self).__name__}.predict")
+            if session is not None:
+                with session:
+                    return session.search(X, chunks, parents, **kwargs)
+        n_jobs = int(effective_n_jobs(self.n_jobs))
+        return _blockwise(X, lambda Xb: beam_search(Xb, chunks, parents, n_jobs=n_jobs, **kwargs))
 
     def _validate_X(self, X: Any) -> sp.csr_matrix:
         check_is_fitted(self)
