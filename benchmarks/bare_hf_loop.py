@@ -148,7 +148,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--encoder-path", default=None)
     parser.add_argument("--name", default="bare_hf_loop")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--report-only", action="store_true", help="re-render results/<name>.json's runs"
+    )
     args = parser.parse_args(argv)
+    if args.report_only:
+        saved = json.loads(
+            (Path(__file__).resolve().parent / "results" / f"{args.name}.json").read_text()
+        )
+        for key, value in saved["config"].items():
+            setattr(args, key, value)
+        return report(args, list(saved["runs"]), saved["runs"], command=saved["command"])
     if args.encoder_path is None:
         from skxmc.text import bundled_minilm_path
 
@@ -165,7 +175,12 @@ def main(argv: list[str] | None = None) -> None:
     report(args, configs, runs)
 
 
-def report(args: argparse.Namespace, configs: list[str], runs: dict[str, list[dict]]) -> None:
+def report(
+    args: argparse.Namespace,
+    configs: list[str],
+    runs: dict[str, list[dict]],
+    command: str | None = None,
+) -> None:
     from _common import markdown_table, write_results
 
     median = {c: statistics.median(x["seconds"] for x in runs[c]) for c in configs}
@@ -177,22 +192,31 @@ def report(args: argparse.Namespace, configs: list[str], runs: dict[str, list[di
                "vs bare loop": median[c] / median["bare"]}  # fmt: skip
         if c.endswith("@before"):
             row["after vs before"] = median[base] / median[c]
+            # Paired by round (both ran minutes apart under the same load).
+            ratios = [a["seconds"] / b["seconds"] for a, b in zip(runs[base], runs[c])]
+            row["paired after/before"] = statistics.median(ratios)
         rows.append(row)
-    command = "python benchmarks/bare_hf_loop.py " + " ".join(
-        a if not args.before or a != args.before else "<checkout of --before-commit>"
-        for a in sys.argv[1:]
-    )
-    columns = ["configuration", "steps", "median s/epoch", "vs bare loop", "after vs before", "runs"]
+    if command is None:
+        command = "python benchmarks/bare_hf_loop.py " + " ".join(
+            a if not args.before or a != args.before else "<checkout of --before-commit>"
+            for a in sys.argv[1:]
+        )
+    columns = ["configuration", "steps", "median s/epoch", "vs bare loop", "after vs before",
+               "paired after/before", "runs"]  # fmt: skip
     head = (
         f"Command: `{command}`\n\nOne epoch of {args.n_texts} TREC texts, batch "
         f"{args.batch_size}, max_length {args.max_length}, all-MiniLM-L6-v2, CPU, one torch "
         f"thread; median of {args.rounds} interleaved rounds on a shared, noisy machine. "
-        f"before = commit {args.before_commit or '?'}.\n\n"
+        f"before = commit {args.before_commit or '?'}. 'paired after/before': median over "
+        f"rounds of the ratio of the two runs of one round.\n\n"
     )
-    config = {k: v for k, v in vars(args).items() if k not in ("before", "encoder_path", "worker")}
+    drop = ("before", "encoder_path", "worker", "report_only")
+    config = {k: v for k, v in vars(args).items() if k not in drop}
     table = head + markdown_table(rows, columns)
     print(table)
-    write_results(args.name, {"command": command, "config": config, "rows": rows, "runs": runs}, table)
+    write_results(
+        args.name, {"command": command, "config": config, "rows": rows, "runs": runs}, table
+    )
 
 
 if __name__ == "__main__":
