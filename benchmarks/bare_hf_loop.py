@@ -103,8 +103,15 @@ def estimator_epoch(args: argparse.Namespace, name: str, texts: list[str], y: np
 
     training.Trainer.fit = recording_fit
     cls = KNNBertClassifier if name.startswith("knnbert") else SharpReCLClassifier
-    params = dict(encoder=args.encoder_path, pooling="mean", max_length=args.max_length,
-                  batch_size=args.batch_size, max_epochs=1, device="cpu", random_state=0)  # fmt: skip
+    params = dict(
+        encoder=args.encoder_path,
+        pooling="mean",
+        max_length=args.max_length,
+        batch_size=args.batch_size,
+        max_epochs=1,
+        device="cpu",
+        random_state=0,
+    )
     cls(**params, **PLAIN.get(name, {})).fit(texts, y)
     result = results[-1]
     return {"seconds": result.history[-1]["seconds"], "steps": result.n_steps}
@@ -127,9 +134,20 @@ def measure(args: argparse.Namespace, config: str) -> dict:
 
     data = str(get_data_dir(required=True))  # the older checkout looks elsewhere
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": root, "SKXMC_DATA": data}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", config,
-           "--n-texts", str(args.n_texts), "--batch-size", str(args.batch_size),
-           "--max-length", str(args.max_length), "--encoder-path", args.encoder_path]  # fmt: skip
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        config,
+        "--n-texts",
+        str(args.n_texts),
+        "--batch-size",
+        str(args.batch_size),
+        "--max-length",
+        str(args.max_length),
+        "--encoder-path",
+        args.encoder_path,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root)
     line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
     if proc.returncode != 0 or not line:
@@ -187,9 +205,13 @@ def report(
     rows = []
     for c in configs:
         base = c.split("@")[0]
-        row = {"configuration": c, "steps": runs[c][0]["steps"], "median s/epoch": median[c],
-               "runs": ", ".join(f"{x['seconds']:.1f}" for x in runs[c]),
-               "vs bare loop": median[c] / median["bare"]}  # fmt: skip
+        row = {
+            "configuration": c,
+            "steps": runs[c][0]["steps"],
+            "median s/epoch": median[c],
+            "runs": ", ".join(f"{x['seconds']:.1f}" for x in runs[c]),
+            "vs bare loop": median[c] / median["bare"],
+        }
         if c.endswith("@before"):
             row["after vs before"] = median[base] / median[c]
             # Paired by round (both ran minutes apart under the same load).
@@ -201,8 +223,15 @@ def report(
             a if not args.before or a != args.before else "<checkout of --before-commit>"
             for a in sys.argv[1:]
         )
-    columns = ["configuration", "steps", "median s/epoch", "vs bare loop", "after vs before",
-               "paired after/before", "runs"]  # fmt: skip
+    columns = [
+        "configuration",
+        "steps",
+        "median s/epoch",
+        "vs bare loop",
+        "after vs before",
+        "paired after/before",
+        "runs",
+    ]
     head = (
         f"Command: `{command}`\n\nOne epoch of {args.n_texts} TREC texts, batch "
         f"{args.batch_size}, max_length {args.max_length}, all-MiniLM-L6-v2, CPU, one torch "

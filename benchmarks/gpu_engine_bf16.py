@@ -137,8 +137,14 @@ def main(argv: list[str] | None = None) -> None:
             if row["precision"] == precision:
                 per_stage.setdefault(row["stage"], []).append(row["steps/s"])
         for stage, values in sorted(per_stage.items()):
-            summary.append({"precision": precision, "stage": stage,
-                            "median steps/s": float(np.median(values)), "rounds": len(values)})  # fmt: skip
+            summary.append(
+                {
+                    "precision": precision,
+                    "stage": stage,
+                    "median steps/s": float(np.median(values)),
+                    "rounds": len(values),
+                }
+            )
     command = "python benchmarks/gpu_engine_bf16.py " + " ".join(sys.argv[1:])
     head = (
         f"Command: `{command}`\n\nDevice: {device_name}. MatchXML stages, all-MiniLM-L6-v2, "
@@ -148,8 +154,17 @@ def main(argv: list[str] | None = None) -> None:
     )
     table = head + markdown_table(summary, ["precision", "stage", "median steps/s", "rounds"])
     print(table)
-    write_results(args.name, {"command": command, "device": device_name, "fp16_check": fp16,
-                              "summary": summary, "runs": rows}, table)  # fmt: skip
+    write_results(
+        args.name,
+        {
+            "command": command,
+            "device": device_name,
+            "fp16_check": fp16,
+            "summary": summary,
+            "runs": rows,
+        },
+        table,
+    )
 
 
 if __name__ == "__main__":
