@@ -103,8 +103,15 @@ def estimator_epoch(args: argparse.Namespace, name: str, texts: list[str], y: np
 
     training.Trainer.fit = recording_fit
     cls = KNNBertClassifier if name.startswith("knnbert") else SharpReCLClassifier
-    params = dict(encoder=args.encoder_path, pooling="mean", max_length=args.max_length,
-                  batch_size=args.batch_size, max_epochs=1, device="cpu", random_state=0)  # fmt: skip
+    params = dict(
+        encoder=args.encoder_path,
+        pooling="mean",
+        max_length=args.max_length,
+        batch_size=args.batch_size,
+        max_epochs=1,
+        device="cpu",
+        random_state=0,
+    )
     cls(**params, **PLAIN.get(name, {})).fit(texts, y)
     result = results[-1]
     return {"seconds": result.history[-1]["seconds"], "steps": result.n_steps}
@@ -127,9 +134,20 @@ def measure(args: argparse.Namespace, config: str) -> dict:
 
     data = str(get_data_dir(required=True))  # the older checkout looks elsewhere
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": root, "SKXMC_DATA": data}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", config,
-           "--n-texts", str(args.n_texts), "--batch-size", str(args.batch_size),
-           "--max-length", str(args.max_length), "--encoder-path", args.encoder_path]  # fmt: skip
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        config,
+        "--n-texts",
+        str(args.n_texts),
+        "--batch-size",
+        str(args.batch_size),
+        "--max-length",
+        str(args.max_length),
+        "--encoder-path",
+        args.encoder_path,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root)
     line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
     if proc.returncode != 0 or not line:
@@ -148,7 +166,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--encoder-path", default=None)
     parser.add_argument("--name", default="bare_hf_loop")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--report-only", action="store_true", help="re-render results/<name>.json's runs"
+    )
     args = parser.parse_args(argv)
+    if args.report_only:
+        saved = json.loads(
+            (Path(__file__).resolve().parent / "results" / f"{args.name}.json").read_text()
+        )
+        for key, value in saved["config"].items():
+            setattr(args, key, value)
+        return report(args, list(saved["runs"]), saved["runs"], command=saved["command"])
     if args.encoder_path is None:
         from skxmc.text import bundled_minilm_path
 
@@ -165,34 +193,59 @@ def main(argv: list[str] | None = None) -> None:
     report(args, configs, runs)
 
 
-def report(args: argparse.Namespace, configs: list[str], runs: dict[str, list[dict]]) -> None:
+def report(
+    args: argparse.Namespace,
+    configs: list[str],
+    runs: dict[str, list[dict]],
+    command: str | None = None,
+) -> None:
     from _common import markdown_table, write_results
 
     median = {c: statistics.median(x["seconds"] for x in runs[c]) for c in configs}
     rows = []
     for c in configs:
         base = c.split("@")[0]
-        row = {"configuration": c, "steps": runs[c][0]["steps"], "median s/epoch": median[c],
-               "runs": ", ".join(f"{x['seconds']:.1f}" for x in runs[c]),
-               "vs bare loop": median[c] / median["bare"]}  # fmt: skip
+        row = {
+            "configuration": c,
+            "steps": runs[c][0]["steps"],
+            "median s/epoch": median[c],
+            "runs": ", ".join(f"{x['seconds']:.1f}" for x in runs[c]),
+            "vs bare loop": median[c] / median["bare"],
+        }
         if c.endswith("@before"):
             row["after vs before"] = median[base] / median[c]
+            # Paired by round (both ran minutes apart under the same load).
+            ratios = [a["seconds"] / b["seconds"] for a, b in zip(runs[base], runs[c])]
+            row["paired after/before"] = statistics.median(ratios)
         rows.append(row)
-    command = "python benchmarks/bare_hf_loop.py " + " ".join(
-        a if not args.before or a != args.before else "<checkout of --before-commit>"
-        for a in sys.argv[1:]
-    )
-    columns = ["configuration", "steps", "median s/epoch", "vs bare loop", "after vs before", "runs"]
+    if command is None:
+        command = "python benchmarks/bare_hf_loop.py " + " ".join(
+            a if not args.before or a != args.before else "<checkout of --before-commit>"
+            for a in sys.argv[1:]
+        )
+    columns = [
+        "configuration",
+        "steps",
+        "median s/epoch",
+        "vs bare loop",
+        "after vs before",
+        "paired after/before",
+        "runs",
+    ]
     head = (
         f"Command: `{command}`\n\nOne epoch of {args.n_texts} TREC texts, batch "
         f"{args.batch_size}, max_length {args.max_length}, all-MiniLM-L6-v2, CPU, one torch "
         f"thread; median of {args.rounds} interleaved rounds on a shared, noisy machine. "
-        f"before = commit {args.before_commit or '?'}.\n\n"
+        f"before = commit {args.before_commit or '?'}. 'paired after/before': median over "
+        f"rounds of the ratio of the two runs of one round.\n\n"
     )
-    config = {k: v for k, v in vars(args).items() if k not in ("before", "encoder_path", "worker")}
+    drop = ("before", "encoder_path", "worker", "report_only")
+    config = {k: v for k, v in vars(args).items() if k not in drop}
     table = head + markdown_table(rows, columns)
     print(table)
-    write_results(args.name, {"command": command, "config": config, "rows": rows, "runs": runs}, table)
+    write_results(
+        args.name, {"command": command, "config": config, "rows": rows, "runs": runs}, table
+    )
 
 
 if __name__ == "__main__":
