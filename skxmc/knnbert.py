@@ -219,9 +219,9 @@ class KNNBertClassifier(TransformerClassifierBase):
         ``contrastive_weight=0`` or ``contrastive_keys="batch"``, at most ``queue_size``
         random training texts encoded by the final model). ``"train"``: every training
         text once, encoded by the final model after training (one more pass; no
-        duplicates, no stale features). Prefer ``"train"`` when the training set fits in
-        ``queue_size`` entries: the queue then holds repeated keys of the same texts from
-        older key encoders.
+        duplicates, no stale features). Prefer ``"train"`` for small training sets: each
+        text once, a smaller memory than the queue, which then holds repeated keys of the
+        same texts from older key encoders.
     search : {"auto", "exact", "approximate"}, default="auto"
         How the neighbours are found. ``"exact"``: cosine against every memory entry
         (blocked matrix products). ``"approximate"``: a faiss inverted-file index built
