@@ -70,6 +70,13 @@ ROWS: dict[str, dict[str, Any]] = {
     # Table 8: other classifier losses
     "SharpReCL + Dice": {"classifier_loss": "dice"},
     "SharpReCL + Focal": {"classifier_loss": "focal"},
+    # the prototype head without BatchNorm (normalising over the classes)
+    "SharpReCL no prototype BN": {"prototype_norm": "none"},
+    "SharpReCL 1 view no prototype BN": {
+        "n_views": 1,
+        "augmentation": None,
+        "prototype_norm": "none",
+    },
 }
 
 

@@ -41,22 +41,31 @@ def _synthetic_ratio(step: int, total_steps: int) -> float:
     return min(0.5 + 0.5 * step / max(1, total_steps), 1.0)
 
 
-def _projection_head(hidden: int, out: int) -> nn.Sequential:
-    # The paper's two-layer MLP: Linear h-h, BatchNorm, ReLU, Linear h-out.
-    return nn.Sequential(
-        nn.Linear(hidden, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, out)
-    )
+def _projection_head(hidden: int, out: int, batch_norm: bool = True) -> nn.Sequential:
+    # The paper's two-layer MLP: Linear h-h, (BatchNorm, as in the reference code), ReLU,
+    # Linear h-out.
+    norm = [nn.BatchNorm1d(hidden)] if batch_norm else []
+    return nn.Sequential(nn.Linear(hidden, hidden), *norm, nn.ReLU(), nn.Linear(hidden, out))
 
 
 class _SharpReCLModule(EncoderModule):
     """Encoder + linear classifier + feature and prototype projection heads."""
 
-    def __init__(self, encoder: nn.Module, pooling: str, n_classes: int, projection_dim: int):
+    def __init__(
+        self,
+        encoder: nn.Module,
+        pooling: str,
+        n_classes: int,
+        projection_dim: int,
+        prototype_norm: str = "batch",
+    ):
         super().__init__(encoder, pooling)
         h = self.hidden_size
         self.classifier = nn.Linear(h, n_classes)
         self.feature_head = _projection_head(h, projection_dim)
-        self.prototype_head = _projection_head(h, projection_dim)
+        self.prototype_head = _projection_head(
+            h, projection_dim, batch_norm=prototype_norm == "batch"
+        )
 
     def logits(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.classifier(self.features(inputs))
@@ -204,6 +213,13 @@ class SharpReCLClassifier(TransformerClassifierBase):
         frozen text embeddings of the training texts (logit-adjusted cross-entropy,
         L-BFGS, the L2 penalty of scikit-learn's ``LogisticRegression(C=1)``).
         Keep ``"ce"``: the others are ablations.
+    prototype_norm : {"batch", "none"}, default="batch"
+        The prototype head (``proj_h`` of eq. 5, applied to the classifier's weight
+        rows) is Linear, BatchNorm, ReLU, Linear in the authors' code (``"batch"``);
+        ``"none"`` drops the BatchNorm, as the paper's text describes the head ("an MLP
+        with one hidden layer"). The BatchNorm normalises over the classes: with two
+        classes it maps every hidden unit to about +-1, and its gradient to the
+        classifier weights is large where the two rows nearly agree.
     device : str, default="auto"
         ``"auto"``: CUDA when available, else CPU.
     random_state : int, RandomState instance or None, default=0
@@ -285,6 +301,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         "prior_weighting": ["boolean"],
         "contrastive_weighting": [StrOptions({"reference", "paper"})],
         "classifier_loss": [StrOptions({"ce", "focal", "dice", "linear_probe"})],
+        "prototype_norm": [StrOptions({"batch", "none"})],
     }
 
     def __init__(
@@ -316,6 +333,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         prior_weighting: bool = True,
         contrastive_weighting: str = "reference",
         classifier_loss: str = "ce",
+        prototype_norm: str = "batch",
         device: str = "auto",
         random_state: Any = 0,
         verbose: int = 0,
@@ -352,6 +370,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         self.prior_weighting = prior_weighting
         self.contrastive_weighting = contrastive_weighting
         self.classifier_loss = classifier_loss
+        self.prototype_norm = prototype_norm
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
@@ -475,7 +494,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
         )
 
     def _build_module(self, encoder: nn.Module, n_classes: int) -> nn.Module:
-        return _SharpReCLModule(encoder, self.pooling, n_classes, self.projection_dim)
+        return _SharpReCLModule(
+            encoder, self.pooling, n_classes, self.projection_dim, self.prototype_norm
+        )
 
     def _two_views(self, X_augmented: Any) -> bool:
         if self.n_views == 1:

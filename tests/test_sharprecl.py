@@ -535,6 +535,7 @@ SWITCHES = [
     {"hard_mixup": False},
     {"logit_adjustment": 0.0},
     {"contrastive_weight": 0.5},
+    {"prototype_norm": "none"},
 ]
 
 
@@ -644,3 +645,24 @@ def test_linear_probe_is_the_minimiser_on_frozen_features(tiny_bert_dir, monkeyp
     )
     with pytest.raises(ValueError, match="contrastive_weight > 0"):
         make_clf(tiny_bert_dir, classifier_loss="linear_probe", contrastive_weight=0).fit(X, y)
+
+
+def test_prototype_head_with_and_without_batch_norm():
+    from skxmc.sharprecl import _projection_head
+
+    torch.manual_seed(0)
+    w = torch.randn(2, 8, requires_grad=True)  # two classes' weight rows
+    with_bn, without = _projection_head(8, 4), _projection_head(8, 4, batch_norm=False)
+    assert any(isinstance(m, torch.nn.BatchNorm1d) for m in with_bn)
+    assert not any(isinstance(m, torch.nn.BatchNorm1d) for m in without)
+    # BatchNorm over two rows: the two prototypes' hidden units are exact opposites, about
+    # +-1 unless the rows nearly agree, whatever the weights' size.
+    hidden = with_bn[1](with_bn[0](w)).detach()
+    torch.testing.assert_close(hidden[0], -hidden[1])
+    assert (hidden.abs() > 0.99).float().mean() > 0.5
+    scaled = with_bn[1](with_bn[0](10 * w)).detach()
+    assert (scaled.abs() > 0.99).float().mean() >= (hidden.abs() > 0.99).float().mean()
+    # Without it, the prototypes follow the weights' scale: the head is the plain MLP.
+    x = w.detach()
+    want = without[2](torch.relu(without[0](x)))
+    torch.testing.assert_close(without(x), want)
