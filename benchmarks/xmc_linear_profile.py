@@ -4,7 +4,8 @@
 10-80% between repeats. This script removes the two largest sources of that noise so that
 differences of a few percent in the per-layer work show: each library trains with **one
 thread** in its own child process, and every stage is timed with **process CPU time**
-(``time.process_time``: time the process was not running does not count). Each child
+(``time.process_time``: time the process was not running does not count; other jobs'
+cache traffic still slows it, so compare runs made at a similar load). Each child
 trains ``--fits`` times and reports the median per stage; repeats interleave the libraries.
 
 Stages: skxmc ``fit_layer`` per layer (the solver, node targets and pruning) and ``other``
