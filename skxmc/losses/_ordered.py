@@ -12,7 +12,9 @@ Both are convex in ``v`` for convex ``phi`` when ``theta`` is non-increasing (th
 scores, whose losses are the largest, get the largest weights). The Crammer-Singer SVM is
 a POWL with ``theta = (1, 0, ..., 0)``, the Weston-Watkins SVM a POWL with all ones.
 Top-k stochastic negative mining is an OWL over a uniformly sampled subset of the
-negatives with ``theta = (1/k, ..., 1/k, 0, ...)``.
+negatives with ``theta = (w, ..., w, 0, ...)`` on the top k: the paper's
+``w = (K - 1) / (k B)`` for a sample of B of the K - 1 negatives, or ``w = 1 / k``
+(SNMClassifier's ``negative_weight`` chooses; docs/snm.rst says which and why).
 
 Multi-label rows (several positives) average the positive part over the row's positives:
 BOWL ``mean_y phi(v_y) + sum_j theta_j phi(-v_[j])``, POWL
