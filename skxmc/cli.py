@@ -17,6 +17,7 @@ status 130.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -423,27 +424,46 @@ def _predict(args: argparse.Namespace) -> int:
             f"predict_topk nor predict_proba; save a pipeline ending in an skxmc ranker, or a "
             f"text classifier."
         )
-    texts = _texts_of(args.input)
-    if not texts:  # as other filters: no input, no output
+    batches = _text_batches(args.input, _PREDICT_BATCH)
+    first = next(batches, None)
+    if first is None:  # as other filters: no input, no output
         logger.info("no records in %s; nothing to predict", args.input)
         return 0
-    t0 = time.perf_counter()
-    if multi_class:
-        labels, scores = _topk_proba(model, texts, args.top_k)
-    else:
-        labels, scores = model.predict_topk(texts, k=args.top_k)
-    predict_s = time.perf_counter() - t0
+    n_texts, predict_s = 0, 0.0
+
+    def write_all(out: Any) -> None:
+        # one batch at a time: memory stays that of a batch, whatever the input's length
+        nonlocal n_texts, predict_s
+        for texts in itertools.chain([first], batches):
+            t0 = time.perf_counter()
+            if multi_class:
+                labels, scores = _topk_proba(model, texts, args.top_k)
+            else:
+                labels, scores = model.predict_topk(texts, k=args.top_k)
+            predict_s += time.perf_counter() - t0
+            _write_predictions(out, labels, scores, single_label=multi_class)
+            n_texts += len(texts)
+
     if args.output == STDIN:
-        _write_predictions(sys.stdout, labels, scores, single_label=multi_class)
+        write_all(sys.stdout)
     else:
+        # written next to --output and moved there at the end: a bad record further down
+        # the input leaves no partial file
+        target = Path(args.output)
+        tmp = target.with_name(f".{target.name}.skxmc-{os.getpid()}.tmp")
         try:
-            with open(args.output, "w", encoding="utf-8") as out:
-                _write_predictions(out, labels, scores, single_label=multi_class)
-        except OSError as exc:
-            raise OSError(
-                f"--output {args.output!r} cannot be written: {exc.strerror or exc}."
-            ) from None
-    logger.info("predicted %d samples in %.2f s", len(texts), predict_s)
+            try:
+                out = open(tmp, "w", encoding="utf-8")  # closed by the with below
+            except OSError as exc:
+                raise OSError(
+                    f"--output {args.output!r} cannot be written: {exc.strerror or exc}."
+                ) from None
+            with out:
+                write_all(out)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+    logger.info("predicted %d samples in %.2f s", n_texts, predict_s)
     return 0
 
 
@@ -535,16 +555,26 @@ def _records_of(path: str) -> Iterator[tuple[int, dict]]:
     return _json_records(lines, "<stdin>")
 
 
-def _texts_of(path: str) -> list[str]:
-    """Texts of a JSON-lines file (labels are optional for prediction, so not read)."""
+# Texts per prediction call of ``skxmc predict``: input of any length streams through in
+# batches of this size (large enough that the per-call overhead does not show).
+_PREDICT_BATCH = 10_000
+
+
+def _text_batches(path: str, size: int) -> Iterator[list[str]]:
+    """Texts of a JSON-lines file in lists of ``size`` (labels are optional for prediction,
+    so not read); the file is read as the batches are consumed."""
     where = "<stdin>" if path == STDIN else path
-    texts = []
+    texts: list[str] = []
     for line_no, record in _records_of(path):
         text = record.get("text")
         if not isinstance(text, str):
             raise ValueError(f"{where}: line {line_no}: field 'text' must be a string.")
         texts.append(text)
-    return texts
+        if len(texts) == size:
+            yield texts
+            texts = []
+    if texts:
+        yield texts
 
 
 def _evaluate(args: argparse.Namespace) -> int:

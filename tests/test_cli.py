@@ -343,3 +343,38 @@ def test_bad_arguments_exit_nonzero(capsys):
     assert main(["demo", "--beam-size", "0"]) == 2
     assert "--beam-size must be >= 1" in capsys.readouterr().err
     assert main(["predict", "--model-dir", "/no/such", "--input", "/no/such.jsonl"]) == 1
+
+
+def test_predict_streams_in_batches_and_leaves_no_partial_output(
+    cli_model, jsonl_files, tmp_path, monkeypatch
+):
+    # batches of 7 texts give the predictions of one call; a bad record after the first
+    # batches leaves no --output file (written aside, moved in at the end)
+    from skxmc import cli
+
+    _, _, test = jsonl_files
+    whole = tmp_path / "whole.jsonl"
+    args = ["predict", "--model-dir", str(cli_model), "--input", str(test), "--output"]
+    assert main([*args, str(whole)]) == 0
+    from skxmc.pipeline import Pipeline
+
+    sizes = []
+    original = Pipeline.predict_topk
+
+    def counted(self, X, *a, **kw):
+        sizes.append(len(X))
+        return original(self, X, *a, **kw)
+
+    monkeypatch.setattr(Pipeline, "predict_topk", counted)
+    monkeypatch.setattr(cli, "_PREDICT_BATCH", 7)
+    batched = tmp_path / "batched.jsonl"
+    assert main([*args, str(batched)]) == 0
+    assert batched.read_text() == whole.read_text()
+    assert max(sizes) == 7 and sum(sizes) == len(whole.read_text().splitlines())
+    bad = tmp_path / "bad.jsonl"
+    lines = test.read_text(encoding="utf-8").splitlines()
+    bad.write_text("\n".join([*lines[:20], '{"text": 3}', *lines[20:]]) + "\n")
+    out = tmp_path / "out.jsonl"
+    args[4] = str(bad)
+    assert main([*args, str(out)]) == 1
+    assert not out.exists() and [p.name for p in tmp_path.iterdir() if "skxmc" in p.name] == []
