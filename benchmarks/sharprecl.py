@@ -173,7 +173,8 @@ def pool(out: str, names: list[str]) -> str:
     sources = []
     for name in names:
         data = json.loads((RESULTS / f"{name}.json").read_text())
-        sources.append(f"`{data['command']}` ({name})")
+        command = data.get("command")
+        sources.append((f"`{command}`" if command else "command not recorded") + f" ({name})")
         for run in data["runs"]:
             pooled.setdefault((run["dataset"], run["row"]), {}).setdefault(run["seed"], run)
     rows = []
