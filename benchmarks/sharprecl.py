@@ -173,9 +173,13 @@ def pool(out: str, names: list[str]) -> str:
     sources = []
     for name in names:
         data = json.loads((RESULTS / f"{name}.json").read_text())
-        sources.append(f"`{data['command']}` ({name})")
+        command = data.get("command")
+        sources.append((f"`{command}`" if command else "command not recorded") + f" ({name})")
+        # Parameters set for every row with --set are part of the row's name.
+        extra = ", ".join(data.get("config", {}).get("set") or [])
         for run in data["runs"]:
-            pooled.setdefault((run["dataset"], run["row"]), {}).setdefault(run["seed"], run)
+            row = f"{run['row']} ({extra})" if extra else run["row"]
+            pooled.setdefault((run["dataset"], row), {}).setdefault(run["seed"], run)
     rows = []
     for (dataset, row), seeds in pooled.items():
         runs = [seeds[k] for k in sorted(seeds)]

@@ -171,7 +171,10 @@ class SharpReCLClassifier(TransformerClassifierBase):
         Temperature of the contrastive loss.
     contrastive_weight : float, default=1.0
         Weight ``mu`` of the contrastive loss (eq. 12). 0 trains with the logit-adjusted
-        cross-entropy alone (with ``augmentation=None``, on a single view).
+        cross-entropy alone (with ``augmentation=None``, on a single view). With two
+        classes and a strong imbalance the logit-adjusted cross-entropy is small and the
+        contrastive loss can dominate training and starve the minority class: there,
+        compare with 0 and with a smaller value (e.g. 0.1) on a dev split.
     projection_dim : int, default=100
         Width of the contrastive space.
     n_hard : int, default=20
@@ -201,8 +204,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
         ``"paper"`` (eq. 11 as written): weight ``-log P_y``, each anchor's loss the sum
         over its positives divided by the number of anchors, summed over anchors; its
         scale grows with the number of positives, so it usually wants a smaller
-        ``contrastive_weight``. The default was chosen on a dev split (SharpReCL
-        benchmarks page).
+        ``contrastive_weight``. Keep the default; the documentation's SharpReCL page
+        gives the dev-split comparison behind it.
     classifier_loss : {"ce", "focal", "dice", "linear_probe"}, default="ce"
         Loss of the classification branch, always on the logits plus
         ``logit_adjustment * log(prior)``: cross-entropy (eq. 6), focal loss
@@ -267,7 +270,10 @@ class SharpReCLClassifier(TransformerClassifierBase):
     Differences from the reference code: logits are not L2-normalised (the paper's
     eq. 5-6 use the raw linear logits, and normalised logits cap the confidence);
     the synthetic target counts default to the paper's 10 and 500 (the reference's
-    defaults are 0); no model selection on the test set.
+    defaults are 0); a simple-sampling draw of an anchor itself (or a mixup of it with
+    itself) is not counted as that anchor's positive (eq. 11 leaves out ``{i}``); no
+    model selection on the test set. The ``skxmc`` documentation's SharpReCL page lists
+    every departure from the paper and the switches for its ablations.
 
     References
     ----------
