@@ -102,8 +102,8 @@ def combine(out: str, names: list[str], datasets: list[str] | None = None,
     """Pool the per-seed runs of several fine-tuning result files into one table.
 
     For runs of one protocol split over several invocations (e.g. one seed per run):
-    every ``(dataset, row)`` gets the mean ± std (x100, population std as in the
-    benchmarks) of ``metrics`` over all its seeds, with the seeds and source files named,
+    every ``(dataset, row)`` gets the mean ± sample std (x100, ddof=1; "n/a" for
+    one seed) of ``metrics`` over all its seeds, with the seeds and source files named,
     and the mean fit seconds per epoch when the runs recorded them (compare those only
     between files that ran side by side on an equally loaded machine).
     A seed measured twice must have given the same numbers (training is deterministic
@@ -133,7 +133,8 @@ def combine(out: str, names: list[str], datasets: list[str] | None = None,
                                  "seeds": " ".join(str(k) for k in sorted(seeds))}  # fmt: skip
         for m in metrics:
             values = [100 * float(seeds[k][m]) for k in sorted(seeds)]
-            entry[m] = f"{statistics.fmean(values):.2f} ± {statistics.pstdev(values):.2f}"
+            std = f"{statistics.stdev(values):.2f}" if len(values) > 1 else "n/a"
+            entry[m] = f"{statistics.fmean(values):.2f} ± {std}"
         if all("fit_seconds" in run and run.get("epochs") for run in seeds.values()):
             entry["s/epoch"] = statistics.fmean(
                 run["fit_seconds"] / run["epochs"] for run in seeds.values()
