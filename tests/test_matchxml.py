@@ -38,9 +38,11 @@ def multilabel_texts(n: int, seed: int = 0) -> tuple[list[str], list[list[str]]]
 
 
 def make_clf(encoder, **params) -> MatchXMLClassifier:
+    # no static sentence embeddings unless a test asks: the tests below are about the rest
     defaults = dict(encoder=str(encoder), max_length=16, batch_size=8, max_epochs=2,
                     label_embedding="pifa", max_leaf_size=2, branching_factor=2,
-                    learning_rate=1e-3, device="cpu", random_state=0)  # fmt: skip
+                    learning_rate=1e-3, device="cpu", random_state=0,
+                    sentence_encoder=None)  # fmt: skip
     defaults.update(params)
     return MatchXMLClassifier(**defaults)
 
@@ -294,3 +296,126 @@ def test_real_minilm_on_reuters_slice(data_dir, minilm_dir):
                              device="cpu").fit(X, Y)  # fmt: skip
     assert clf.n_steps_ == 10 * len(clf.stage_sizes_)
     assert clf.score(X_test, Y_test) > 0.6
+
+
+# ---------------------------------------------------------------- defaults = the full method
+
+
+def test_defaults_are_the_papers_full_method(fitted):
+    params = MatchXMLClassifier().get_params()
+    # Table XII, last row: label2vec tree, text-label matching, static sentence embeddings
+    assert params["label_embedding"] == "label2vec"
+    assert params["final_loss"] == "matching"
+    assert params["sentence_encoder"] == "auto"
+    assert params["pooling"] == "auto"
+    assert params["label_bootstrap"] == "linear"
+    assert params["ranker_tree"] == "refined"
+    # eq. 7: the default ranker trains on teacher-forcing + matcher-aware negatives
+    assert fitted.ranker_.negative_sampling == "tfn+man"
+    assert fitted.ranker_.Cp == 2.0
+    assert fitted.ranker_.relevance_weighted
+
+
+def test_default_encoder_needs_no_download(monkeypatch):
+    import skxmc.matchxml as mx
+    from skxmc.text import bundled_minilm_path
+
+    bundled = bundled_minilm_path()
+    if bundled is not None:
+        assert MatchXMLClassifier()._encoder_source() == bundled
+    # a user's own encoder is never replaced
+    assert MatchXMLClassifier(encoder="org/other")._encoder_source() == "org/other"
+    # without the bundled copy and offline: a clear error that says how to get one
+    monkeypatch.setattr(mx, "bundled_minilm_path", lambda: None)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", "/nonexistent-skxmc-test")
+    clf = MatchXMLClassifier()
+    assert clf._encoder_source() == mx.DEFAULT_ENCODER
+    with pytest.raises(skxmc.exceptions.EncoderNotFoundError, match=r"skxmc\[models\]"):
+        clf._load_encoder()
+
+
+def _with_pooling_config(src, dst, mode):
+    """A copy of a plain model folder made into a sentence-transformers folder."""
+    import json
+    import shutil
+
+    shutil.copytree(src, dst)
+    (dst / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]))  # fmt: skip
+    (dst / "1_Pooling").mkdir()
+    (dst / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 32, "pooling_mode_cls_token": mode == "cls",
+         "pooling_mode_mean_tokens": mode == "mean"}))  # fmt: skip
+    return dst
+
+
+def test_pooling_auto_reads_the_model(tiny_bert_dir, data, tmp_path, fitted):
+    (X, Y), (X_test, _) = data
+    assert fitted.pooling_ == "cls"  # a plain BERT folder: CLS, as the paper
+    mean_dir = _with_pooling_config(tiny_bert_dir, tmp_path / "st-mean", "mean")
+    clf = make_clf(mean_dir, max_epochs=1).fit(X, Y)
+    assert clf.pooling_ == "mean" and clf.module_.pooling == "mean"
+    explicit = make_clf(mean_dir, max_epochs=1, pooling="cls").fit(X, Y)
+    assert explicit.pooling_ == "cls"
+    # the pooling changes the training loss from the first step
+    assert clf.stage_loss_curves_[0][0] != pytest.approx(explicit.stage_loss_curves_[0][0])
+    # and survives pickling (predict rebuilds the module with it)
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_allclose(again.transform(X_test).toarray(), clf.transform(X_test).toarray(),
+                               rtol=1e-5, atol=1e-6)  # fmt: skip
+
+
+def test_sentence_encoder_auto_is_the_pretrained_encoder(tiny_bert_dir, data):
+    from skxmc.text import sentence_embeddings
+
+    (X, Y), (X_test, _) = data
+    clf = make_clf(tiny_bert_dir, max_epochs=1, sentence_encoder="auto").fit(X, Y)
+    hidden = clf.module_.encoder.config.hidden_size
+    n_tfidf = len(clf.vectorizer_.vocabulary_)
+    assert clf.n_features_ranker_ == n_tfidf + hidden + hidden
+    # the static block is the pretrained (not fine-tuned) encoder's sentence embedding
+    static = sentence_embeddings(X_test, str(tiny_bert_dir), device="cpu", max_length=None)
+    block = clf.transform(X_test)[:, n_tfidf : n_tfidf + hidden].toarray()
+    cos = (block * static).sum(axis=1) / np.linalg.norm(block, axis=1)
+    np.testing.assert_allclose(cos, 1.0, rtol=1e-4)
+
+
+BASE_SWITCH = dict(max_epochs=1, max_steps=2)
+
+
+@pytest.mark.parametrize("switch", [
+    {"final_loss": "hinge"},
+    {"final_loss": "matching+hinge"},
+    {"matching_weight": 1.0},
+    {"temperature": 0.5},
+    {"label_bootstrap": "centroid"},
+    {"pooling": "mean"},
+    {"negative_sampling": "snm", "n_sampled": 3, "n_hard_negatives": 2},
+    {"label_embedding": "label2vec"},
+], ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
+def test_each_ablation_switch_changes_the_training_loss(tiny_bert_dir, data, switch):
+    """Same data, seed and batches: a switch that were ignored would give the same losses."""
+    (X, Y), _ = data
+    base = make_clf(tiny_bert_dir, **BASE_SWITCH).fit(X, Y)
+    other = make_clf(tiny_bert_dir, **BASE_SWITCH, **switch).fit(X, Y)
+    if set(switch) <= {"final_loss", "matching_weight", "temperature"}:
+        # only the last stage's loss changes; the stages before are identical
+        before = [v for curve in base.stage_loss_curves_[:-1] for v in curve]
+        assert [v for curve in other.stage_loss_curves_[:-1] for v in curve] == pytest.approx(before)
+        assert other.stage_loss_curves_[-1][0] != pytest.approx(base.stage_loss_curves_[-1][0])
+    else:
+        assert other.loss_curve_ != pytest.approx(base.loss_curve_)
+
+
+def test_refined_tree_gets_its_own_shape(tiny_bert_dir, data):
+    (X, Y), _ = data
+    clf = make_clf(tiny_bert_dir, max_epochs=1, ranker_branching_factor=4,
+                   ranker_max_leaf_size=3).fit(X, Y)  # fmt: skip
+    tree = clf.ranker_.tree_
+    assert (tree.branching_factor, tree.max_leaf_size) == (4, 3)
+    assert (clf.tree_.branching_factor, clf.tree_.max_leaf_size) == (2, 2)
+    same = make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
+    assert (same.ranker_.tree_.branching_factor, same.ranker_.tree_.max_leaf_size) == (2, 2)
