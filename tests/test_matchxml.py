@@ -85,18 +85,22 @@ def test_fit_predict_contract(fitted, data):
     # The topics are separable by their words: well above the majority-label rate.
     assert clf.score(X_test, Y_test) >= 0.8
     assert clf.score(X_test, Y_test) == pytest.approx(
-        precision_at_k(Y_test, clf.predict_topk(X_test, k=1), k=1, classes=clf.classes_))
+        precision_at_k(Y_test, clf.predict_topk(X_test, k=1), k=1, classes=clf.classes_)
+    )
 
 
-
-@pytest.mark.parametrize("params", [
-    {"final_loss": "hinge"},
-    {"final_loss": "matching+hinge", "matching_weight": 1.0},
-    {"label_embedding": "label2vec"},
-    {"max_steps": 3, "max_candidates": 2, "matcher_beam_size": 1},
-    {"negative_sampling": "snm", "n_sampled": 3, "n_hard_negatives": 2},
-    {"negative_sampling": "tfn+man+snm", "final_loss": "matching+hinge"},
-], ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"final_loss": "hinge"},
+        {"final_loss": "matching+hinge", "matching_weight": 1.0},
+        {"label_embedding": "label2vec"},
+        {"max_steps": 3, "max_candidates": 2, "matcher_beam_size": 1},
+        {"negative_sampling": "snm", "n_sampled": 3, "n_hard_negatives": 2},
+        {"negative_sampling": "tfn+man+snm", "final_loss": "matching+hinge"},
+    ],
+    ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()),
+)
 def test_ablation_switches_train(tiny_bert_dir, data, params):
     (X, Y), (X_test, _) = data
     clf = make_clf(tiny_bert_dir, max_epochs=1, **params).fit(X, Y)
@@ -153,8 +157,13 @@ def test_ranker_tree_refined_vs_pifa(tiny_bert_dir, data):
     assert isinstance(refined.ranker_.tree_.label_embedding, np.ndarray | sp.spmatrix)
     assert pifa.ranker_.tree_.label_embedding == "pifa"
     # a ranker given its own tree keeps it whatever ranker_tree says
-    own = make_clf(tiny_bert_dir, max_epochs=1, ranker=XRLinearClassifier(
-        tree=skxmc.HierarchicalLabelTree(label_embedding="pifa", max_leaf_size=3))).fit(X, Y)
+    own = make_clf(
+        tiny_bert_dir,
+        max_epochs=1,
+        ranker=XRLinearClassifier(
+            tree=skxmc.HierarchicalLabelTree(label_embedding="pifa", max_leaf_size=3)
+        ),
+    ).fit(X, Y)
     assert own.ranker_.tree_.max_leaf_size == 3
 
 
@@ -241,7 +250,6 @@ def test_clone_and_grid_search_over_ranker_params(tiny_bert_dir, data):
     search.fit(X, Y)
     assert search.best_params_["ranker__Cp"] in (0.5, 2.0)
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
-
 
 
 def test_edge_inputs(tiny_bert_dir):
@@ -386,16 +394,20 @@ def test_sentence_encoder_auto_is_the_pretrained_encoder(tiny_bert_dir, data):
 BASE_SWITCH = dict(max_epochs=1, max_steps=2)
 
 
-@pytest.mark.parametrize("switch", [
-    {"final_loss": "hinge"},
-    {"final_loss": "matching+hinge"},
-    {"matching_weight": 1.0},
-    {"temperature": 0.5},
-    {"label_bootstrap": "centroid"},
-    {"pooling": "mean"},
-    {"negative_sampling": "snm", "n_sampled": 3, "n_hard_negatives": 2},
-    {"label_embedding": "label2vec"},
-], ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()))
+@pytest.mark.parametrize(
+    "switch",
+    [
+        {"final_loss": "hinge"},
+        {"final_loss": "matching+hinge"},
+        {"matching_weight": 1.0},
+        {"temperature": 0.5},
+        {"label_bootstrap": "centroid"},
+        {"pooling": "mean"},
+        {"negative_sampling": "snm", "n_sampled": 3, "n_hard_negatives": 2},
+        {"label_embedding": "label2vec"},
+    ],
+    ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()),
+)
 def test_each_ablation_switch_changes_the_training_loss(tiny_bert_dir, data, switch):
     """Same data, seed and batches: a switch that were ignored would give the same losses."""
     (X, Y), _ = data
@@ -404,7 +416,9 @@ def test_each_ablation_switch_changes_the_training_loss(tiny_bert_dir, data, swi
     if set(switch) <= {"final_loss", "matching_weight", "temperature"}:
         # only the last stage's loss changes; the stages before are identical
         before = [v for curve in base.stage_loss_curves_[:-1] for v in curve]
-        assert [v for curve in other.stage_loss_curves_[:-1] for v in curve] == pytest.approx(before)
+        assert [v for curve in other.stage_loss_curves_[:-1] for v in curve] == pytest.approx(
+            before
+        )
         assert other.stage_loss_curves_[-1][0] != pytest.approx(base.stage_loss_curves_[-1][0])
     else:
         assert other.loss_curve_ != pytest.approx(base.loss_curve_)
