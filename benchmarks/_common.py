@@ -56,8 +56,13 @@ def write_results(name: str, payload: dict[str, Any], table: str) -> Path:
     return path
 
 
-def report_runs(args: Any, rows: list[dict[str, Any]], records: list[dict[str, Any]],
-                columns: list[str], final: bool) -> None:  # fmt: skip
+def report_runs(
+    args: Any,
+    rows: list[dict[str, Any]],
+    records: list[dict[str, Any]],
+    columns: list[str],
+    final: bool,
+) -> None:
     """Print the summary table and write ``results/<args.name>.{json,md}`` for the
     fine-tuning benchmarks; called as rows complete (``final=False`` marks the table as
     partial) so that an interrupted run keeps what it measured."""
@@ -69,15 +74,29 @@ def report_runs(args: Any, rows: list[dict[str, Any]], records: list[dict[str, A
     )
     table = runs_markdown(rows, columns, command, config, final)
     print(table)
-    path = write_results(args.name, {"command": command, "config": config, "columns": columns,
-                                     "summary": rows, "runs": records,
-                                     "peak_rss_mb": peak_rss_mb(), "complete": final},
-                         table)  # fmt: skip
+    path = write_results(
+        args.name,
+        {
+            "command": command,
+            "config": config,
+            "columns": columns,
+            "summary": rows,
+            "runs": records,
+            "peak_rss_mb": peak_rss_mb(),
+            "complete": final,
+        },
+        table,
+    )
     print(f"wrote {path}")
 
 
-def runs_markdown(rows: list[dict[str, Any]], columns: list[str], command: str | None,
-                  config: dict[str, Any], final: bool) -> str:  # fmt: skip
+def runs_markdown(
+    rows: list[dict[str, Any]],
+    columns: list[str],
+    command: str | None,
+    config: dict[str, Any],
+    final: bool,
+) -> str:
     """The markdown of :func:`report_runs`: command, settings, then the table."""
     head = f"Command: `{command}`  \n" if command else ""
     head += "Settings: " + ", ".join(f"{k}={v}" for k, v in config.items()) + "\n\n"
@@ -96,9 +115,13 @@ def rerender(name: str) -> None:
     (RESULTS / f"{name}.md").write_text(text + "\n")
 
 
-def combine(out: str, names: list[str], datasets: list[str] | None = None,
-            rows: list[str] | None = None,
-            metrics: tuple[str, ...] = ("accuracy", "macro_f1")) -> str:  # fmt: skip
+def combine(
+    out: str,
+    names: list[str],
+    datasets: list[str] | None = None,
+    rows: list[str] | None = None,
+    metrics: tuple[str, ...] = ("accuracy", "macro_f1"),
+) -> str:
     """Pool the per-seed runs of several fine-tuning result files into one table.
 
     For runs of one protocol split over several invocations (e.g. one seed per run):
@@ -116,21 +139,27 @@ def combine(out: str, names: list[str], datasets: list[str] | None = None,
         data = json.loads((RESULTS / f"{name}.json").read_text())
         command = data.get("command")
         state = "" if data.get("complete", True) else ", partial"
-        commands.append((f"`{command}`" if command else "command not recorded")
-                        + f" ({name}{state})")  # fmt: skip
+        commands.append(
+            (f"`{command}`" if command else "command not recorded") + f" ({name}{state})"
+        )
         for run in data["runs"]:
             if (datasets and run["dataset"] not in datasets) or (rows and run["row"] not in rows):
                 continue
             seeds = pooled.setdefault((run["dataset"], run["row"]), {})
             previous = seeds.get(run["seed"])
             if previous is not None and any(previous[m] != run[m] for m in metrics):
-                raise ValueError(f"{name}: {run['dataset']} / {run['row']} seed {run['seed']} "
-                                 "differs from an earlier file's run")  # fmt: skip
+                raise ValueError(
+                    f"{name}: {run['dataset']} / {run['row']} seed {run['seed']} "
+                    "differs from an earlier file's run"
+                )
             seeds.setdefault(run["seed"], run)  # the first file naming a seed supplies it
     table_rows = []
     for (dataset, row), seeds in pooled.items():
-        entry: dict[str, Any] = {"dataset": dataset, "row": row,
-                                 "seeds": " ".join(str(k) for k in sorted(seeds))}  # fmt: skip
+        entry: dict[str, Any] = {
+            "dataset": dataset,
+            "row": row,
+            "seeds": " ".join(str(k) for k in sorted(seeds)),
+        }
         for m in metrics:
             values = [100 * float(seeds[k][m]) for k in sorted(seeds)]
             std = f"{statistics.stdev(values):.2f}" if len(values) > 1 else "n/a"
@@ -148,10 +177,15 @@ def combine(out: str, names: list[str], datasets: list[str] | None = None,
         command += " --datasets " + " ".join(datasets)
     if rows:
         command += " --rows " + " ".join(f'"{r}"' if " " in r else r for r in rows)
-    text = (f"Command: `{command}`  \nPooled from: " + "; ".join(commands) + "\n\n"
-            + markdown_table(table_rows, columns))  # fmt: skip
-    write_results(out, {"command": command, "sources": names, "columns": columns,
-                        "summary": table_rows}, text)  # fmt: skip
+    text = (
+        f"Command: `{command}`  \nPooled from: "
+        + "; ".join(commands)
+        + "\n\n"
+        + markdown_table(table_rows, columns)
+    )
+    write_results(
+        out, {"command": command, "sources": names, "columns": columns, "summary": table_rows}, text
+    )
     return text
 
 
@@ -185,5 +219,6 @@ if __name__ == "__main__":
         opts = parser.parse_args(sys.argv[2:])
         print(combine(opts.out, opts.names, opts.datasets, opts.rows))
     else:
-        sys.exit("usage: _common.py rerender NAME... | combine OUT NAME... [--datasets ...] "
-                 "[--rows ...]")
+        sys.exit(
+            "usage: _common.py rerender NAME... | combine OUT NAME... [--datasets ...] [--rows ...]"
+        )

@@ -32,11 +32,14 @@ def clustered(n: int, dim: int, centres: np.ndarray, spread: float, rng) -> np.n
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", nargs="+", type=int, default=[20_000, 100_000, 300_000, 1_000_000])
+    parser.add_argument(
+        "--sizes", nargs="+", type=int, default=[20_000, 100_000, 300_000, 1_000_000]
+    )
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--n-centres", type=int, default=1000)
-    parser.add_argument("--spread", type=float, default=1.0,
-                        help="noise norm relative to the unit centre")  # fmt: skip
+    parser.add_argument(
+        "--spread", type=float, default=1.0, help="noise norm relative to the unit centre"
+    )
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
@@ -68,22 +71,44 @@ def main(argv: list[str] | None = None) -> None:
                 result["exact ms/query"] = per_query
             else:
                 hits = sum(len(set(a) & set(b)) for a, b in zip(found, exact))
-                result.update({"approx build s": build, "approx ms/query": per_query,
-                               "recall@k": hits / exact.size,
-                               "cells": index.n_cells, "probe": index.n_probe})  # fmt: skip
+                result.update(
+                    {
+                        "approx build s": build,
+                        "approx ms/query": per_query,
+                        "recall@k": hits / exact.size,
+                        "cells": index.n_cells,
+                        "probe": index.n_probe,
+                    }
+                )
         result["speed-up"] = result["exact ms/query"] / result["approx ms/query"]
         rows.append(result)
         print(result, flush=True)
-        columns = ["vectors", "exact ms/query", "approx ms/query", "speed-up", "recall@k",
-                   "approx build s", "cells", "probe"]  # fmt: skip
-        table = (f"# Exact vs approximate inner-product search (benchmarks/knn_search.py)\n\n"
-                 f"Command: `python benchmarks/knn_search.py {' '.join(sys.argv[1:])}`  \n"
-                 f"{args.dim}-d normalised vectors around {args.n_centres} centres (spread "
-                 f"{args.spread}), {args.queries} queries, k={args.k}, {args.threads} "
-                 f"thread(s), faiss {faiss.__version__}.\n\n" + markdown_table(rows, columns))  # fmt: skip
-        write_results(args.name, {"command": "python benchmarks/knn_search.py "
-                                  + " ".join(sys.argv[1:]), "args": vars(args),
-                                  "results": rows}, table)  # fmt: skip
+        columns = [
+            "vectors",
+            "exact ms/query",
+            "approx ms/query",
+            "speed-up",
+            "recall@k",
+            "approx build s",
+            "cells",
+            "probe",
+        ]
+        table = (
+            f"# Exact vs approximate inner-product search (benchmarks/knn_search.py)\n\n"
+            f"Command: `python benchmarks/knn_search.py {' '.join(sys.argv[1:])}`  \n"
+            f"{args.dim}-d normalised vectors around {args.n_centres} centres (spread "
+            f"{args.spread}), {args.queries} queries, k={args.k}, {args.threads} "
+            f"thread(s), faiss {faiss.__version__}.\n\n" + markdown_table(rows, columns)
+        )
+        write_results(
+            args.name,
+            {
+                "command": "python benchmarks/knn_search.py " + " ".join(sys.argv[1:]),
+                "args": vars(args),
+                "results": rows,
+            },
+            table,
+        )
 
 
 if __name__ == "__main__":

@@ -94,13 +94,21 @@ KS = (1, 3, 5)
 
 
 def _save_csr(out: dict, name: str, M: sp.csr_matrix) -> None:
-    out.update({f"{name}_data": M.data, f"{name}_indices": M.indices,
-                f"{name}_indptr": M.indptr, f"{name}_shape": np.asarray(M.shape)})
+    out.update(
+        {
+            f"{name}_data": M.data,
+            f"{name}_indices": M.indices,
+            f"{name}_indptr": M.indptr,
+            f"{name}_shape": np.asarray(M.shape),
+        }
+    )
 
 
 def _load_csr(npz: Any, name: str) -> sp.csr_matrix:
-    return sp.csr_matrix((npz[f"{name}_data"], npz[f"{name}_indices"], npz[f"{name}_indptr"]),
-                         shape=tuple(int(v) for v in npz[f"{name}_shape"]))
+    return sp.csr_matrix(
+        (npz[f"{name}_data"], npz[f"{name}_indices"], npz[f"{name}_indptr"]),
+        shape=tuple(int(v) for v in npz[f"{name}_shape"]),
+    )
 
 
 def prepare(name: str) -> dict[str, Any]:
@@ -110,9 +118,9 @@ def prepare(name: str) -> dict[str, Any]:
     if "train" not in splits or "test" not in splits:
         raise FileNotFoundError(f"{folder} lacks train.jsonl.gz / test.jsonl.gz")
     data = {s: load_text_jsonl(folder / f"{s}.jsonl.gz") for s in splits}
-    stamp = ";".join(
-        f"{s}:{(folder / f'{s}.jsonl.gz').stat().st_size}" for s in splits
-    ) + repr(sorted(TFIDF_PARAMS.items()))
+    stamp = ";".join(f"{s}:{(folder / f'{s}.jsonl.gz').stat().st_size}" for s in splits) + repr(
+        sorted(TFIDF_PARAMS.items())
+    )
     key = hashlib.sha256(stamp.encode()).hexdigest()[:10]
     path = CACHE / f"label_trees_{name}_{key}.npz"
     out: dict[str, Any] = {"splits": splits}
@@ -151,8 +159,9 @@ def csr_mb(M: sp.csr_matrix) -> float:
 def tree_diagnostics(Y: sp.csr_matrix, leaves: np.ndarray) -> dict[str, float]:
     """Share of co-occurring label pairs in one leaf; distinct leaves per instance."""
     n_leaves = int(leaves.max()) + 1
-    C = sp.csr_matrix((np.ones(len(leaves)), (np.arange(len(leaves)), leaves)),
-                      shape=(len(leaves), n_leaves))
+    C = sp.csr_matrix(
+        (np.ones(len(leaves)), (np.arange(len(leaves)), leaves)), shape=(len(leaves), n_leaves)
+    )
     M = (Y @ C).tocsr()  # labels of each instance per leaf
     k = np.diff(Y.indptr).astype(np.float64)
     pairs = float((k * (k - 1)).sum())
@@ -183,8 +192,9 @@ def metric_names() -> list[str]:
     return [f"P@{k}" for k in KS] + [f"PSP@{k}" for k in KS]
 
 
-def scores(Y_true: sp.csr_matrix, clf: XRLinearClassifier, X: sp.csr_matrix,
-           inv_prop: np.ndarray) -> tuple[dict[str, float], float, np.ndarray]:
+def scores(
+    Y_true: sp.csr_matrix, clf: XRLinearClassifier, X: sp.csr_matrix, inv_prop: np.ndarray
+) -> tuple[dict[str, float], float, np.ndarray]:
     t0 = time.perf_counter()
     pred = clf.predict_topk(X, k=max(KS))
     seconds = time.perf_counter() - t0
@@ -202,11 +212,14 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, n_boot: int = 1000) -> dict[s
     """Mean difference ``a - b`` per metric with a 95% paired-bootstrap interval."""
     rng = np.random.RandomState(0)
     diff = a - b
-    boots = np.stack([diff[rng.randint(0, len(diff), len(diff))].mean(axis=0)
-                      for _ in range(n_boot)])
+    boots = np.stack(
+        [diff[rng.randint(0, len(diff), len(diff))].mean(axis=0) for _ in range(n_boot)]
+    )
     lo, hi = np.percentile(boots, [2.5, 97.5], axis=0)
-    return {m: {"diff": float(diff[:, j].mean()), "ci95": [float(lo[j]), float(hi[j])]}
-            for j, m in enumerate(metric_names())}
+    return {
+        m: {"diff": float(diff[:, j].mean()), "ci95": [float(lo[j]), float(hi[j])]}
+        for j, m in enumerate(metric_names())
+    }
 
 
 def fit_ranker(E: Any, X: sp.csr_matrix, Y: sp.csr_matrix, seed: int) -> tuple[Any, dict]:
@@ -220,9 +233,12 @@ def fit_ranker(E: Any, X: sp.csr_matrix, Y: sp.csr_matrix, seed: int) -> tuple[A
     clf = XRLinearClassifier(tree=template, n_jobs=THREADS).fit(X, Y)
     train_s = time.perf_counter() - t0
     assert np.array_equal(clf.tree_.leaf_assignment_, tree.leaf_assignment_)
-    info = {"cluster_s": cluster_s, "xrlinear_train_s": train_s,
-            "tree_layers": [C.shape[0] for C in tree.cluster_chain_],
-            **tree_diagnostics(Y, tree.leaf_assignment_)}
+    info = {
+        "cluster_s": cluster_s,
+        "xrlinear_train_s": train_s,
+        "tree_layers": [C.shape[0] for C in tree.cluster_chain_],
+        **tree_diagnostics(Y, tree.leaf_assignment_),
+    }
     return clf, info
 
 
@@ -230,9 +246,12 @@ def label2vec(Y: sp.csr_matrix, ns_exponent: float, seed: int = 0) -> tuple[np.n
     t0 = time.perf_counter()
     l2v = Label2VecTransformer(ns_exponent=ns_exponent, n_jobs=1, random_state=seed).fit(Y)
     seconds = time.perf_counter() - t0
-    return l2v.embeddings_, {"embed_s": seconds, "window": l2v.window_,
-                             "labels_without_vector": len(l2v.unseen_labels_),
-                             "embedding_mb": l2v.embeddings_.nbytes / 2**20}
+    return l2v.embeddings_, {
+        "embed_s": seconds,
+        "window": l2v.window_,
+        "labels_without_vector": len(l2v.unseen_labels_),
+        "embedding_mb": l2v.embeddings_.nbytes / 2**20,
+    }
 
 
 def concat(P: sp.csr_matrix, V: np.ndarray) -> tuple[sp.csr_matrix, float]:
@@ -269,13 +288,18 @@ def run_dataset(name: str, log: Any, extra_seeds: tuple[int, ...] = ()) -> dict[
     inv_prop = inverse_propensity(Y_train)
     seed = int(np.random.RandomState(0).randint(np.iinfo(np.int32).max))  # XRLinear's
     summary = {
-        "dataset": name, "n_train": X_train.shape[0], "n_features": X_train.shape[1],
-        "n_labels": len(classes), "splits": data["splits"], "tfidf_s": data["tfidf_s"],
+        "dataset": name,
+        "n_train": X_train.shape[0],
+        "n_features": X_train.shape[1],
+        "n_labels": len(classes),
+        "splits": data["splits"],
+        "tfidf_s": data["tfidf_s"],
         "max_labels_per_instance": int(np.diff(Y_train.indptr).max()),
         "avg_labels_per_instance": float(np.diff(Y_train.indptr).mean()),
         # label2vec vectors of these labels get no training pair (random vectors)
-        "labels_without_cooccurrence": int(len(classes) - len(np.unique(
-            Y_train[np.diff(Y_train.indptr) > 1].indices))),
+        "labels_without_cooccurrence": int(
+            len(classes) - len(np.unique(Y_train[np.diff(Y_train.indptr) > 1].indices))
+        ),
         "labels_with_one_positive": int((np.bincount(Y_train.indices) == 1).sum()),
     }
     log(f"{name}: {summary}")
@@ -290,19 +314,21 @@ def run_dataset(name: str, log: Any, extra_seeds: tuple[int, ...] = ()) -> dict[
             row[f"predict_{s}_s"] = seconds
             if s == "test":
                 per_test[row["embedding"]] = values
-            log(f"  {row['embedding']} {row.get('ns_exponent', '')} {s}: "
-                + " ".join(f"{k} {v:.2f}" for k, v in metrics.items()))
+            log(
+                f"  {row['embedding']} {row.get('ns_exponent', '')} {s}: "
+                + " ".join(f"{k} {v:.2f}" for k, v in metrics.items())
+            )
 
     # PIFA
     t0 = time.perf_counter()
     P = pifa_embeddings(X_train, Y_train)
-    pifa_row = {"embedding": "pifa", "embed_s": time.perf_counter() - t0,
-                "embedding_mb": csr_mb(P)}
+    pifa_row = {"embedding": "pifa", "embed_s": time.perf_counter() - t0, "embedding_mb": csr_mb(P)}
     clf, info = fit_ranker(P, X_train, Y_train, seed)
     pifa_row.update(info)
     same = HierarchicalLabelTree(random_state=seed, n_jobs=THREADS).fit(X_train, Y_train)
     assert np.array_equal(same.leaf_assignment_, clf.tree_.leaf_assignment_), (
-        "pifa_embeddings' defaults no longer match label_embedding='pifa'")
+        "pifa_embeddings' defaults no longer match label_embedding='pifa'"
+    )
     evaluate_on(clf, pifa_row, evals)
     rows.append(pifa_row)
 
@@ -316,8 +342,7 @@ def run_dataset(name: str, log: Any, extra_seeds: tuple[int, ...] = ()) -> dict[
         row = {"embedding": "label2vec", "ns_exponent": ns, **l2v_info, **info}
         evaluate_on(clf, row, ["dev"] if "dev" in evals else [])
         crit = float(np.mean([row["dev"][f"P@{k}"] for k in KS])) if "dev" in evals else 0.0
-        selection.append({"ns_exponent": ns, "dev_mean_P@1-3-5": crit,
-                          "dev": row.get("dev")})
+        selection.append({"ns_exponent": ns, "dev_mean_P@1-3-5": crit, "dev": row.get("dev")})
         if best is None or crit > best[0]:
             best = (crit, ns, V, clf, row)
     _, ns_best, V, clf, l2v_row = best
@@ -328,9 +353,12 @@ def run_dataset(name: str, log: Any, extra_seeds: tuple[int, ...] = ()) -> dict[
 
     # PIFA + label2vec (with the chosen label2vec vectors)
     E, concat_s = concat(P, V)
-    row = {"embedding": "pifa+label2vec", "ns_exponent": ns_best,
-           "embed_s": pifa_row["embed_s"] + l2v_row["embed_s"] + concat_s,
-           "embedding_mb": csr_mb(E)}
+    row = {
+        "embedding": "pifa+label2vec",
+        "ns_exponent": ns_best,
+        "embed_s": pifa_row["embed_s"] + l2v_row["embed_s"] + concat_s,
+        "embedding_mb": csr_mb(E),
+    }
     clf, info = fit_ranker(E, X_train, Y_train, seed)
     row.update(info)
     evaluate_on(clf, row, evals)
@@ -348,78 +376,145 @@ def run_dataset(name: str, log: Any, extra_seeds: tuple[int, ...] = ()) -> dict[
         V_seed, _ = label2vec(Y_train, ns_best, seed=extra)
         clf, _ = fit_ranker(V_seed, X_train, Y_train, tree_seed)
         seed_runs["label2vec"].append(scores(Y_eval["test"], clf, data["X_test"], inv_prop)[0])
-        log(f"  seed {extra}: pifa P@1 {seed_runs['pifa'][-1]['P@1']:.2f}, label2vec P@1 "
-            f"{seed_runs['label2vec'][-1]['P@1']:.2f}")
-    return {**summary, "extra_seeds": list(extra_seeds), "seed_runs": seed_runs, "ns_selection": selection, "chosen_ns_exponent": ns_best, "rows": rows}
+        log(
+            f"  seed {extra}: pifa P@1 {seed_runs['pifa'][-1]['P@1']:.2f}, label2vec P@1 "
+            f"{seed_runs['label2vec'][-1]['P@1']:.2f}"
+        )
+    return {
+        **summary,
+        "extra_seeds": list(extra_seeds),
+        "seed_runs": seed_runs,
+        "ns_selection": selection,
+        "chosen_ns_exponent": ns_best,
+        "rows": rows,
+    }
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    columns = ["dataset", "labels", "embedding", "ns_exp", *(f"P@{k}" for k in KS),
-               *(f"PSP@{k}" for k in KS), "embed s", "cluster s", "XR-Linear train s",
-               "emb. MB", "pairs in leaf %", "leaves/inst."]
+    columns = [
+        "dataset",
+        "labels",
+        "embedding",
+        "ns_exp",
+        *(f"P@{k}" for k in KS),
+        *(f"PSP@{k}" for k in KS),
+        "embed s",
+        "cluster s",
+        "XR-Linear train s",
+        "emb. MB",
+        "pairs in leaf %",
+        "leaves/inst.",
+    ]
     flat = []
     for res in results:
         for r in res["rows"]:
-            flat.append({
-                "dataset": res["dataset"], "labels": res["n_labels"],
-                "embedding": r["embedding"], "ns_exp": str(r.get("ns_exponent", "")),
-                **{k: f"{v:.2f}" for k, v in r["test"].items()},
-                "embed s": f"{r['embed_s']:.2f}", "cluster s": f"{r['cluster_s']:.2f}",
-                "XR-Linear train s": f"{r['xrlinear_train_s']:.1f}",
-                "emb. MB": f"{r['embedding_mb']:.1f}",
-                "pairs in leaf %": f"{r['pairs_same_leaf_pct']:.1f}",
-                "leaves/inst.": f"{r['leaves_per_instance']:.2f}",
-            })
-    lines = ["Test set (x100). Label trees: branching 16, leaves <= 100 labels; ranker "
-             "XRLinearClassifier(n_jobs=2) defaults; label2vec one thread.", "",
-             markdown_table(flat, columns)]
+            flat.append(
+                {
+                    "dataset": res["dataset"],
+                    "labels": res["n_labels"],
+                    "embedding": r["embedding"],
+                    "ns_exp": str(r.get("ns_exponent", "")),
+                    **{k: f"{v:.2f}" for k, v in r["test"].items()},
+                    "embed s": f"{r['embed_s']:.2f}",
+                    "cluster s": f"{r['cluster_s']:.2f}",
+                    "XR-Linear train s": f"{r['xrlinear_train_s']:.1f}",
+                    "emb. MB": f"{r['embedding_mb']:.1f}",
+                    "pairs in leaf %": f"{r['pairs_same_leaf_pct']:.1f}",
+                    "leaves/inst.": f"{r['leaves_per_instance']:.2f}",
+                }
+            )
+    lines = [
+        "Test set (x100). Label trees: branching 16, leaves <= 100 labels; ranker "
+        "XRLinearClassifier(n_jobs=2) defaults; label2vec one thread.",
+        "",
+        markdown_table(flat, columns),
+    ]
     diffs = []
     for res in results:
         for r in res["rows"][1:]:
-            diffs.append({"dataset": res["dataset"], "embedding": r["embedding"], **{
-                m: f"{d['diff']:+.2f} [{d['ci95'][0]:+.2f}, {d['ci95'][1]:+.2f}]"
-                for m, d in r["test_minus_pifa"].items()}})
-    lines += ["", "Test difference to the PIFA tree (x100), with 95% paired-bootstrap "
-              "intervals over test instances (1000 resamples; the tree and ranker are "
-              "fixed, so this is test-sampling noise only):", "",
-              markdown_table(diffs, ["dataset", "embedding", *metric_names()])]
+            diffs.append(
+                {
+                    "dataset": res["dataset"],
+                    "embedding": r["embedding"],
+                    **{
+                        m: f"{d['diff']:+.2f} [{d['ci95'][0]:+.2f}, {d['ci95'][1]:+.2f}]"
+                        for m, d in r["test_minus_pifa"].items()
+                    },
+                }
+            )
+    lines += [
+        "",
+        "Test difference to the PIFA tree (x100), with 95% paired-bootstrap "
+        "intervals over test instances (1000 resamples; the tree and ranker are "
+        "fixed, so this is test-sampling noise only):",
+        "",
+        markdown_table(diffs, ["dataset", "embedding", *metric_names()]),
+    ]
     if any(len(res["seed_runs"]["pifa"]) > 1 for res in results):
         spread = []
         for res in results:
             for emb, runs in res["seed_runs"].items():
-                spread.append({"dataset": res["dataset"], "embedding": emb,
-                               "seeds": len(runs), **{
-                    m: f"{np.mean([r[m] for r in runs]):.2f} "
-                       f"({min(r[m] for r in runs):.2f}-{max(r[m] for r in runs):.2f})"
-                    for m in metric_names()}})
-        lines += ["", "Seed sensitivity on test (x100): mean (min-max) over the seeds "
-                  "(0 and --extra-seeds) of the tree's 2-means and, for label2vec, of "
-                  "label2vec itself; run after the choice of settings:", "",
-                  markdown_table(spread, ["dataset", "embedding", "seeds", *metric_names()])]
+                spread.append(
+                    {
+                        "dataset": res["dataset"],
+                        "embedding": emb,
+                        "seeds": len(runs),
+                        **{
+                            m: f"{np.mean([r[m] for r in runs]):.2f} "
+                            f"({min(r[m] for r in runs):.2f}-{max(r[m] for r in runs):.2f})"
+                            for m in metric_names()
+                        },
+                    }
+                )
+        lines += [
+            "",
+            "Seed sensitivity on test (x100): mean (min-max) over the seeds "
+            "(0 and --extra-seeds) of the tree's 2-means and, for label2vec, of "
+            "label2vec itself; run after the choice of settings:",
+            "",
+            markdown_table(spread, ["dataset", "embedding", "seeds", *metric_names()]),
+        ]
     for res in results:
         if len(res["ns_selection"]) > 1:
-            lines += ["", f"{res['dataset']}: label2vec ns_exponent chosen on dev "
-                      f"(mean of P@1/3/5): " + ", ".join(
-                          f"{s['ns_exponent']}: {s['dev_mean_P@1-3-5']:.2f}"
-                          for s in res["ns_selection"])
-                      + f" -> {res['chosen_ns_exponent']}"]
+            lines += [
+                "",
+                f"{res['dataset']}: label2vec ns_exponent chosen on dev "
+                f"(mean of P@1/3/5): "
+                + ", ".join(
+                    f"{s['ns_exponent']}: {s['dev_mean_P@1-3-5']:.2f}" for s in res["ns_selection"]
+                )
+                + f" -> {res['chosen_ns_exponent']}",
+            ]
         dev_rows = [r for r in res["rows"] if "dev" in r]
         if dev_rows and len(res["ns_selection"]) > 1:
-            lines += ["", f"{res['dataset']} dev set (x100):", "",
-                      markdown_table([{"embedding": r["embedding"],
-                                       **{k: f"{v:.2f}" for k, v in r["dev"].items()}}
-                                      for r in dev_rows],
-                                     ["embedding", *(f"P@{k}" for k in KS),
-                                      *(f"PSP@{k}" for k in KS)])]
+            lines += [
+                "",
+                f"{res['dataset']} dev set (x100):",
+                "",
+                markdown_table(
+                    [
+                        {
+                            "embedding": r["embedding"],
+                            **{k: f"{v:.2f}" for k, v in r["dev"].items()},
+                        }
+                        for r in dev_rows
+                    ],
+                    ["embedding", *(f"P@{k}" for k in KS), *(f"PSP@{k}" for k in KS)],
+                ),
+            ]
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    parser.add_argument("--extra-seeds", type=int, nargs="*", default=[1, 2],
-                        help="seeds of the seed-sensitivity runs (test only, after the "
-                             "choice of settings)")
+    parser.add_argument(
+        "--extra-seeds",
+        type=int,
+        nargs="*",
+        default=[1, 2],
+        help="seeds of the seed-sensitivity runs (test only, after the choice of settings)",
+    )
     args = parser.parse_args()
     start = time.perf_counter()
 
@@ -431,11 +526,21 @@ def main() -> None:
     results = [run_dataset(name, log, tuple(args.extra_seeds)) for name in args.datasets]
     md = table(results)
     print(md)
-    write_results("label_trees", {"settings": {
-        "tfidf": TFIDF_PARAMS, "threads": THREADS, "ks": KS,
-        "ns_exponent_candidates": NS_EXPONENTS,
-        "selection": "dev mean of P@1, P@3, P@5 (datasets with a dev split)",
-        "total_s": time.perf_counter() - start}, "results": results}, md)
+    write_results(
+        "label_trees",
+        {
+            "settings": {
+                "tfidf": TFIDF_PARAMS,
+                "threads": THREADS,
+                "ks": KS,
+                "ns_exponent_candidates": NS_EXPONENTS,
+                "selection": "dev mean of P@1, P@3, P@5 (datasets with a dev split)",
+                "total_s": time.perf_counter() - start,
+            },
+            "results": results,
+        },
+        md,
+    )
 
 
 if __name__ == "__main__":

@@ -138,8 +138,9 @@ def vectorizer() -> TfidfVectorizer:
     return TfidfVectorizer(**TFIDF, dtype=np.float32)
 
 
-def metrics(Y_true: list, labels: np.ndarray, scores: np.ndarray, classes: np.ndarray,
-            Y_train: list) -> dict[str, float]:  # fmt: skip
+def metrics(
+    Y_true: list, labels: np.ndarray, scores: np.ndarray, classes: np.ndarray, Y_train: list
+) -> dict[str, float]:
     inv = inverse_propensity(LabelSpace(classes).transform(Y_train).Y)
     res = evaluate(Y_true, (labels, scores), ks=KS, classes=classes, inv_propensity=inv)
     out = {f"P@{k}": res[f"precision@{k}"] for k in KS}
@@ -148,18 +149,26 @@ def metrics(Y_true: list, labels: np.ndarray, scores: np.ndarray, classes: np.nd
     return {k: 100 * float(v) for k, v in out.items()}
 
 
-def matchxml_params(args: argparse.Namespace, data: dict, sentence: DiskCachedSentences,
-                    ranker: XRLinearClassifier) -> dict[str, Any]:  # fmt: skip
+def matchxml_params(
+    args: argparse.Namespace, data: dict, sentence: DiskCachedSentences, ranker: XRLinearClassifier
+) -> dict[str, Any]:
     """``MatchXMLClassifier`` parameters of the CPU profile (shared with
     ``matchxml_final_features.py``)."""
     return {
-        "encoder": args.encoder, "max_length": args.max_length, "batch_size": args.batch_size,
-        "vectorizer": vectorizer(), "sentence_encoder": sentence,
-        "max_matcher_size": data["max_matcher_size"], "max_steps": args.steps or None,
+        "encoder": args.encoder,
+        "max_length": args.max_length,
+        "batch_size": args.batch_size,
+        "vectorizer": vectorizer(),
+        "sentence_encoder": sentence,
+        "max_matcher_size": data["max_matcher_size"],
+        "max_steps": args.steps or None,
         "max_epochs": args.epochs,
-        "learning_rate": args.learning_rate, "ranker": ranker, "device": args.device,
-        "random_state": args.seed, "verbose": args.verbose,
-    }  # fmt: skip
+        "learning_rate": args.learning_rate,
+        "ranker": ranker,
+        "device": args.device,
+        "random_state": args.seed,
+        "verbose": args.verbose,
+    }
 
 
 def load_split(name: str, args: argparse.Namespace) -> dict:
@@ -180,8 +189,11 @@ def load_split(name: str, args: argparse.Namespace) -> dict:
         test = load_text_jsonl(data_dir / name / "test.jsonl.gz")
         n_test = getattr(args, "max_test", None)
         evaluation = (list(test[0])[:n_test], list(test[1])[:n_test])
-    return {"train": (train_texts, Y_train), "test": evaluation,
-            "max_matcher_size": (args.max_matcher_size or None) if name.startswith("tibkat") else None}  # fmt: skip
+    return {
+        "train": (train_texts, Y_train),
+        "test": evaluation,
+        "max_matcher_size": (args.max_matcher_size or None) if name.startswith("tibkat") else None,
+    }
 
 
 def model_tag(folder: str) -> str:
@@ -205,9 +217,11 @@ def sentence_cache(args: argparse.Namespace, name: str) -> DiskCachedSentences:
     model (content digest) and truncation length, shared by every row, seed and run."""
     tag = model_tag(args.encoder)
     return DiskCachedSentences(
-        SentenceEncoder(args.encoder, device=args.device, max_length=args.sentence_max_length,
-                        batch_size=64),
-        RESULTS / "cache" / f"sentences_{name}_{tag}_{args.sentence_max_length}.npz")  # fmt: skip
+        SentenceEncoder(
+            args.encoder, device=args.device, max_length=args.sentence_max_length, batch_size=64
+        ),
+        RESULTS / "cache" / f"sentences_{name}_{tag}_{args.sentence_max_length}.npz",
+    )
 
 
 def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
@@ -238,9 +252,13 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="evaluate on the first N test texts (reduced runs)",
     )
-    parser.add_argument("--dev-fraction", type=float, default=None,
-                        help="hold out this random fraction of train as the evaluation set "
-                             "(seed 0) and never read test: for choosing settings")  # fmt: skip
+    parser.add_argument(
+        "--dev-fraction",
+        type=float,
+        default=None,
+        help="hold out this random fraction of train as the evaluation set "
+        "(seed 0) and never read test: for choosing settings",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -256,9 +274,14 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
 
 def make_ranker(args: argparse.Namespace) -> XRLinearClassifier:
     """The ranker of every row (MatchXML's default: tfn+man, Cp=2)."""
-    return XRLinearClassifier(relevance_weighted=True, negative_sampling=args.negatives,
-                              Cp=args.cp, beam_size=args.beam, n_jobs=args.threads,
-                              random_state=args.seed)  # fmt: skip
+    return XRLinearClassifier(
+        relevance_weighted=True,
+        negative_sampling=args.negatives,
+        Cp=args.cp,
+        beam_size=args.beam,
+        n_jobs=args.threads,
+        random_state=args.seed,
+    )
 
 
 def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCachedSentences) -> dict:
@@ -288,11 +311,20 @@ def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCached
         t0 = time.perf_counter()
         labels, scores = model.predict_topk(test_texts, k=5)
         predict_s = time.perf_counter() - t0
-        extra = {"stage_sizes": model.stage_sizes_, "n_steps": model.n_steps_,
-                 "fit_times": {k: round(v, 1) for k, v in model.fit_times_.items()},
-                 "stage_loss_first_last": [[c[0], c[-1]] for c in model.stage_loss_curves_ if c]}  # fmt: skip
-    out = {"row": row, **metrics(Y_test, labels, scores, model.classes_, Y_train),
-           "fit s": fit_s, "predict s": predict_s, "peak RSS MB": peak_rss_mb(), **extra}  # fmt: skip
+        extra = {
+            "stage_sizes": model.stage_sizes_,
+            "n_steps": model.n_steps_,
+            "fit_times": {k: round(v, 1) for k, v in model.fit_times_.items()},
+            "stage_loss_first_last": [[c[0], c[-1]] for c in model.stage_loss_curves_ if c],
+        }
+    out = {
+        "row": row,
+        **metrics(Y_test, labels, scores, model.classes_, Y_train),
+        "fit s": fit_s,
+        "predict s": predict_s,
+        "peak RSS MB": peak_rss_mb(),
+        **extra,
+    }
     return out
 
 
@@ -362,7 +394,10 @@ def main() -> None:
         "torch_threads": torch.get_num_threads(),
         "results": {},
     }
-    header = f"# MatchXML on CPU (benchmarks/matchxml.py)\n\nCommand: `{command}`  \nProfile: {profile}\n\n"
+    header = (
+        "# MatchXML on CPU (benchmarks/matchxml.py)\n\n"
+        f"Command: `{command}`  \nProfile: {profile}\n\n"
+    )
     columns = [
         "row",
         "seed",

@@ -50,10 +50,21 @@ DEFAULT_VARIANTS = ["0:pifa", "1:refined", "1:pifa", "0.5:refined", "0.5:pifa", 
 
 def cached_features(args: argparse.Namespace, data: dict) -> dict[str, Any]:
     """Fit MatchXML once per profile and keep what the ranker variants need."""
-    profile = {k: getattr(args, k) for k in ("dataset", "max_length", "sentence_max_length",
-                                             "batch_size", "steps", "learning_rate",
-                                             "max_matcher_size", "max_train", "dev_fraction",
-                                             "seed")}  # fmt: skip
+    profile = {
+        k: getattr(args, k)
+        for k in (
+            "dataset",
+            "max_length",
+            "sentence_max_length",
+            "batch_size",
+            "steps",
+            "learning_rate",
+            "max_matcher_size",
+            "max_train",
+            "dev_fraction",
+            "seed",
+        )
+    }
     digest = hashlib.blake2b(repr(sorted(profile.items())).encode(), digest_size=6).hexdigest()
     path = RESULTS / "cache" / f"matchxml_final_features_{args.dataset}_{digest}.npz"
     if path.is_file():
@@ -71,11 +82,12 @@ def cached_features(args: argparse.Namespace, data: dict) -> dict[str, Any]:
     fit_s = time.perf_counter() - t0
     embedder = model.tree_.label_embedder_
     out = {
-        "train": model.transform(train_texts), "test": model.transform(test_texts),
+        "train": model.transform(train_texts),
+        "test": model.transform(test_texts),
         "prior": np.asarray(embedder.embeddings_, dtype=np.float32),
         "n_fine_tuned": np.int64(model.module_.encoder.config.hidden_size),
         "fit_s": np.float64(fit_s),
-    }  # fmt: skip
+    }
     # the fitted model's own ranker on the same features: "1:refined" must reproduce it
     indices, scores = model.ranker_.predict_topk(out["test"], k=5)  # ranker fitted on Y's columns
     labels = indices_to_labels(indices, model.classes_)
@@ -112,8 +124,9 @@ def run_variant(spec: str, feats: dict, data: dict, args: argparse.Namespace) ->
         Y_csr, _ = encode_labels(Y_train, name="Y", n_samples=len(Y_train))
         fine_tuned = feats["train"][:, -n_ft:].toarray()
         E = refined_label_embeddings(fine_tuned, Y_csr, feats["prior"])
-        ranker.set_params(tree=HierarchicalLabelTree(label_embedding=E, random_state=seed,
-                                                     n_jobs=args.threads))  # fmt: skip
+        ranker.set_params(
+            tree=HierarchicalLabelTree(label_embedding=E, random_state=seed, n_jobs=args.threads)
+        )
     elif tree_kind != "pifa":
         raise SystemExit(f"variant {spec!r}: the tree must be 'refined' or 'pifa'")
     t0 = time.perf_counter()
@@ -122,16 +135,26 @@ def run_variant(spec: str, feats: dict, data: dict, args: argparse.Namespace) ->
     t0 = time.perf_counter()
     labels, scores = ranker.predict_topk(X_test, k=5)
     predict_s = time.perf_counter() - t0
-    return {"variant": spec, "weight": weight, "tree": tree_kind,
-            **metrics(Y_test, labels, scores, ranker.classes_, Y_train),
-            "ranker fit s": fit_s, "predict s": predict_s, "peak RSS MB": peak_rss_mb()}  # fmt: skip
+    return {
+        "variant": spec,
+        "weight": weight,
+        "tree": tree_kind,
+        **metrics(Y_test, labels, scores, ranker.classes_, Y_train),
+        "ranker fit s": fit_s,
+        "predict s": predict_s,
+        "peak RSS MB": peak_rss_mb(),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="tibkat_gnd_en")
-    parser.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS,
-                        help="WEIGHT:TREE, TREE one of refined, pifa")  # fmt: skip
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        default=DEFAULT_VARIANTS,
+        help="WEIGHT:TREE, TREE one of refined, pifa",
+    )
     add_profile_arguments(parser)
     parser.add_argument("--name", default="matchxml_final_features")
     args = parser.parse_args()
@@ -143,26 +166,48 @@ def main() -> None:
     feats = cached_features(args, data)
     split = "dev (held out of train)" if args.dev_fraction else "test"
     command = "python benchmarks/matchxml_final_features.py " + " ".join(sys.argv[1:])
-    header = (f"# MatchXML ranker features and tree (benchmarks/matchxml_final_features.py)\n\n"
-              f"Command: `{command}`  \n"
-              f"One fine-tuning run ({float(feats['fit_s']):.0f} s); ranker "
-              f"`XRLinearClassifier(relevance_weighted=True)` per variant. "
-              f"{args.dataset}: {len(data['train'][0])} train / {len(data['test'][0])} {split}."
-              f"\n\n")  # fmt: skip
+    header = (
+        f"# MatchXML ranker features and tree (benchmarks/matchxml_final_features.py)\n\n"
+        f"Command: `{command}`  \n"
+        f"One fine-tuning run ({float(feats['fit_s']):.0f} s); ranker "
+        f"`XRLinearClassifier(relevance_weighted=True)` per variant. "
+        f"{args.dataset}: {len(data['train'][0])} train / {len(data['test'][0])} {split}."
+        f"\n\n"
+    )
     rows = []
-    columns = ["variant", "P@1", "P@3", "P@5", "nDCG@5", "PSP@1", "PSP@5", "ranker fit s",
-               "predict s"]  # fmt: skip
-    rows.append({"variant": "MatchXML as fitted",
-                 **dict(zip(feats["as_fitted_names"].tolist(), feats["as_fitted_values"]))})  # fmt: skip
+    columns = [
+        "variant",
+        "P@1",
+        "P@3",
+        "P@5",
+        "nDCG@5",
+        "PSP@1",
+        "PSP@5",
+        "ranker fit s",
+        "predict s",
+    ]
+    rows.append(
+        {
+            "variant": "MatchXML as fitted",
+            **dict(zip(feats["as_fitted_names"].tolist(), feats["as_fitted_values"])),
+        }
+    )
     for spec in args.variants:
         print(f"[{time.strftime('%H:%M:%S')}] {spec}", flush=True)
         rows.append(run_variant(spec, feats, data, args))
-        print({k: (round(v, 2) if isinstance(v, float) else v) for k, v in rows[-1].items()},
-              flush=True)  # fmt: skip
-        write_results(args.name, {"command": command, "rows": rows,
-                                  "config": {**{k: str(v) for k, v in vars(args).items()},
-                                             "encoder": encoder_name}},
-                      header + markdown_table(rows, columns))  # fmt: skip
+        print(
+            {k: (round(v, 2) if isinstance(v, float) else v) for k, v in rows[-1].items()},
+            flush=True,
+        )
+        write_results(
+            args.name,
+            {
+                "command": command,
+                "rows": rows,
+                "config": {**{k: str(v) for k, v in vars(args).items()}, "encoder": encoder_name},
+            },
+            header + markdown_table(rows, columns),
+        )
     print(header + markdown_table(rows, columns))
 
 

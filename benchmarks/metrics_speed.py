@@ -56,8 +56,12 @@ def main() -> None:
     rss_inputs = current_rss_mb()
     rows = []
     for fmt, Y_score in (("(indices, scores)", (pred, scores)), ("CSR scores", S_csr)):
-        evaluate(Y[:1000], (pred[:1000], scores[:1000]) if fmt != "CSR scores" else S_csr[:1000],
-                 ks=(1, 3, 5), inv_propensity=w)  # warm-up: numba compilation
+        evaluate(
+            Y[:1000],
+            (pred[:1000], scores[:1000]) if fmt != "CSR scores" else S_csr[:1000],
+            ks=(1, 3, 5),
+            inv_propensity=w,
+        )  # warm-up: numba compilation
         times = []
         for _ in range(args.repeats):
             t = time.perf_counter()

@@ -308,7 +308,8 @@ def plot(payload: dict[str, Any], path: Path, generator: dict[str, Any] | None =
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(
-        "make_xmc_classification data; libraries with 2 threads each; indicative (shared 2-core machine)",
+        "make_xmc_classification data; libraries with 2 threads each; "
+        "indicative (shared 2-core machine)",
         fontsize=9,
     )
     fig.tight_layout()

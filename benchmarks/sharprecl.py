@@ -154,11 +154,14 @@ def mean_std(values: list[float]) -> str:
     return f"{v.mean():.2f} ± {std}"
 
 
-def report(rows: list[dict[str, Any]], records: list[dict[str, Any]],
-           args: argparse.Namespace, final: bool) -> None:  # fmt: skip
+def report(
+    rows: list[dict[str, Any]], records: list[dict[str, Any]], args: argparse.Namespace, final: bool
+) -> None:
     """Add the time ratios to the reference rows, then write the results."""
-    for reference, column in (("plain CE", "time vs plain CE"),
-                              ("CE both views", "time vs CE both views")):  # fmt: skip
+    for reference, column in (
+        ("plain CE", "time vs plain CE"),
+        ("CE both views", "time vs CE both views"),
+    ):
         base = {r["dataset"]: r["s/epoch"] for r in rows if r["row"] == reference}
         for r in rows:
             if r["dataset"] in base:
@@ -246,7 +249,8 @@ def main(argv: list[str] | None = None) -> None:
         nargs="+",
         default=[],
         metavar="PARAM=VALUE",
-        help="SharpReCLClassifier parameters for every row (JSON values), e.g. contrastive_weight=0.5",
+        help="SharpReCLClassifier parameters for every row (JSON values), "
+        "e.g. contrastive_weight=0.5",
     )
     args = parser.parse_args(argv)
     overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}

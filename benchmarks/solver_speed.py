@@ -80,7 +80,10 @@ def load_features(train: Path, use_cache: bool) -> tuple[sp.csr_matrix, sp.csr_m
         return X, Y
     texts, labels = load_text_jsonl(train)
     X = TfidfVectorizer(
-        sublinear_tf=True, ngram_range=(1, 2), min_df=2, max_features=200_000,
+        sublinear_tf=True,
+        ngram_range=(1, 2),
+        min_df=2,
+        max_features=200_000,
         dtype=np.float32,
     ).fit_transform(texts)
     X = X.tocsr()
@@ -88,8 +91,17 @@ def load_features(train: Path, use_cache: bool) -> tuple[sp.csr_matrix, sp.csr_m
     Y, _ = encode_labels(labels)
     if use_cache:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(cache, xd=X.data, xi=X.indices, xp=X.indptr, xs=X.shape,
-                 yd=Y.data, yi=Y.indices, yp=Y.indptr, ys=Y.shape)
+        np.savez(
+            cache,
+            xd=X.data,
+            xi=X.indices,
+            xp=X.indptr,
+            xs=X.shape,
+            yd=Y.data,
+            yi=Y.indices,
+            yp=Y.indptr,
+            ys=Y.shape,
+        )
     return X, Y
 
 
@@ -112,8 +124,15 @@ def liblinear_reference(X, Y, groups, n_groups: int, n_labels: int) -> dict:
         labs = groups.label_indices[groups.label_indptr[g] : groups.label_indptr[g + 1]]
         for c in labs[:n_labels]:
             y = np.where(Yc[:, [c]].toarray().ravel()[rows] > 0, 1.0, -1.0)
-            svc = LinearSVC(loss="squared_hinge", dual=True, C=1.0, tol=0.1, max_iter=100,
-                            fit_intercept=True, intercept_scaling=1.0)
+            svc = LinearSVC(
+                loss="squared_hinge",
+                dual=True,
+                C=1.0,
+                tol=0.1,
+                max_iter=100,
+                fit_intercept=True,
+                intercept_scaling=1.0,
+            )
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # ConvergenceWarning at max_iter 100
@@ -138,19 +157,24 @@ def liblinear_reference(X, Y, groups, n_groups: int, n_labels: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--train", type=Path,
-                        default=DATA_DIR / "tibkat_gnd_en" / "train.jsonl.gz")
+    parser.add_argument("--train", type=Path, default=DATA_DIR / "tibkat_gnd_en" / "train.jsonl.gz")
     parser.add_argument("--groups", type=int, default=250)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--losses", nargs="+", default=["squared_hinge"],
-                        choices=["squared_hinge", "logistic"])
+    parser.add_argument(
+        "--losses", nargs="+", default=["squared_hinge"], choices=["squared_hinge", "logistic"]
+    )
     parser.add_argument("--no-pecos", action="store_true", help="skip PECOS even if installed")
     parser.add_argument("--no-cache", action="store_true")
-    parser.add_argument("--ref-groups", type=int, default=3,
-                        help="groups used for the liblinear reference")
-    parser.add_argument("--ref-labels", type=int, default=10,
-                        help="labels per group used for the liblinear reference")
+    parser.add_argument(
+        "--ref-groups", type=int, default=3, help="groups used for the liblinear reference"
+    )
+    parser.add_argument(
+        "--ref-labels",
+        type=int,
+        default=10,
+        help="labels per group used for the liblinear reference",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "solver_speed.json")
     args = parser.parse_args()
     use_pecos = MLModel is not None and not args.no_pecos
@@ -163,12 +187,17 @@ def main() -> None:
     parent = np.random.RandomState(0).permutation(L) % args.groups
     groups = LayerGroups.from_matrices(Y, parent)
     rows_per_group = np.diff(groups.row_indptr)
-    group_nnz = np.add.reduceat(np.diff(X.indptr)[groups.row_indices],
-                                groups.row_indptr[:-1]) if groups.row_indices.size else 0
+    group_nnz = (
+        np.add.reduceat(np.diff(X.indptr)[groups.row_indices], groups.row_indptr[:-1])
+        if groups.row_indices.size
+        else 0
+    )
     work = float(np.sum(group_nnz * np.diff(groups.label_indptr)))
-    print(f"X {X.shape} nnz {X.nnz}, {L} labels in {args.groups} groups: "
-          f"{rows_per_group.mean():.0f} rows/group (max {rows_per_group.max()}), "
-          f"sum_g nnz(rows_g) * labels_g = {work:.3g} (features {t_features:.1f} s)")
+    print(
+        f"X {X.shape} nnz {X.nnz}, {L} labels in {args.groups} groups: "
+        f"{rows_per_group.mean():.0f} rows/group (max {rows_per_group.max()}), "
+        f"sum_g nnz(rows_g) * labels_g = {work:.3g} (features {t_features:.1f} s)"
+    )
 
     # compile (or load the numba cache) outside the timings
     t0 = time.perf_counter()
@@ -181,8 +210,7 @@ def main() -> None:
 
     pecos_problem = None
     if use_pecos:
-        C = sp.csc_matrix((np.ones(L, np.float32), (np.arange(L), parent)),
-                          shape=(L, args.groups))
+        C = sp.csc_matrix((np.ones(L, np.float32), (np.arange(L), parent)), shape=(L, args.groups))
         pecos_problem = MLProblem(X, Y.astype(np.float32), C=C)
 
     rows: list[dict] = []
@@ -198,8 +226,9 @@ def main() -> None:
                 for lib, _loss in cases:  # interleaved: same machine state for both
                     t0, c0 = time.perf_counter(), time.process_time()
                     if lib == "skxmc":
-                        W = fit_layer(X, Y, groups, loss=loss, n_jobs=threads, row_sqnorms=sqn,
-                                      random_state=0)
+                        W = fit_layer(
+                            X, Y, groups, loss=loss, n_jobs=threads, row_sqnorms=sqn, random_state=0
+                        )
                     else:
                         W = MLModel.train(pecos_problem, threads=threads).W
                     times[lib].append(time.perf_counter() - t0)
@@ -208,10 +237,18 @@ def main() -> None:
             for lib, _loss in cases:
                 med = statistics.median(times[lib])
                 W = weights[(lib, loss, threads)]
-                rows.append({"solver": lib, "loss": loss, "threads": threads,
-                             "median_s": med, "times_s": times[lib],
-                             "median_cpu_s": statistics.median(cpu[lib]),
-                             "labels_per_s": L / med, "nnz_W": int(W.nnz)})
+                rows.append(
+                    {
+                        "solver": lib,
+                        "loss": loss,
+                        "threads": threads,
+                        "median_s": med,
+                        "times_s": times[lib],
+                        "median_cpu_s": statistics.median(cpu[lib]),
+                        "labels_per_s": L / med,
+                        "nnz_W": int(W.nnz),
+                    }
+                )
 
     def rel_diff(A, B) -> float:
         A = sp.csc_matrix(A, dtype=np.float64)
@@ -234,30 +271,46 @@ def main() -> None:
     print("| solver | loss | threads | median wall s | median CPU s | labels/s | nnz(W) |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['solver']} | {r['loss']} | {r['threads']} | {r['median_s']:.2f} | "
-              f"{r['median_cpu_s']:.2f} | {r['labels_per_s']:.0f} | {r['nnz_W']:,} |")
+        print(
+            f"| {r['solver']} | {r['loss']} | {r['threads']} | {r['median_s']:.2f} | "
+            f"{r['median_cpu_s']:.2f} | {r['labels_per_s']:.0f} | {r['nnz_W']:,} |"
+        )
     if agreement is not None:
-        print("\nweights, relative Frobenius difference (tol 0.1 stops early, so the coordinate "
-              "order shows):")
-        print(f"- skxmc random_state 0 vs 1: "
-              f"{agreement['skxmc_seed0_vs_seed1_rel_fro_diff']:.2e}")
+        print(
+            "\nweights, relative Frobenius difference (tol 0.1 stops early, so the coordinate "
+            "order shows):"
+        )
+        print(f"- skxmc random_state 0 vs 1: {agreement['skxmc_seed0_vs_seed1_rel_fro_diff']:.2e}")
         if "skxmc_vs_pecos_rel_fro_diff" in agreement:
             print(f"- skxmc vs PECOS: {agreement['skxmc_vs_pecos_rel_fro_diff']:.2e}")
-    print(f"\nliblinear reference, {ref['n_problems']} binary problems of the layer "
-          f"(mean nnz {ref['mean_nnz_per_problem']:.0f}), one thread:")
+    print(
+        f"\nliblinear reference, {ref['n_problems']} binary problems of the layer "
+        f"(mean nnz {ref['mean_nnz_per_problem']:.0f}), one thread:"
+    )
     print("| solver | total s | ms / problem |")
     print("|---|---|---|")
-    print(f"| sklearn LinearSVC (liblinear) | {ref['liblinear_s']:.3f} | "
-          f"{1000 * ref['liblinear_s'] / ref['n_problems']:.2f} |")
-    print(f"| skxmc fit_binary | {ref['skxmc_fit_binary_s']:.3f} | "
-          f"{1000 * ref['skxmc_fit_binary_s'] / ref['n_problems']:.2f} |")
-    one = [r for r in rows if r["solver"] == "skxmc" and r["threads"] == 1
-           and r["loss"] == "squared_hinge"]
+    print(
+        f"| sklearn LinearSVC (liblinear) | {ref['liblinear_s']:.3f} | "
+        f"{1000 * ref['liblinear_s'] / ref['n_problems']:.2f} |"
+    )
+    print(
+        f"| skxmc fit_binary | {ref['skxmc_fit_binary_s']:.3f} | "
+        f"{1000 * ref['skxmc_fit_binary_s'] / ref['n_problems']:.2f} |"
+    )
+    one = [
+        r
+        for r in rows
+        if r["solver"] == "skxmc" and r["threads"] == 1 and r["loss"] == "squared_hinge"
+    ]
     if one:
-        print(f"| skxmc fit_layer (whole layer, per label) | - | "
-              f"{1000 * one[0]['median_s'] / L:.2f} |")
-    print(f"primal objective, skxmc vs liblinear: mean relative gap "
-          f"{ref['primal_rel_gap_mean']:+.2e}, max |gap| {ref['primal_rel_gap_max_abs']:.2e}")
+        print(
+            f"| skxmc fit_layer (whole layer, per label) | - | "
+            f"{1000 * one[0]['median_s'] / L:.2f} |"
+        )
+    print(
+        f"primal objective, skxmc vs liblinear: mean relative gap "
+        f"{ref['primal_rel_gap_mean']:+.2e}, max |gap| {ref['primal_rel_gap_max_abs']:.2e}"
+    )
 
     result = {
         "dataset": args.train.parent.name,
@@ -270,8 +323,12 @@ def main() -> None:
         "work_nnz_times_labels": work,
         "repeats": args.repeats,
         "numba_warmup_s": t_warm,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version(), "numpy": np.__version__},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+        },
         "rows": rows,
         "weight_agreement": agreement,
         "liblinear_reference": ref,

@@ -46,8 +46,9 @@ DATA_DIR = Path(os.environ.get("SKXMC_DATA", REPO_ROOT.parent / "shared" / "data
 def leaf_objective(E: sp.csr_matrix, codes: np.ndarray) -> float:
     """Spherical k-means objective of a leaf assignment: sum of norms of leaf sums."""
     n_leaves = int(codes.max()) + 1
-    C = sp.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))),
-                      shape=(n_leaves, len(codes)))
+    C = sp.csr_matrix(
+        (np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(n_leaves, len(codes))
+    )
     S = C @ E
     return float(np.sqrt(np.asarray(S.multiply(S).sum(axis=1))).sum())
 
@@ -60,17 +61,25 @@ def timed(fn, *args, **kwargs) -> tuple[float, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--train", type=Path,
-                        default=DATA_DIR / "tibkat_gnd_en" / "train.jsonl.gz")
-    parser.add_argument("--test", type=Path,
-                        default=DATA_DIR / "tibkat_gnd_en" / "test.jsonl.gz",
-                        help="its labels join the label space (zero embeddings); "
-                             "pass 'none' for training labels only")
+    parser.add_argument("--train", type=Path, default=DATA_DIR / "tibkat_gnd_en" / "train.jsonl.gz")
+    parser.add_argument(
+        "--test",
+        type=Path,
+        default=DATA_DIR / "tibkat_gnd_en" / "test.jsonl.gz",
+        help="its labels join the label space (zero embeddings); "
+        "pass 'none' for training labels only",
+    )
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, -1],
-                        help="thread counts to time (-1: all cores)")
-    parser.add_argument("--output", type=Path,
-                        default=REPO_ROOT / "benchmarks" / "results" / "tree_speed.json")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=[1, -1],
+        help="thread counts to time (-1: all cores)",
+    )
+    parser.add_argument(
+        "--output", type=Path, default=REPO_ROOT / "benchmarks" / "results" / "tree_speed.json"
+    )
     args = parser.parse_args()
 
     try:
@@ -80,23 +89,34 @@ def main() -> None:
         print("pecos not importable: timing skxmc only")
 
     texts, labels = load_text_jsonl(args.train)
-    vectorizer = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2), min_df=2,
-                                 max_features=200000, dtype=np.float32)
+    vectorizer = TfidfVectorizer(
+        sublinear_tf=True, ngram_range=(1, 2), min_df=2, max_features=200000, dtype=np.float32
+    )
     t_tfidf, X = timed(vectorizer.fit_transform, texts)
     X = X.tocsr()
     X.sort_indices()
     test_labels = [] if str(args.test) == "none" else load_text_jsonl(args.test)[1]
     Y, _ = encode_labels(labels + test_labels, name="Y")
     Y = Y[: X.shape[0]]
-    print(f"{args.train.parent.name}: {X.shape[0]} samples, {X.shape[1]} features, "
-          f"{Y.shape[1]} labels ({(Y.getnnz(axis=0) == 0).sum()} without training "
-          f"positives); TF-IDF {t_tfidf:.1f}s")
+    print(
+        f"{args.train.parent.name}: {X.shape[0]} samples, {X.shape[1]} features, "
+        f"{Y.shape[1]} labels ({(Y.getnnz(axis=0) == 0).sum()} without training "
+        f"positives); TF-IDF {t_tfidf:.1f}s"
+    )
 
     rows: list[dict] = []
 
     def record(task: str, library: str, threads: int, times: list[float], **extra) -> None:
-        rows.append({"task": task, "library": library, "threads": threads,
-                     "median_s": statistics.median(times), "times_s": times, **extra})
+        rows.append(
+            {
+                "task": task,
+                "library": library,
+                "threads": threads,
+                "median_s": statistics.median(times),
+                "times_s": times,
+                **extra,
+            }
+        )
 
     # PIFA: ours (l1 instance weights, the default) and PECOS's (l2, same product).
     pifa_times, pecos_pifa_times = [], []
@@ -117,21 +137,45 @@ def main() -> None:
         ours, theirs = [], []
         for _ in range(args.repeats):
             t, (chain, codes) = timed(
-                build_label_tree, E, branching_factor=16, max_leaf_size=100, max_iter=20,
-                random_state=0, n_jobs=threads)
+                build_label_tree,
+                E,
+                branching_factor=16,
+                max_leaf_size=100,
+                max_iter=20,
+                random_state=0,
+                n_jobs=threads,
+            )
             ours.append(t)
             if Indexer is not None:
                 t, pecos_chain = timed(
-                    Indexer.gen, E, indexer_type="hierarchicalkmeans", nr_splits=16,
-                    max_leaf_size=100, max_iter=20, seed=0, threads=threads)
+                    Indexer.gen,
+                    E,
+                    indexer_type="hierarchicalkmeans",
+                    nr_splits=16,
+                    max_leaf_size=100,
+                    max_iter=20,
+                    seed=0,
+                    threads=threads,
+                )
                 theirs.append(t)
-        record("tree", "skxmc", threads, ours, shapes=[list(C.shape) for C in chain],
-               leaf_objective=leaf_objective(E, codes))
+        record(
+            "tree",
+            "skxmc",
+            threads,
+            ours,
+            shapes=[list(C.shape) for C in chain],
+            leaf_objective=leaf_objective(E, codes),
+        )
         if theirs:
             pecos_codes = pecos_chain.chain[-1].tocsr().indices
-            record("tree", "pecos", threads, theirs,
-                   shapes=[list(C.shape) for C in pecos_chain.chain],
-                   leaf_objective=leaf_objective(E, pecos_codes))
+            record(
+                "tree",
+                "pecos",
+                threads,
+                theirs,
+                shapes=[list(C.shape) for C in pecos_chain.chain],
+                leaf_objective=leaf_objective(E, pecos_codes),
+            )
 
     print()
     print("| task | library | threads | median s | runs s | leaf objective |")
@@ -140,18 +184,24 @@ def main() -> None:
         runs = ", ".join(f"{t:.2f}" for t in r["times_s"])
         obj = f"{r['leaf_objective']:.1f}" if "leaf_objective" in r else ""
         threads = "all" if r["threads"] == -1 else r["threads"]
-        print(f"| {r['task']} | {r['library']} | {threads} | {r['median_s']:.2f} | {runs} | "
-              f"{obj} |")
+        print(
+            f"| {r['task']} | {r['library']} | {threads} | {r['median_s']:.2f} | {runs} | {obj} |"
+        )
     ratios = {}
     for threads in args.threads:
-        ours = [r for r in rows if r["task"] == "tree" and r["library"] == "skxmc"
-                and r["threads"] == threads]
-        theirs = [r for r in rows if r["task"] == "tree" and r["library"] == "pecos"
-                  and r["threads"] == threads]
+        ours = [
+            r
+            for r in rows
+            if r["task"] == "tree" and r["library"] == "skxmc" and r["threads"] == threads
+        ]
+        theirs = [
+            r
+            for r in rows
+            if r["task"] == "tree" and r["library"] == "pecos" and r["threads"] == threads
+        ]
         if ours and theirs:
             ratios[str(threads)] = ours[0]["median_s"] / theirs[0]["median_s"]
-            print(f"\nskxmc / pecos tree time, threads={threads}: "
-                  f"{ratios[str(threads)]:.2f}x")
+            print(f"\nskxmc / pecos tree time, threads={threads}: {ratios[str(threads)]:.2f}x")
 
     import numba
     import scipy

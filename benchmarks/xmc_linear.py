@@ -870,7 +870,8 @@ def main() -> int:
         info["load_average_start"] = os.getloadavg()
         payload["datasets"][ds] = info
         print(
-            f"\n== {ds}: {info['n_train']} train / {info['n_test']} test, {info['n_features']} features, "
+            f"\n== {ds}: {info['n_train']} train / {info['n_test']} test, "
+            f"{info['n_features']} features, "
             f"{info['n_labels']} labels ({info['n_labels_in_train']} in train); load average "
             f"{info['load_average_start'][0]:.2f}",
             flush=True,
@@ -918,7 +919,8 @@ def main() -> int:
                 res.pop("_scores", None)
                 runs[lib].append(res)
                 print(
-                    f"  {LIBRARIES[lib]} [repeat {rep + 1}]: P@1 {res['metrics']['precision@1']:.2f} "
+                    f"  {LIBRARIES[lib]} [repeat {rep + 1}]: "
+                    f"P@1 {res['metrics']['precision@1']:.2f} "
                     f"P@5 {res['metrics']['precision@5']:.2f}  train {res['train_s']:.2f} s  "
                     f"predict {res['predict_s']:.2f} s  peak RSS {res['peak_rss_mb']:.0f} MB  "
                     f"(load avg {os.getloadavg()[0]:.2f})",
@@ -1025,17 +1027,19 @@ def main() -> int:
         )
     stage_rows = _stage_rows(rows)
     la = payload["load_average"]
+    sources = sorted({x for r in rows for x in r.get("skxmc_sources_seen", [])})
     header = [
         "# XR-Linear side by side (benchmarks/xmc_linear.py)",
         "",
         f"Command: `{payload['command']}`  ",
-        f"{payload['cpus']} CPUs, {THREADS} threads per library, each library in its own child process; "
+        f"{payload['cpus']} CPUs, {THREADS} threads per library, "
+        "each library in its own child process; "
         f"{'median of ' + str(args.repeats) + ' repeats' if args.repeats > 1 else 'one run'}; "
         f"numpy {payload['numpy']}, scipy {payload['scipy']}; skxmc at {payload['git']['head']}"
         f"{' + uncommitted changes' if payload['git']['skxmc_uncommitted'] else ''}; "
         f"load average {la['start'][0]:.2f} at start, {la['end'][0]:.2f} at end (shared machine). "
         f"skxmc sources (sha1 of skxmc/**/*.py): "
-        f"{', '.join(sorted({x for r in rows for x in r.get('skxmc_sources_seen', [])})) or 'n/a'}.",
+        f"{', '.join(sources) or 'n/a'}.",
         "",
         "Metrics x100 (PSP@5 un-normalised, A=0.55, B=1.5), from the first (fresh-process) "
         "round. skxmc and libpecos train and predict twice in their child: round 1 is a fresh "

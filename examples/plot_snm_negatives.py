@@ -10,7 +10,8 @@ sampled negatives (plain negative sampling, the paper's baseline).
 
 This example trains small models on the bibtex bag-of-words data set (159 labels; rows
 L2-normalised; without the reference datasets, ``skxmc.datasets.get_data_dir()``, on
-TF-IDF features of the shipped TIBKAT demo records instead) and plots test precision@1 against ``k`` at a fixed ``B``, and against
+TF-IDF features of the shipped TIBKAT demo records instead) and plots test precision@1
+against ``k`` at a fixed ``B``, and against
 ``B`` at ``k = 1``, with the uniform baseline for reference. The network is narrower than
 the paper's 512-512 and training short (6 epochs), so that the whole example runs in one
 to two minutes on a laptop CPU; with so few epochs plain uniform sampling is still ahead,
@@ -46,8 +47,10 @@ else:
     X_test = vectorizer.transform(demo.test_texts)
     Y_train, Y_test = demo.train_labels, demo.test_labels
     n_labels = len({label for labels in Y_train for label in labels})
-print(f"{name}: {X_train.shape[0]} train / {X_test.shape[0]} test, {X_train.shape[1]} "
-      f"features, {n_labels} labels")  # fmt: skip
+print(
+    f"{name}: {X_train.shape[0]} train / {X_test.shape[0]} test, {X_train.shape[1]} "
+    f"features, {n_labels} labels"
+)
 
 settings = dict(hidden_size=128, embedding_size=64, max_epochs=6, device="cpu", random_state=0)
 
@@ -84,12 +87,21 @@ print(f"total {time.perf_counter() - start:.0f} s")
 fig, (ax_k, ax_b) = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
 ax_k.plot(ks, 100 * np.array(p_k), "o-", label="top-k SNM")
 ax_k.axhline(100 * p_uniform_64, color="grey", ls="--", label="uniform sampling")
-ax_k.set(xscale="log", xlabel="k (negatives mined of B = 64)", ylabel="test P@1 (%)",
-         xticks=ks, xticklabels=[str(k) for k in ks])  # fmt: skip
+ax_k.set(
+    xscale="log",
+    xlabel="k (negatives mined of B = 64)",
+    ylabel="test P@1 (%)",
+    xticks=ks,
+    xticklabels=[str(k) for k in ks],
+)
 ax_k.legend()
 ax_b.plot(Bs, 100 * np.array(p_b), "o-", color="C1", label="top-1 SNM")
-ax_b.set(xscale="log", xlabel=f"B (candidates sampled per batch; {n_labels} labels)",
-         xticks=Bs, xticklabels=[str(b) for b in Bs])  # fmt: skip
+ax_b.set(
+    xscale="log",
+    xlabel=f"B (candidates sampled per batch; {n_labels} labels)",
+    xticks=Bs,
+    xticklabels=[str(b) for b in Bs],
+)
 ax_b.legend()
 fig.suptitle(f"SNMClassifier on {name} (6 epochs, 128-64 network)")
 fig.tight_layout()

@@ -48,8 +48,10 @@ for beam in beams:
     seconds = time.perf_counter() - start
     result = evaluate(demo.test_labels, predictions, ks=(1, 5), classes=clf.classes_)
     rows.append((beam, result["precision@1"], result["precision@5"], result["recall@5"], seconds))
-    print(f"beam {beam:3d}: P@1 {100 * rows[-1][1]:5.2f}  P@5 {100 * rows[-1][2]:5.2f}  "
-          f"R@5 {100 * rows[-1][3]:5.2f}  predict {seconds:.2f} s")
+    print(
+        f"beam {beam:3d}: P@1 {100 * rows[-1][1]:5.2f}  P@5 {100 * rows[-1][2]:5.2f}  "
+        f"R@5 {100 * rows[-1][3]:5.2f}  predict {seconds:.2f} s"
+    )
 
 # %%
 # Plot
@@ -64,7 +66,11 @@ ax_acc.plot(beam_axis, [100 * r[3] for r in rows], "^-", label="R@5")
 ax_acc.set(xscale="log", xlabel="beam size", ylabel="percent", title="Accuracy")
 ax_acc.legend()
 ax_time.plot(beam_axis, [r[4] for r in rows], "o-", color="C3")
-ax_time.set(xscale="log", xlabel="beam size", ylabel="seconds",
-            title=f"Prediction time, {X_test.shape[0]} texts")
+ax_time.set(
+    xscale="log",
+    xlabel="beam size",
+    ylabel="seconds",
+    title=f"Prediction time, {X_test.shape[0]} texts",
+)
 fig.tight_layout()
 plt.show()

@@ -110,8 +110,15 @@ class InnerProductIndex:
     [[1, 0]]
     """
 
-    def __init__(self, vectors: Any, *, method: str = "auto", device: Any = "cpu",
-                 n_cells: int | None = None, n_probe: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        vectors: Any,
+        *,
+        method: str = "auto",
+        device: Any = "cpu",
+        n_cells: int | None = None,
+        n_probe: int | None = None,
+    ) -> None:
         import torch
 
         if vectors.ndim != 2:
@@ -123,8 +130,9 @@ class InnerProductIndex:
         if self.method == "approximate" and self.n_vectors > 0:
             if isinstance(vectors, torch.Tensor):
                 vectors = vectors.detach().float().cpu().numpy()
-            self._index = self._build_ivf(np.ascontiguousarray(vectors, dtype=np.float32),
-                                          n_cells, n_probe)  # fmt: skip
+            self._index = self._build_ivf(
+                np.ascontiguousarray(vectors, dtype=np.float32), n_cells, n_probe
+            )
             self._vectors = None
         else:
             # the exact search runs where the vectors live (a GPU model searches on GPU)

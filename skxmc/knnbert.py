@@ -232,7 +232,8 @@ class KNNBertClassifier(TransformerClassifierBase):
     device : str, default="auto"
         ``"auto"``: CUDA when available, else CPU.
     random_state : int, RandomState instance or None, default=0
-        Seeds initialisation, dropout, batch order and the sampling of enqueued texts. The default makes two fits on the same data give the same model on
+        Seeds initialisation, dropout, batch order and the sampling of enqueued texts.
+        The default makes two fits on the same data give the same model on
         CPU (as every skxmc estimator); None draws a new seed from numpy's global random
         state at every fit. GPU kernels are not bitwise reproducible.
     verbose : int, default=0

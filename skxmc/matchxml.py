@@ -1,4 +1,4 @@
-"""MatchXMLClassifier: label2vec tree, multi-stage text-label matching fine-tuning, XR-Linear ranker."""
+"""MatchXMLClassifier: label2vec tree, multi-stage text-label matching, XR-Linear ranker."""
 
 from __future__ import annotations
 
@@ -96,8 +96,12 @@ def _normalized_rows(A: np.ndarray) -> np.ndarray:
     return np.divide(A, norms, out=np.zeros_like(A), where=norms > 0)
 
 
-def _stack_features(tfidf: sp.spmatrix, sentence: np.ndarray | None,
-                    fine_tuned: np.ndarray | None, weight: float = 1.0) -> sp.csr_matrix:  # fmt: skip
+def _stack_features(
+    tfidf: sp.spmatrix,
+    sentence: np.ndarray | None,
+    fine_tuned: np.ndarray | None,
+    weight: float = 1.0,
+) -> sp.csr_matrix:
     """MatchXML's ranker features: ``[TF-IDF | sentence]`` (each block and then the stack
     row-normalised), then the normalised fine-tuned embedding times ``weight`` appended
     (left out when ``weight`` is 0)."""
@@ -183,8 +187,9 @@ def linear_bootstrap(
     return _normalized_rows(np.asarray(W[: X.shape[1]].T.toarray(), dtype=np.float32))
 
 
-def refined_label_embeddings(fine_tuned: np.ndarray, Y: sp.csr_matrix,
-                             prior: np.ndarray | sp.spmatrix) -> np.ndarray | sp.csr_matrix:  # fmt: skip
+def refined_label_embeddings(
+    fine_tuned: np.ndarray, Y: sp.csr_matrix, prior: np.ndarray | sp.spmatrix
+) -> np.ndarray | sp.csr_matrix:
     """Label embeddings of the ranker's refined tree (reference implementation): PIFA of
     the fine-tuned text embeddings stacked with the preliminary tree's label embeddings
     ``prior``, row-normalised."""
@@ -611,9 +616,13 @@ class MatchXMLClassifier(
         source = self.sentence_encoder
         if isinstance(source, str) and source == "auto":
             source = self._encoder_source()
-        with SentenceEncoder(source, device=device, batch_size=2 * self.batch_size,
-                             max_length=self.sentence_max_length,
-                             verbose=self.verbose) as encoder:  # fmt: skip
+        with SentenceEncoder(
+            source,
+            device=device,
+            batch_size=2 * self.batch_size,
+            max_length=self.sentence_max_length,
+            verbose=self.verbose,
+        ) as encoder:
             return encoder.encode(texts)
 
     # ------------------------------------------------------------------ fit
@@ -659,28 +668,41 @@ class MatchXMLClassifier(
         sentence = self._sentence_embeddings(texts, device)
         base = _stack_features(tfidf, sentence, None)
         times["features"] = time.perf_counter() - t0
-        self._log("features: %s TF-IDF%s in %.1f s", tfidf.shape,
-                  "" if sentence is None else f" + {sentence.shape[1]}-d sentence",
-                  times["features"])  # fmt: skip
+        self._log(
+            "features: %s TF-IDF%s in %.1f s",
+            tfidf.shape,
+            "" if sentence is None else f" + {sentence.shape[1]}-d sentence",
+            times["features"],
+        )
 
         # 2. Preliminary tree.
         t0 = time.perf_counter()
         self.tree_ = HierarchicalLabelTree(
-            label_embedding=self.label_embedding, branching_factor=self.branching_factor,
-            max_leaf_size=self.max_leaf_size, random_state=seed, verbose=self.verbose,
-        ).fit(base, Y_csr)  # fmt: skip
+            label_embedding=self.label_embedding,
+            branching_factor=self.branching_factor,
+            max_leaf_size=self.max_leaf_size,
+            random_state=seed,
+            verbose=self.verbose,
+        ).fit(base, Y_csr)
         times["tree"] = time.perf_counter() - t0
         sizes = [C.shape[0] for C in self.tree_.cluster_chain_]
-        n_stages = len(sizes) if self.max_matcher_size is None else sum(
-            k <= self.max_matcher_size for k in sizes)  # fmt: skip
+        n_stages = (
+            len(sizes)
+            if self.max_matcher_size is None
+            else sum(k <= self.max_matcher_size for k in sizes)
+        )
         if n_stages == 0:
             raise ValueError(
                 f"max_matcher_size={self.max_matcher_size} is smaller than the top layer of "
                 f"the label tree ({sizes[0]} nodes); nothing would be fine-tuned. Use at "
                 f"least {sizes[0]} or None."
             )
-        self._log("preliminary tree: layers %s in %.1f s; fine-tuning %d stage(s)", sizes,
-                  times["tree"], n_stages)  # fmt: skip
+        self._log(
+            "preliminary tree: layers %s in %.1f s; fine-tuning %d stage(s)",
+            sizes,
+            times["tree"],
+            n_stages,
+        )
 
         # 3. Multi-stage fine-tuning.
         t0 = time.perf_counter()
@@ -694,13 +716,18 @@ class MatchXMLClassifier(
 
         # 4. Ranker features, refined tree, ranker.
         t0 = time.perf_counter()
-        ranker = clone(self.ranker) if self.ranker is not None else XRLinearClassifier(
-            relevance_weighted=True, negative_sampling="tfn+man", Cp=2.0)  # fmt: skip
+        ranker = (
+            clone(self.ranker)
+            if self.ranker is not None
+            else XRLinearClassifier(relevance_weighted=True, negative_sampling="tfn+man", Cp=2.0)
+        )
         # the training texts' fine-tuned embeddings feed the features and the refined tree;
         # with neither, encoding them again would be wasted
-        fine_tuned = (self._embed(tokens, device, "encoding")
-                      if self.fine_tuned_weight > 0 or self._refines_tree(ranker)
-                      else None)  # fmt: skip
+        fine_tuned = (
+            self._embed(tokens, device, "encoding")
+            if self.fine_tuned_weight > 0 or self._refines_tree(ranker)
+            else None
+        )
         features = _stack_features(tfidf, sentence, fine_tuned, self.fine_tuned_weight)
         self.n_features_ranker_ = features.shape[1]
         times["encoding"] = time.perf_counter() - t0
@@ -711,8 +738,14 @@ class MatchXMLClassifier(
         self._log("ranker: %d features, trained in %.1f s", features.shape[1], times["ranker"])
         return self
 
-    def _fine_tune(self, tokens: TokenizedTexts, Y: sp.csr_matrix, n_stages: int, seed: int,
-                   device: torch.device) -> None:  # fmt: skip
+    def _fine_tune(
+        self,
+        tokens: TokenizedTexts,
+        Y: sp.csr_matrix,
+        n_stages: int,
+        seed: int,
+        device: torch.device,
+    ) -> None:
         chain = self.tree_.cluster_chain_
         layers = self.tree_.cluster_label_matrices(Y)
         rng = np.random.default_rng(seed)
@@ -723,8 +756,11 @@ class MatchXMLClassifier(
         for stage in range(n_stages):
             # A stage that cannot see every text trains on a random subset of what it can.
             budget = None if self.max_steps is None else self.max_steps * self.batch_size
-            rows = (np.arange(n_texts) if budget is None or budget >= n_texts
-                    else np.sort(rng.choice(n_texts, size=budget, replace=False)))  # fmt: skip
+            rows = (
+                np.arange(n_texts)
+                if budget is None or budget >= n_texts
+                else np.sort(rng.choice(n_texts, size=budget, replace=False))
+            )
             stage_tokens = tokens.subset(rows)
             Z = self._embed(stage_tokens, device, f"stage {stage + 1} bootstrap")
             Y_t = layers[stage][rows]
@@ -744,15 +780,21 @@ class MatchXMLClassifier(
             module = _StageModule(self.module_, Y_t.shape[1], init)
             last = stage == n_stages - 1
             loss_name = self.final_loss if last else "hinge"
-            result = self._train_stage(module, stage_tokens, candidates, Y_t, loss_name, stage,
-                                       n_stages, seed, device)  # fmt: skip
+            result = self._train_stage(
+                module, stage_tokens, candidates, Y_t, loss_name, stage, n_stages, seed, device
+            )
             self.stage_sizes_.append(int(Y_t.shape[1]))
             self.stage_loss_curves_.append([float(v) for v in result.loss_curve])
             self.n_steps_ += int(result.n_steps)
             previous = _normalized_rows(module.labels.weight.detach().cpu().float().numpy())
-            self._log("stage %d/%d: %d nodes, %d steps, last loss %.4f", stage + 1, n_stages,
-                      Y_t.shape[1], result.n_steps,
-                      result.loss_curve[-1] if result.loss_curve else float("nan"))  # fmt: skip
+            self._log(
+                "stage %d/%d: %d nodes, %d steps, last loss %.4f",
+                stage + 1,
+                n_stages,
+                Y_t.shape[1],
+                result.n_steps,
+                result.loss_curve[-1] if result.loss_curve else float("nan"),
+            )
             if result.interrupted:
                 self.interrupted_ = True
                 break
@@ -822,10 +864,16 @@ class MatchXMLClassifier(
         parents.data[:] = 1.0
         return parents
 
-    def _stage_candidates(self, stage: int, Z: np.ndarray, Y_t: sp.csr_matrix,
-                          layers: list[sp.csr_matrix], rows: np.ndarray,
-                          previous: np.ndarray | None,
-                          rng: np.random.Generator) -> sp.csr_matrix:  # fmt: skip
+    def _stage_candidates(
+        self,
+        stage: int,
+        Z: np.ndarray,
+        Y_t: sp.csr_matrix,
+        layers: list[sp.csr_matrix],
+        rows: np.ndarray,
+        previous: np.ndarray | None,
+        rng: np.random.Generator,
+    ) -> sp.csr_matrix:
         """Candidate clusters of every text of the stage: CSR with 2 for a positive, 1 for a
         negative. Negatives: the children of the text's positive parents (teacher forcing)
         and of the parents the previous stage ranks highest (matcher-aware)."""
@@ -857,19 +905,34 @@ class MatchXMLClassifier(
             if hi - lo > self.max_candidates:
                 pos, neg = np.flatnonzero(val > 1.5), np.flatnonzero(val <= 1.5)
                 room = max(self.max_candidates - len(pos), 0)
-                keep = np.sort(np.concatenate([pos[: self.max_candidates],
-                                               rng.choice(neg, size=min(room, len(neg)),
-                                                          replace=False)]))  # fmt: skip
+                keep = np.sort(
+                    np.concatenate(
+                        [
+                            pos[: self.max_candidates],
+                            rng.choice(neg, size=min(room, len(neg)), replace=False),
+                        ]
+                    )
+                )
                 idx, val = idx[keep], val[keep]
             indices.append(idx)
             data.append(val)
             indptr.append(indptr[-1] + len(idx))
-        return sp.csr_matrix((np.concatenate(data), np.concatenate(indices), np.asarray(indptr)),
-                             shape=cand.shape)  # fmt: skip
+        return sp.csr_matrix(
+            (np.concatenate(data), np.concatenate(indices), np.asarray(indptr)), shape=cand.shape
+        )
 
-    def _train_stage(self, module: _StageModule, tokens: TokenizedTexts, candidates: sp.csr_matrix,
-                     Y_t: sp.csr_matrix, loss_name: str, stage: int, n_stages: int, seed: int,
-                     device: torch.device) -> Any:  # fmt: skip
+    def _train_stage(
+        self,
+        module: _StageModule,
+        tokens: TokenizedTexts,
+        candidates: sp.csr_matrix,
+        Y_t: sp.csr_matrix,
+        loss_name: str,
+        stage: int,
+        n_stages: int,
+        seed: int,
+        device: torch.device,
+    ) -> Any:
         Y_t = sp.csr_matrix(Y_t)
         temperature, weight = float(self.temperature), float(self.matching_weight)
         mine = "snm" in self.negative_sampling
@@ -877,11 +940,13 @@ class MatchXMLClassifier(
         def step(batch: Any) -> dict[str, Any]:
             rows = np.asarray(batch.indices)
             z = F.normalize(module.text.features(batch.inputs), dim=-1)
-            ids, mask, positive = (torch.from_numpy(a).to(z.device)
-                                   for a in _padded_rows(candidates, rows))  # fmt: skip
+            ids, mask, positive = (
+                torch.from_numpy(a).to(z.device) for a in _padded_rows(candidates, rows)
+            )
             if mine:
-                ids, mask, positive = self._append_mined(module, z, Y_t[rows], ids, mask, positive,
-                                                         trainer.rng)  # fmt: skip
+                ids, mask, positive = self._append_mined(
+                    module, z, Y_t[rows], ids, mask, positive, trainer.rng
+                )
             label_emb = F.normalize(module.labels(ids), dim=-1)
             out: dict[str, Any] = {}
             loss = z.new_zeros(())
@@ -897,18 +962,31 @@ class MatchXMLClassifier(
                     module.labels(torch.from_numpy(labels.astype(np.int64)).to(z.device)), dim=-1
                 )
                 matching = text_label_matching_loss(
-                    z, label_emb, mask, positive, batch_labels, targets,
-                    temperature=temperature, matching_weight=weight)  # fmt: skip
+                    z,
+                    label_emb,
+                    mask,
+                    positive,
+                    batch_labels,
+                    targets,
+                    temperature=temperature,
+                    matching_weight=weight,
+                )
                 out["matching"] = matching.detach()
                 loss = loss + matching
             out["loss"] = loss
             return out
 
         groups = [
-            ParamGroup("encoder", module.text, lr=self.learning_rate, weight_decay=self.weight_decay,
-                       betas=(0.9, 0.98), eps=1e-6),
+            ParamGroup(
+                "encoder",
+                module.text,
+                lr=self.learning_rate,
+                weight_decay=self.weight_decay,
+                betas=(0.9, 0.98),
+                eps=1e-6,
+            ),
             ParamGroup("labels", module.labels, lr=self.label_learning_rate),
-        ]  # fmt: skip
+        ]
         checkpoint = None
         if self.checkpoint_dir is not None:
             checkpoint = Path(self.checkpoint_dir) / f"stage{stage}"
@@ -933,24 +1011,39 @@ class MatchXMLClassifier(
 
         return trainer.fit(step, batches)
 
-    def _append_mined(self, module: _StageModule, z: torch.Tensor, positives: sp.csr_matrix,
-                      ids: torch.Tensor, mask: torch.Tensor, positive: torch.Tensor,
-                      rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+    def _append_mined(
+        self,
+        module: _StageModule,
+        z: torch.Tensor,
+        positives: sp.csr_matrix,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        positive: torch.Tensor,
+        rng: np.random.Generator,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Top-k SNM: ``n_sampled`` uniform negatives per text, the ``n_hard_negatives``
         best-scored by the current model appended to its candidates (duplicates of
         candidates already there are masked out)."""
         n_nodes = module.labels.num_embeddings
         generator = torch.Generator(device=z.device).manual_seed(int(rng.integers(2**62)))
         with torch.no_grad():
-            pool = sample_negatives(positives, n_nodes, min(self.n_sampled, n_nodes),
-                                    generator=generator, device=z.device)  # fmt: skip
+            pool = sample_negatives(
+                positives,
+                n_nodes,
+                min(self.n_sampled, n_nodes),
+                generator=generator,
+                device=z.device,
+            )
             table = F.normalize(module.labels.weight.detach().float(), dim=-1)
             scores = (z.detach().float() @ table.T).gather(1, pool.clamp(min=0))
             mined = top_k_negatives(scores, pool, self.n_hard_negatives)
         duplicate = ((mined.labels[:, :, None] == ids[:, None, :]) & mask[:, None, :]).any(dim=2)
         keep = mined.mask & ~duplicate
-        return (torch.cat([ids, mined.labels.clamp(min=0)], dim=1), torch.cat([mask, keep], dim=1),
-                torch.cat([positive, torch.zeros_like(keep)], dim=1))  # fmt: skip
+        return (
+            torch.cat([ids, mined.labels.clamp(min=0)], dim=1),
+            torch.cat([mask, keep], dim=1),
+            torch.cat([positive, torch.zeros_like(keep)], dim=1),
+        )
 
     def _refines_tree(self, ranker: Any) -> bool:
         """Whether the ranker gets the refined tree: asked for, and the template has no
@@ -958,9 +1051,15 @@ class MatchXMLClassifier(
         params = ranker.get_params()
         return self.ranker_tree == "refined" and "tree" in params and params["tree"] is None
 
-    def _fit_ranker(self, ranker: Any, features: sp.csr_matrix, Y: sp.csr_matrix,
-                    base: sp.csr_matrix, fine_tuned: np.ndarray | None,
-                    seed: int) -> XRLinearClassifier:  # fmt: skip
+    def _fit_ranker(
+        self,
+        ranker: Any,
+        features: sp.csr_matrix,
+        Y: sp.csr_matrix,
+        base: sp.csr_matrix,
+        fine_tuned: np.ndarray | None,
+        seed: int,
+    ) -> XRLinearClassifier:
         refine = self._refines_tree(ranker)
         if refine:
             embedder = self.tree_.label_embedder_
@@ -971,10 +1070,15 @@ class MatchXMLClassifier(
             embeddings = refined_label_embeddings(fine_tuned, Y, prior)
             branching = self.ranker_branching_factor or self.branching_factor
             leaf = self.ranker_max_leaf_size or self.max_leaf_size
-            ranker.set_params(tree=HierarchicalLabelTree(
-                label_embedding=embeddings, branching_factor=branching,
-                max_leaf_size=leaf, random_state=seed,
-                n_jobs=ranker.get_params().get("n_jobs")))  # fmt: skip
+            ranker.set_params(
+                tree=HierarchicalLabelTree(
+                    label_embedding=embeddings,
+                    branching_factor=branching,
+                    max_leaf_size=leaf,
+                    random_state=seed,
+                    n_jobs=ranker.get_params().get("n_jobs"),
+                )
+            )
         if "sparse_output" in ranker.get_params():
             ranker.set_params(sparse_output=True)  # this class formats the outputs
         ranker.fit(features, Y)

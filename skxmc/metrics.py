@@ -787,8 +787,10 @@ optional
     Examples
     --------
     >>> from skxmc.metrics import evaluate
-    >>> evaluate(np.array([[1, 0, 1]]), np.array([[0.9, 0.5, 0.1]]), ks=(1, 2))
-    {'precision@1': 1.0, 'recall@1': 0.5, 'ndcg@1': 1.0, 'precision@2': 0.5, 'recall@2': 0.5, 'ndcg@2': 0.6131471927654584}
+    >>> scores = evaluate(np.array([[1, 0, 1]]), np.array([[0.9, 0.5, 0.1]]), ks=(1, 2))
+    >>> {k: round(v, 4) for k, v in scores.items()}  # doctest: +NORMALIZE_WHITESPACE
+    {'precision@1': 1.0, 'recall@1': 0.5, 'ndcg@1': 1.0, 'precision@2': 0.5,
+     'recall@2': 0.5, 'ndcg@2': 0.6131}
     """
     ks = [_check_k(k, "ks") for k in ks]
     if not ks:

@@ -152,7 +152,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
         How the second view of each text is made, once, before training.
         ``"synonym"``: WordNet synonym substitution, the paper's default; it needs the
         WordNet database files (``apt-get install wordnet-base``, or a folder named by
-        the ``SKXMC_WORDNET`` or ``WNSEARCHDIR`` environment variable). ``"delete_swap"``: random word deletion and
+        the ``SKXMC_WORDNET`` or ``WNSEARCHDIR`` environment variable).
+        ``"delete_swap"``: random word deletion and
         swaps, which needs nothing installed (hence the default). A callable:
         ``f(texts) -> list of str`` applied to the list of training texts. None: the
         views are the same text and differ only by dropout. Pre-computed views passed to
@@ -226,7 +227,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
     device : str, default="auto"
         ``"auto"``: CUDA when available, else CPU.
     random_state : int, RandomState instance or None, default=0
-        Seeds initialisation, dropout, batch order, augmentation and sampling. The default makes two fits on the same data give the same model on
+        Seeds initialisation, dropout, batch order, augmentation and sampling.
+        The default makes two fits on the same data give the same model on
         CPU (as every skxmc estimator); None draws a new seed from numpy's global random
         state at every fit. GPU kernels are not bitwise reproducible.
     verbose : int, default=0

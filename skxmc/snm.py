@@ -81,8 +81,14 @@ class SNMModule(torch.nn.Module):
         Sparse first layer (CSR input) instead of ``nn.Linear`` (dense input).
     """
 
-    def __init__(self, n_features: int, n_labels: int, hidden_size: int, embedding_size: int,
-                 sparse_input: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        n_features: int,
+        n_labels: int,
+        hidden_size: int,
+        embedding_size: int,
+        sparse_input: bool,
+    ) -> None:
         super().__init__()
         self.sparse_input = sparse_input
         if sparse_input:
@@ -148,8 +154,12 @@ def csr_inputs(X: sp.csr_matrix, device: torch.device | str = "cpu") -> tuple[to
     def as_tensor(a: np.ndarray, dtype: type) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(a, dtype=dtype)).to(device)
 
-    return (as_tensor(features, np.int64), as_tensor(local.ravel(), np.int64),
-            as_tensor(X.indptr[:-1], np.int64), as_tensor(X.data, np.float32))  # fmt: skip
+    return (
+        as_tensor(features, np.int64),
+        as_tensor(local.ravel(), np.int64),
+        as_tensor(X.indptr[:-1], np.int64),
+        as_tensor(X.data, np.float32),
+    )
 
 
 @persistent
@@ -354,8 +364,13 @@ class SNMClassifier(
     _fingerprint_exclude = ("top_k",)
 
     # Fast settings for the scikit-learn API checks (tests/test_common.py).
-    _test_params = {"hidden_size": 16, "embedding_size": 8, "max_epochs": 3, "batch_size": 16,
-                    "device": "cpu"}  # fmt: skip
+    _test_params = {
+        "hidden_size": 16,
+        "embedding_size": 8,
+        "max_epochs": 3,
+        "batch_size": 16,
+        "device": "cpu",
+    }
 
     def __init__(
         self,
@@ -432,21 +447,51 @@ class SNMClassifier(
         return int(min(b, n_labels))
 
     def _build_module(self) -> SNMModule:
-        return SNMModule(self.n_features_in_, len(self.classes_), self.hidden_size,
-                         self.embedding_size, self.sparse_input_)  # fmt: skip
+        return SNMModule(
+            self.n_features_in_,
+            len(self.classes_),
+            self.hidden_size,
+            self.embedding_size,
+            self.sparse_input_,
+        )
 
     def _param_groups(self, module: SNMModule) -> list[ParamGroup]:
-        label_lr = self.learning_rate if self.label_learning_rate is None else self.label_learning_rate
-        dense = [(n, p) for n, p in module.named_parameters()
-                 if not n.startswith("labels.") and not (self.sparse_input_ and n == "input.weight")]  # fmt: skip
-        groups = [ParamGroup("dense", dense, lr=self.learning_rate,
-                             weight_decay=self.weight_decay, schedule="constant")]  # fmt: skip
+        label_lr = (
+            self.learning_rate if self.label_learning_rate is None else self.label_learning_rate
+        )
+        dense = [
+            (n, p)
+            for n, p in module.named_parameters()
+            if not n.startswith("labels.") and not (self.sparse_input_ and n == "input.weight")
+        ]
+        groups = [
+            ParamGroup(
+                "dense",
+                dense,
+                lr=self.learning_rate,
+                weight_decay=self.weight_decay,
+                schedule="constant",
+            )
+        ]
         if self.sparse_input_:
-            groups.append(ParamGroup("input", [("input.weight", module.input.weight)],
-                                     lr=self.input_learning_rate * self.batch_size, optimizer="sgd",
-                                     schedule="constant"))  # fmt: skip
-        groups.append(ParamGroup("labels", [("labels.weight", module.labels.weight)],
-                                 lr=label_lr, optimizer="sparse_adam", schedule="constant"))  # fmt: skip
+            groups.append(
+                ParamGroup(
+                    "input",
+                    [("input.weight", module.input.weight)],
+                    lr=self.input_learning_rate * self.batch_size,
+                    optimizer="sgd",
+                    schedule="constant",
+                )
+            )
+        groups.append(
+            ParamGroup(
+                "labels",
+                [("labels.weight", module.labels.weight)],
+                lr=label_lr,
+                optimizer="sparse_adam",
+                schedule="constant",
+            )
+        )
         return groups
 
     def _inputs(self, X: Any, device: torch.device) -> tuple[torch.Tensor, ...]:
@@ -460,8 +505,12 @@ class SNMClassifier(
         keeping the rows' random norms (the scale Adam's steps are tuned to)."""
         module = self.module_
         with torch.inference_mode():
-            H = torch.cat([module.embed(self._inputs(X[i : i + _EMBED_ROWS], "cpu"))
-                           for i in range(0, X.shape[0], _EMBED_ROWS)]).numpy()  # fmt: skip
+            H = torch.cat(
+                [
+                    module.embed(self._inputs(X[i : i + _EMBED_ROWS], "cpu"))
+                    for i in range(0, X.shape[0], _EMBED_ROWS)
+                ]
+            ).numpy()
         centroids = torch.from_numpy(np.asarray(Y.T.tocsr() @ H, dtype=np.float32))
         norms = centroids.norm(dim=1, keepdim=True)
         has_examples = norms.squeeze(1) > 0
@@ -547,8 +596,9 @@ class SNMClassifier(
             h = module.embed(self._inputs(X[idx], device))
             Y_b = Y_csr[idx]
             g = torch.Generator(device=device).manual_seed(int(trainer.rng.integers(1 << 62)))
-            candidates, is_pos = sample_shared_negatives(Y_b, n_labels, self.n_sampled_,
-                                                         generator=g, device=device)  # fmt: skip
+            candidates, is_pos = sample_shared_negatives(
+                Y_b, n_labels, self.n_sampled_, generator=g, device=device
+            )
             padded, _ = pad_positives(Y_b, n_labels, device=device)
             pos_valid = padded < n_labels
             pos_vec = module.label_vectors(padded.clamp(max=n_labels - 1))
@@ -557,8 +607,15 @@ class SNMClassifier(
             scores = torch.cat([pos_scores, neg_scores], dim=1) * self.scale
             targets = torch.cat([torch.ones_like(pos_valid), torch.zeros_like(is_pos)], dim=1)
             mask = torch.cat([pos_valid, ~is_pos], dim=1)
-            return ordered_weighted_loss(scores, targets, weights=theta, margin=self.margin,
-                                         form=self.loss, rho=self.rho, mask=mask)  # fmt: skip
+            return ordered_weighted_loss(
+                scores,
+                targets,
+                weights=theta,
+                margin=self.margin,
+                form=self.loss,
+                rho=self.rho,
+                mask=mask,
+            )
 
         def batches(epoch: int, rng: np.random.Generator) -> list[np.ndarray]:
             order = rng.permutation(n)

@@ -8,9 +8,10 @@ most ``max_leaf_size`` labels; the binary levels are then grouped into layers of
 
 Public API: :class:`HierarchicalLabelTree`, the scikit-learn estimator (``fit(X, Y)``
 builds the tree from PIFA embeddings, label2vec embeddings, both concatenated,
-precomputed embeddings or an embedding estimator); :func:`pifa_embeddings`, Positive Instance Feature Aggregation
-label embeddings (sparse when ``X`` is sparse); :func:`build_label_tree`, the clustering
-alone (label embeddings in, cluster chain and leaf assignment out).
+precomputed embeddings or an embedding estimator); :func:`pifa_embeddings`, Positive
+Instance Feature Aggregation label embeddings (sparse when ``X`` is sparse);
+:func:`build_label_tree`, the clustering alone (label embeddings in, cluster chain and
+leaf assignment out).
 
 Cluster chain convention (identical to PECOS's ``ClusterChain``, except that the matrices
 are CSR instead of CSC): ``cluster_chain[t]`` for ``t = 0, ..., D - 1`` is a 0/1 float32

@@ -77,13 +77,35 @@ def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     directory = tmp_path_factory.mktemp("tiny-bert")
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [str(d) for d in range(10)]
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *letters, *(f"##{c}" for c in letters),
-             *_TINY_BERT_WORDS, "##s", "##ed", "##ing", "##ly", ".", ",", "!", "?"]  # fmt: skip
+    vocab = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        *letters,
+        *(f"##{c}" for c in letters),
+        *_TINY_BERT_WORDS,
+        "##s",
+        "##ed",
+        "##ing",
+        "##ly",
+        ".",
+        ",",
+        "!",
+        "?",
+    ]
     vocab += [f"[unused{i}]" for i in range(1000 - len(vocab))]  # BERT-style padding to 1000
     (directory / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     tokenizer = BertTokenizerFast.from_pretrained(str(directory), model_max_length=128)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)  # fmt: skip
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:

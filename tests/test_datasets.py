@@ -50,7 +50,7 @@ def test_jsonl_pairs(tmp_path):
     ("body", "match"),
     [
         ('{"text": "a", "labels": ["x"]}\nnot json\n', "line 2 is not valid JSON"),
-        ('[1, 2]\n', "line 1 is not a JSON object"),
+        ("[1, 2]\n", "line 1 is not a JSON object"),
         ('{"text": 3, "labels": []}\n', "line 1: field 'text' must be a string"),
         ('{"text": "a"}\n', "line 1: the record has neither 'labels' nor 'label'"),
         ('{"text": "a", "labels": "x"}\n', "line 1: 'labels' must be a list"),

@@ -50,21 +50,46 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
     )
     out = tmp_path / "html"
     cmd = [
-        sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html",
-        "-d", str(tmp_path / "doctrees"), str(tmp_path / "docs"), str(out),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-W",
+        "--keep-going",
+        "-b",
+        "html",
+        "-d",
+        str(tmp_path / "doctrees"),
+        str(tmp_path / "docs"),
+        str(out),
+    ]
     env = {**os.environ, "MPLBACKEND": "Agg"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
     assert proc.returncode == 0, (
         f"sphinx-build failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     )
     pages = (
-        "index", "getting_started", "user_guide", "labels", "metrics", "xrlinear", "matchxml",
-        "text_classifiers", "snm", "cli", "persistence", "api", "api/estimators",
-        "api/labels_metrics", "api/engine", "generated/skxmc.XRLinearClassifier",
-        "benchmarks/index", "benchmarks/xrlinear", "benchmarks/matchxml",
-        "auto_examples/index", "auto_examples/plot_metrics_demo",
-    )  # fmt: skip
+        "index",
+        "getting_started",
+        "user_guide",
+        "labels",
+        "metrics",
+        "xrlinear",
+        "matchxml",
+        "text_classifiers",
+        "snm",
+        "cli",
+        "persistence",
+        "api",
+        "api/estimators",
+        "api/labels_metrics",
+        "api/engine",
+        "generated/skxmc.XRLinearClassifier",
+        "benchmarks/index",
+        "benchmarks/xrlinear",
+        "benchmarks/matchxml",
+        "auto_examples/index",
+        "auto_examples/plot_metrics_demo",
+    )
     for page in pages:
         assert (out / f"{page}.html").is_file(), f"{page}.html was not built"
     # Public paths only: no page of a private module (skxmc._labels.LabelSet and the like).
@@ -79,8 +104,12 @@ def _run_example(name: str, tmp_path: Path, timeout: int = 300) -> list[str]:
     env = {**os.environ, "MPLBACKEND": "Agg"}
     proc = subprocess.run(
         [sys.executable, str(EXAMPLES / name)],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=timeout,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, proc.stderr[-6000:]
     return proc.stdout.splitlines()
 

@@ -52,8 +52,14 @@ def test_squared_hinge_matches_liblinear(Cp, Cn):
     w, b, n_iter = fit_binary(X, y, loss="squared_hinge", Cp=Cp, Cn=Cn, **TIGHT)
     # liblinear's weighted C: C_i = C * class_weight[y_i]; take C = 1
     ref = LinearSVC(
-        loss="squared_hinge", dual=True, C=1.0, fit_intercept=True, intercept_scaling=1,
-        class_weight={1: Cp, -1: Cn}, tol=1e-8, max_iter=100_000,
+        loss="squared_hinge",
+        dual=True,
+        C=1.0,
+        fit_intercept=True,
+        intercept_scaling=1,
+        class_weight={1: Cp, -1: Cn},
+        tol=1e-8,
+        max_iter=100_000,
     ).fit(X, y)
     _assert_close_rel(w, ref.coef_.ravel())
     _assert_close_rel(np.array([b]), ref.intercept_, rtol=1e-3 * np.abs(ref.coef_).max())
@@ -67,8 +73,14 @@ def test_logistic_matches_liblinear_dual():
     for Cp, Cn in [(1.0, 1.0), (3.0, 0.5)]:
         w, b, _ = fit_binary(X, y, loss="logistic", Cp=Cp, Cn=Cn, **TIGHT)
         ref = LogisticRegression(
-            solver="liblinear", dual=True, C=1.0, fit_intercept=True, intercept_scaling=1,
-            class_weight={1: Cp, -1: Cn}, tol=1e-10, max_iter=100_000,
+            solver="liblinear",
+            dual=True,
+            C=1.0,
+            fit_intercept=True,
+            intercept_scaling=1,
+            class_weight={1: Cp, -1: Cn},
+            tol=1e-10,
+            max_iter=100_000,
         ).fit(X, y)
         _assert_close_rel(w, ref.coef_.ravel())
         assert abs(b - ref.intercept_[0]) <= 1e-3 * np.abs(ref.coef_).max()
@@ -84,8 +96,7 @@ def test_relevance_is_instance_weighted_cost(loss):
     if loss == "squared_hinge":
         est = LinearSVC(loss="squared_hinge", dual=True, C=1.0, tol=1e-8, max_iter=100_000)
     else:
-        est = LogisticRegression(solver="liblinear", dual=True, C=1.0, tol=1e-10,
-                                 max_iter=100_000)
+        est = LogisticRegression(solver="liblinear", dual=True, C=1.0, tol=1e-10, max_iter=100_000)
     ref = est.fit(X, y, sample_weight=sample_weight)
     _assert_close_rel(w, ref.coef_.ravel())
     assert abs(b - ref.intercept_[0]) <= 1e-3 * np.abs(ref.coef_).max()
@@ -94,8 +105,9 @@ def test_relevance_is_instance_weighted_cost(loss):
 def test_no_bias_matches_liblinear_without_intercept():
     X, y = _binary_problem(seed=4)
     w, b, _ = fit_binary(X, y, bias=0.0, **TIGHT)
-    ref = LinearSVC(loss="squared_hinge", dual=True, C=1.0, fit_intercept=False, tol=1e-8,
-                    max_iter=100_000).fit(X, y)
+    ref = LinearSVC(
+        loss="squared_hinge", dual=True, C=1.0, fit_intercept=False, tol=1e-8, max_iter=100_000
+    ).fit(X, y)
     assert b == 0.0
     _assert_close_rel(w, ref.coef_.ravel())
 
@@ -103,8 +115,9 @@ def test_no_bias_matches_liblinear_without_intercept():
 def test_bias_value_scales_like_intercept_scaling():
     X, y = _binary_problem(seed=5)
     w, b, _ = fit_binary(X, y, bias=2.5, **TIGHT)
-    ref = LinearSVC(loss="squared_hinge", dual=True, C=1.0, intercept_scaling=2.5, tol=1e-8,
-                    max_iter=100_000).fit(X, y)
+    ref = LinearSVC(
+        loss="squared_hinge", dual=True, C=1.0, intercept_scaling=2.5, tol=1e-8, max_iter=100_000
+    ).fit(X, y)
     _assert_close_rel(w, ref.coef_.ravel())
     # sklearn reports intercept_ = intercept_scaling * (weight of the constant feature)
     assert abs(2.5 * b - ref.intercept_[0]) <= 1e-3 * np.abs(ref.coef_).max()
@@ -165,8 +178,9 @@ def _per_label_reference(X, Y, groups, seeds, **params):
         for c in groups.label_indices[groups.label_indptr[g] : groups.label_indptr[g + 1]]:
             col = Yc[:, [c]].toarray().ravel()[rows]
             rel = np.where(col > 0, col, 1.0) if use_rel else None
-            w, b, _ = fit_binary(X[rows], np.where(col != 0, 1, -1), relevance=rel,
-                                 seed=int(seeds[c]), **params)
+            w, b, _ = fit_binary(
+                X[rows], np.where(col != 0, 1, -1), relevance=rel, seed=int(seeds[c]), **params
+            )
             ref[:d, c] = w
             ref[d, c] = b
     return ref
@@ -180,8 +194,7 @@ def test_layer_matches_per_label_solver(loss, compact):
     M = sp.random(X.shape[0], 5, density=0.1, random_state=0, format="csr")
     groups = LayerGroups.from_matrices(Y, parent, M)
     params = {"loss": loss, "Cp": 2.0, "Cn": 0.5, "tol": 0.1, "max_iter": 100, "bias": 1.0}
-    W = fit_layer(X, Y, groups, weight_threshold=0.0, random_state=3, _compact=compact,
-                  **params)
+    W = fit_layer(X, Y, groups, weight_threshold=0.0, random_state=3, _compact=compact, **params)
     ref = _per_label_reference(X, Y, groups, label_seeds(3, Y.shape[1]), **params)
     assert W.shape == (X.shape[1] + 1, Y.shape[1])
     np.testing.assert_allclose(W.toarray(), ref, rtol=1e-6, atol=1e-7)

@@ -39,10 +39,19 @@ def multilabel_texts(n: int, seed: int = 0) -> tuple[list[str], list[list[str]]]
 
 def make_clf(encoder, **params) -> MatchXMLClassifier:
     # no static sentence embeddings unless a test asks: the tests below are about the rest
-    defaults = dict(encoder=str(encoder), max_length=16, batch_size=8, max_epochs=2,
-                    label_embedding="pifa", max_leaf_size=2, branching_factor=2,
-                    learning_rate=1e-3, device="cpu", random_state=0,
-                    sentence_encoder=None)  # fmt: skip
+    defaults = dict(
+        encoder=str(encoder),
+        max_length=16,
+        batch_size=8,
+        max_epochs=2,
+        label_embedding="pifa",
+        max_leaf_size=2,
+        branching_factor=2,
+        learning_rate=1e-3,
+        device="cpu",
+        random_state=0,
+        sentence_encoder=None,
+    )
     defaults.update(params)
     return MatchXMLClassifier(**defaults)
 
@@ -119,8 +128,7 @@ def test_fine_tuned_weight_scales_the_ranker_block(tiny_bert_dir, data, weight):
     assert clf.n_features_ranker_ == n_tfidf + (hidden if weight else 0)
     features = clf.transform(X_test)
     # [TF-IDF] has norm 1, the fine-tuned block norm `weight`
-    np.testing.assert_allclose(features.multiply(features).sum(axis=1).A1, 1 + weight**2,
-                               rtol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(features.multiply(features).sum(axis=1).A1, 1 + weight**2, rtol=1e-4)
     block = features[:, n_tfidf:].toarray()
     np.testing.assert_allclose(np.linalg.norm(block, axis=1), weight, rtol=1e-4, atol=1e-6)
     assert clf.predict_topk(X_test, k=1)[0].shape == (len(X_test), 1)
@@ -152,8 +160,9 @@ def test_ranker_tree_refined_vs_pifa(tiny_bert_dir, data):
     refined = make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
     pifa = make_clf(tiny_bert_dir, max_epochs=1, ranker_tree="pifa").fit(X, Y)
     # same fine-tuning (same seed), so the same ranker features; only the tree differs
-    np.testing.assert_allclose(refined.transform(X_test).toarray(),
-                               pifa.transform(X_test).toarray(), rtol=1e-5, atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        refined.transform(X_test).toarray(), pifa.transform(X_test).toarray(), rtol=1e-5, atol=1e-6
+    )
     assert isinstance(refined.ranker_.tree_.label_embedding, np.ndarray | sp.spmatrix)
     assert pifa.ranker_.tree_.label_embedding == "pifa"
     # a ranker given its own tree keeps it whatever ranker_tree says
@@ -245,8 +254,13 @@ def test_clone_and_grid_search_over_ranker_params(tiny_bert_dir, data):
     clf = make_clf(tiny_bert_dir, max_epochs=1, ranker=XRLinearClassifier(relevance_weighted=True))
     assert clone(clf).get_params()["ranker__relevance_weighted"] is True
     # A KFold: with label lists, cv=<int> would ask sklearn to stratify a multi-label y.
-    search = GridSearchCV(clf, {"ranker__Cp": [0.5, 2.0]}, cv=KFold(2, shuffle=True, random_state=0),
-                          scoring=make_topk_scorer("precision", 1), error_score="raise")  # fmt: skip
+    search = GridSearchCV(
+        clf,
+        {"ranker__Cp": [0.5, 2.0]},
+        cv=KFold(2, shuffle=True, random_state=0),
+        scoring=make_topk_scorer("precision", 1),
+        error_score="raise",
+    )
     search.fit(X, Y)
     assert search.best_params_["ranker__Cp"] in (0.5, 2.0)
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
@@ -256,10 +270,10 @@ def test_edge_inputs(tiny_bert_dir):
     X = ["", "cat dog " * 500, "stock market", "fish sea", "cat", "money bank"]
     # An indicator matrix whose last label no text has: kept as a label, never predicted
     # above the labels that have texts.
-    Y = np.array([[1, 0, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [1, 0, 0, 0],
-                  [0, 1, 0, 0]])  # fmt: skip
-    clf = make_clf(tiny_bert_dir, max_epochs=1, max_length=10_000,
-                   vectorizer=None).fit(X, Y)  # fmt: skip
+    Y = np.array(
+        [[1, 0, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [1, 0, 0, 0], [0, 1, 0, 0]]
+    )
+    clf = make_clf(tiny_bert_dir, max_epochs=1, max_length=10_000, vectorizer=None).fit(X, Y)
     assert list(clf.classes_) == [0, 1, 2, 3]
     assert clf._max_length() == clf.module_.encoder.config.max_position_embeddings
     labels, _ = clf.predict_topk(["", "cat " * 1000], k=1)
@@ -299,9 +313,14 @@ def test_real_minilm_on_reuters_slice(data_dir, minilm_dir):
     texts, labels = load_text_jsonl(data_dir / "reuters21578_allcats" / "train.jsonl.gz")
     X, Y = list(texts[:400]), list(labels[:400])
     X_test, Y_test = list(texts[400:600]), list(labels[400:600])
-    clf = MatchXMLClassifier(encoder=minilm_dir, max_length=32, max_steps=10,
-                             sentence_encoder=minilm_dir, sentence_max_length=32,
-                             device="cpu").fit(X, Y)  # fmt: skip
+    clf = MatchXMLClassifier(
+        encoder=minilm_dir,
+        max_length=32,
+        max_steps=10,
+        sentence_encoder=minilm_dir,
+        sentence_max_length=32,
+        device="cpu",
+    ).fit(X, Y)
     assert clf.n_steps_ == 10 * len(clf.stage_sizes_)
     assert clf.score(X_test, Y_test) > 0.6
 
@@ -349,14 +368,34 @@ def _with_pooling_config(src, dst, mode):
     import shutil
 
     shutil.copytree(src, dst)
-    (dst / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-    ]))  # fmt: skip
+    (dst / "modules.json").write_text(
+        json.dumps(
+            [
+                {
+                    "idx": 0,
+                    "name": "0",
+                    "path": "",
+                    "type": "sentence_transformers.models.Transformer",
+                },
+                {
+                    "idx": 1,
+                    "name": "1",
+                    "path": "1_Pooling",
+                    "type": "sentence_transformers.models.Pooling",
+                },
+            ]
+        )
+    )
     (dst / "1_Pooling").mkdir()
-    (dst / "1_Pooling" / "config.json").write_text(json.dumps(
-        {"word_embedding_dimension": 32, "pooling_mode_cls_token": mode == "cls",
-         "pooling_mode_mean_tokens": mode == "mean"}))  # fmt: skip
+    (dst / "1_Pooling" / "config.json").write_text(
+        json.dumps(
+            {
+                "word_embedding_dimension": 32,
+                "pooling_mode_cls_token": mode == "cls",
+                "pooling_mode_mean_tokens": mode == "mean",
+            }
+        )
+    )
     return dst
 
 
@@ -372,8 +411,9 @@ def test_pooling_auto_reads_the_model(tiny_bert_dir, data, tmp_path, fitted):
     assert clf.stage_loss_curves_[0][0] != pytest.approx(explicit.stage_loss_curves_[0][0])
     # and survives pickling (predict rebuilds the module with it)
     again = pickle.loads(pickle.dumps(clf))
-    np.testing.assert_allclose(again.transform(X_test).toarray(), clf.transform(X_test).toarray(),
-                               rtol=1e-5, atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        again.transform(X_test).toarray(), clf.transform(X_test).toarray(), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_sentence_encoder_auto_is_the_pretrained_encoder(tiny_bert_dir, data):
@@ -426,8 +466,9 @@ def test_each_ablation_switch_changes_the_training_loss(tiny_bert_dir, data, swi
 
 def test_refined_tree_gets_its_own_shape(tiny_bert_dir, data):
     (X, Y), _ = data
-    clf = make_clf(tiny_bert_dir, max_epochs=1, ranker_branching_factor=4,
-                   ranker_max_leaf_size=3).fit(X, Y)  # fmt: skip
+    clf = make_clf(
+        tiny_bert_dir, max_epochs=1, ranker_branching_factor=4, ranker_max_leaf_size=3
+    ).fit(X, Y)
     tree = clf.ranker_.tree_
     assert (tree.branching_factor, tree.max_leaf_size) == (4, 3)
     assert (clf.tree_.branching_factor, clf.tree_.max_leaf_size) == (2, 2)

@@ -31,14 +31,20 @@ def _reference(scores, targets, weights, margin, form, rho=1.0, mask=None):
     for i in range(scores.shape[0]):
         valid = np.ones(scores.shape[1], bool) if mask is None else np.asarray(mask[i], bool)
         pos = [scores[i, j] for j in range(scores.shape[1]) if targets[i][j] and valid[j]]
-        neg = sorted((scores[i, j] for j in range(scores.shape[1])
-                      if not targets[i][j] and valid[j]), reverse=True)  # fmt: skip
+        neg = sorted(
+            (scores[i, j] for j in range(scores.shape[1]) if not targets[i][j] and valid[j]),
+            reverse=True,
+        )
         w = [1.0 / max(len(neg), 1)] * len(neg) if weights is None else list(weights)[: len(neg)]
         if form == "bowl":
-            total = (np.mean([phi(p) for p in pos]) if pos else 0.0)
+            total = np.mean([phi(p) for p in pos]) if pos else 0.0
             total += sum(wj * phi(-nj) for wj, nj in zip(w, neg))
         else:
-            total = np.mean([sum(wj * phi(p - nj) for wj, nj in zip(w, neg)) for p in pos]) if pos else 0.0
+            total = (
+                np.mean([sum(wj * phi(p - nj) for wj, nj in zip(w, neg)) for p in pos])
+                if pos
+                else 0.0
+            )
         out.append(total)
     return np.array(out)
 
@@ -53,19 +59,34 @@ def test_matches_reference(margin, form, weights):
     targets[0] = False  # a row without positives
     targets[1] = True  # a row without negatives
     mask = rng.random((6, 7)) < 0.9
-    got = ordered_weighted_loss(torch.tensor(scores), torch.tensor(targets), weights=weights,
-                                margin=margin, form=form, rho=0.7, mask=torch.tensor(mask),
-                                reduction="none")  # fmt: skip
+    got = ordered_weighted_loss(
+        torch.tensor(scores),
+        torch.tensor(targets),
+        weights=weights,
+        margin=margin,
+        form=form,
+        rho=0.7,
+        mask=torch.tensor(mask),
+        reduction="none",
+    )
     want = _reference(scores, targets, weights, margin, form, rho=0.7, mask=mask)
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-12)
-    total = ordered_weighted_loss(torch.tensor(scores), torch.tensor(targets), weights=weights,
-                                  margin=margin, form=form, rho=0.7, mask=torch.tensor(mask))  # fmt: skip
+    total = ordered_weighted_loss(
+        torch.tensor(scores),
+        torch.tensor(targets),
+        weights=weights,
+        margin=margin,
+        form=form,
+        rho=0.7,
+        mask=torch.tensor(mask),
+    )
     assert total.item() == pytest.approx(want.mean())
 
 
-@pytest.mark.parametrize(("margin", "form", "weights"),
-                         list(itertools.product(MARGIN_FUNCTIONS, ["bowl", "powl"],
-                                                [None, [0.6, 0.3, 0.1]])))  # fmt: skip
+@pytest.mark.parametrize(
+    ("margin", "form", "weights"),
+    list(itertools.product(MARGIN_FUNCTIONS, ["bowl", "powl"], [None, [0.6, 0.3, 0.1]])),
+)
 def test_gradcheck(margin, form, weights):
     torch.manual_seed(0)
     # Scores away from the kinks (u = 0, 1, rho) and without ties, so finite differences agree.
@@ -78,8 +99,9 @@ def test_gradcheck(margin, form, weights):
     w = None if weights is None else torch.tensor(weights, dtype=torch.float64)
 
     def f(s):
-        return ordered_weighted_loss(s, targets, weights=w, margin=margin, form=form,
-                                     rho=3.0, mask=mask, reduction="none")  # fmt: skip
+        return ordered_weighted_loss(
+            s, targets, weights=w, margin=margin, form=form, rho=3.0, mask=mask, reduction="none"
+        )
 
     assert torch.autograd.gradcheck(f, (scores,), eps=1e-6, atol=1e-6)
 
@@ -104,7 +126,9 @@ def test_convex_in_scores_for_convex_margins():
                 t = float(rng.random())
                 kw = dict(weights=[0.5, 0.3, 0.2], margin=margin, form=form)
                 mid = ordered_weighted_loss(t * a + (1 - t) * b, targets, **kw)
-                chord = t * ordered_weighted_loss(a, targets, **kw) + (1 - t) * ordered_weighted_loss(b, targets, **kw)
+                chord = t * ordered_weighted_loss(a, targets, **kw) + (
+                    1 - t
+                ) * ordered_weighted_loss(b, targets, **kw)
                 assert mid <= chord + 1e-10
 
 
@@ -127,13 +151,16 @@ def test_crammer_singer_and_weston_watkins():
     assert ww.item() == pytest.approx(sum(max(1 - (0.3 - v), 0) for v in (0.8, -0.2, 0.4)))
 
 
-@pytest.mark.parametrize(("weights", "message"), [
-    ([0.1, 0.2], "non-increasing"),
-    ([0.5, -0.1], "non-negative"),
-    ([], "non-empty 1-D"),
-    ([[1.0]], "non-empty 1-D"),
-    ([1.0, float("nan")], "finite"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ([0.1, 0.2], "non-increasing"),
+        ([0.5, -0.1], "non-negative"),
+        ([], "non-empty 1-D"),
+        ([[1.0]], "non-empty 1-D"),
+        ([1.0, float("nan")], "finite"),
+    ],
+)
 def test_weight_validation(weights, message):
     with pytest.raises(ValueError, match=message):
         check_owl_weights(weights)

@@ -67,8 +67,9 @@ def test_approximate_finds_the_exact_neighbours_on_clustered_data():
     _, exact = _brute_force(vectors, queries, 10)
     recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(rows, exact)])
     assert recall > 0.9
-    np.testing.assert_allclose(scores, np.take_along_axis(queries @ vectors.T, rows, 1),
-                               rtol=1e-5, atol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        scores, np.take_along_axis(queries @ vectors.T, rows, 1), rtol=1e-5, atol=1e-5
+    )
     # rebuilt from the same vectors: the same index, the same answers (loading relies on it)
     again = InnerProductIndex(vectors, method="approximate").search(queries, 10)
     np.testing.assert_array_equal(again[1], rows)
@@ -91,8 +92,9 @@ def test_knnbert_approximate_search_survives_pickle_and_load(tiny_bert_dir, tmp_
     from .test_knnbert import make_clf, toy_data
 
     X, y = toy_data(counts=(30, 30, 30))
-    clf = make_clf(tiny_bert_dir, search="approximate", knn_memory="train", max_epochs=1,
-                   queue_size=90).fit(X, y)  # fmt: skip
+    clf = make_clf(
+        tiny_bert_dir, search="approximate", knn_memory="train", max_epochs=1, queue_size=90
+    ).fit(X, y)
     assert clf._memory_index.method == "approximate"
     exact = clf.set_params(search="exact").kneighbors(X)
     clf.set_params(search="approximate")

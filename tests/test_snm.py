@@ -61,8 +61,9 @@ def test_sample_negatives_uniform_over_negatives():
         g = torch.Generator().manual_seed(1)
         counts = np.zeros(10)
         for _ in range(3000):
-            counts += np.bincount(sample_negatives(Y, 10, 3, replace=replace, generator=g)[0].numpy(),
-                                  minlength=10)  # fmt: skip
+            counts += np.bincount(
+                sample_negatives(Y, 10, 3, replace=replace, generator=g)[0].numpy(), minlength=10
+            )
         assert counts[[1, 4, 5]].sum() == 0
         freq = counts[[0, 2, 3, 6, 7, 8, 9]] / counts.sum()
         np.testing.assert_allclose(freq, 1 / 7, atol=0.02)
@@ -84,8 +85,12 @@ def test_sample_negatives_accepts_csr_arrays_and_tensors():
     indptr, indices = np.array([0, 2, 3]), np.array([3, 0, 2])
     g = torch.Generator().manual_seed(0)
     a = sample_negatives((indptr, indices), 6, 4, generator=g)
-    b = sample_negatives((torch.tensor(indptr), torch.tensor(indices)), 6, 4,
-                         generator=torch.Generator().manual_seed(0))  # fmt: skip
+    b = sample_negatives(
+        (torch.tensor(indptr), torch.tensor(indices)),
+        6,
+        4,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert torch.equal(a, b)
     assert not set(a[0].tolist()) & {0, 3} and 2 not in a[1].tolist()
 
@@ -163,8 +168,15 @@ def _toy(n=240, seed=0):
     return X, labels
 
 
-FAST = dict(hidden_size=32, embedding_size=16, max_epochs=15, batch_size=32, n_sampled=4,
-            device="cpu", random_state=0)  # fmt: skip
+FAST = dict(
+    hidden_size=32,
+    embedding_size=16,
+    max_epochs=15,
+    batch_size=32,
+    n_sampled=4,
+    device="cpu",
+    random_state=0,
+)
 
 
 @pytest.fixture(scope="module")
@@ -176,8 +188,9 @@ def bibtex(data_dir):
 
 def test_learns_bibtex_better_than_chance(bibtex):
     Xtr, Ytr, Xte, Yte = bibtex
-    clf = SNMClassifier(hidden_size=128, embedding_size=64, max_epochs=4, n_sampled=64,
-                        device="cpu", random_state=0).fit(Xtr[:2000], Ytr[:2000])  # fmt: skip
+    clf = SNMClassifier(
+        hidden_size=128, embedding_size=64, max_epochs=4, n_sampled=64, device="cpu", random_state=0
+    ).fit(Xtr[:2000], Ytr[:2000])
     assert clf.sparse_input_ and clf.n_sampled_ == 64
     p1 = clf.score(Xte, Yte)
     # Chance: the most frequent label's share of test rows is about 0.15 on bibtex.
@@ -244,8 +257,9 @@ def test_label_init_centroid_points_class_vectors_at_their_examples():
     for i, row in enumerate(labels):
         Y[i, row] = 1
     frozen = dict(FAST, max_epochs=1, learning_rate=1e-12, label_learning_rate=1e-12)
-    by_init = {init: SNMClassifier(label_init=init, **frozen).fit(X, Y)
-               for init in ("centroid", "random")}  # fmt: skip
+    by_init = {
+        init: SNMClassifier(label_init=init, **frozen).fit(X, Y) for init in ("centroid", "random")
+    }
     for init, clf in by_init.items():
         with torch.no_grad():
             H = clf.module_.embed((torch.from_numpy(X),)).numpy()
@@ -257,8 +271,10 @@ def test_label_init_centroid_points_class_vectors_at_their_examples():
         else:
             assert np.all(cosines < 0.9), cosines
     # The class without examples keeps its random starting vector.
-    np.testing.assert_allclose(by_init["centroid"].module_.labels.weight[6].detach(),
-                               by_init["random"].module_.labels.weight[6].detach())  # fmt: skip
+    np.testing.assert_allclose(
+        by_init["centroid"].module_.labels.weight[6].detach(),
+        by_init["random"].module_.labels.weight[6].detach(),
+    )
 
 
 def test_reproducible_with_random_state():
@@ -288,9 +304,13 @@ def test_clone_pickle_save_load(tmp_path):
 def test_grid_search_with_topk_scorer():
     X, labels = _toy(n=160)
     Y = sp.csr_matrix(np.array([[int(j in row) for j in range(6)] for row in labels]))
-    search = GridSearchCV(SNMClassifier(**{**FAST, "max_epochs": 3}),
-                          {"negative_sampling": ["snm", "uniform"]}, cv=2,
-                          scoring=make_topk_scorer("precision", k=3), error_score="raise")  # fmt: skip
+    search = GridSearchCV(
+        SNMClassifier(**{**FAST, "max_epochs": 3}),
+        {"negative_sampling": ["snm", "uniform"]},
+        cv=2,
+        scoring=make_topk_scorer("precision", k=3),
+        error_score="raise",
+    )
     search.fit(X, Y)
     assert set(search.cv_results_["param_negative_sampling"]) == {"snm", "uniform"}
     assert 0 <= search.best_score_ <= 1
@@ -338,7 +358,10 @@ def test_import_skxmc_does_not_import_torch_for_snm():
     import subprocess
     import sys
 
-    code = "import sys, skxmc; print('torch' in sys.modules); skxmc.SNMClassifier; print('torch' in sys.modules)"
+    code = (
+        "import sys, skxmc; print('torch' in sys.modules); skxmc.SNMClassifier; "
+        "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
 

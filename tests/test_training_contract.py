@@ -45,8 +45,9 @@ ESTIMATORS: dict[str, tuple[Callable[..., tuple[Any, tuple]], bool]] = {
 # What else must hold after an interrupted fit, per estimator.
 AFTER_INTERRUPT: dict[str, Callable[[Any], bool]] = {
     # The momentum key side is dropped and the kNN memory filled, as after a full fit.
-    "KNNBertClassifier": lambda clf: clf.module_.key_encoder is None
-    and len(clf.memory_features_) > 0,
+    "KNNBertClassifier": lambda clf: (
+        clf.module_.key_encoder is None and len(clf.memory_features_) > 0
+    ),
     # Training stops at the stage it was in; the ranker is still fitted.
     "MatchXMLClassifier": lambda clf: len(clf.stage_sizes_) == 1,
 }

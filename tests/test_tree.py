@@ -29,8 +29,9 @@ def _data_dir() -> Path:
 
 def _random_embeddings(n_labels: int, n_features: int = 50, density: float = 0.2, seed: int = 0):
     rng = np.random.RandomState(seed)
-    E = sp.random(n_labels, n_features, density=density, format="csr", random_state=rng,
-                  dtype=np.float32)
+    E = sp.random(
+        n_labels, n_features, density=density, format="csr", random_state=rng, dtype=np.float32
+    )
     E.data = rng.rand(E.nnz).astype(np.float32)
     return E
 
@@ -39,8 +40,9 @@ def _leaf_sizes(codes: np.ndarray, depth: int) -> np.ndarray:
     return np.bincount(codes, minlength=1 << depth)
 
 
-def _check_tree(chain: list, codes: np.ndarray, n_labels: int, max_leaf_size: int,
-                branching_factor: int) -> None:
+def _check_tree(
+    chain: list, codes: np.ndarray, n_labels: int, max_leaf_size: int, branching_factor: int
+) -> None:
     """Structural invariants of a cluster chain built by balanced 2-means."""
     # Shapes chain together: (K_1, 1), (K_2, K_1), ..., (L, K_{D-1}).
     assert chain[0].shape[1] == 1
@@ -90,8 +92,9 @@ def _check_tree(chain: list, codes: np.ndarray, n_labels: int, max_leaf_size: in
 )
 def test_chain_shapes_follow_pecos(n_labels, max_leaf_size, branching_factor, shapes):
     E = _random_embeddings(n_labels, seed=n_labels)
-    chain, codes = build_label_tree(E, max_leaf_size=max_leaf_size,
-                                    branching_factor=branching_factor)
+    chain, codes = build_label_tree(
+        E, max_leaf_size=max_leaf_size, branching_factor=branching_factor
+    )
     assert [C.shape for C in chain] == shapes
     _check_tree(chain, codes, n_labels, max_leaf_size, branching_factor)
 
@@ -227,8 +230,9 @@ def test_pifa_matches_dense_reference(instance_norm, sparse_x):
     assert sp.issparse(E) == sparse_x
     assert E.dtype == np.float32 and E.shape == (12, 30)
     dense = E.toarray() if sparse_x else E
-    np.testing.assert_allclose(dense, _dense_pifa(X.toarray(), Y, instance_norm),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        dense, _dense_pifa(X.toarray(), Y, instance_norm), rtol=1e-5, atol=1e-6
+    )
     np.testing.assert_array_equal(dense[5], 0)
     if sparse_x:
         assert sp.isspmatrix_csr(E) and E.has_sorted_indices
@@ -254,8 +258,9 @@ def test_pifa_errors():
 # --------------------------------------------------------------------------------------
 def _toy_problem(n_samples: int = 300, n_labels: int = 120, n_features: int = 80, seed: int = 0):
     rng = np.random.RandomState(seed)
-    X = sp.random(n_samples, n_features, density=0.1, format="csr", random_state=rng,
-                  dtype=np.float64)
+    X = sp.random(
+        n_samples, n_features, density=0.1, format="csr", random_state=rng, dtype=np.float64
+    )
     Y = sp.random(n_samples, n_labels, density=0.03, format="csr", random_state=rng)
     Y.data[:] = 1
     return X, Y
@@ -321,8 +326,7 @@ def test_estimator_precomputed_embeddings_without_x():
     tree = HierarchicalLabelTree(label_embedding=E, max_leaf_size=8).fit(None)
     np.testing.assert_array_equal(tree.classes_, np.arange(64))
     assert not hasattr(tree, "n_features_in_")
-    np.testing.assert_array_equal(tree.leaf_assignment_,
-                                  build_label_tree(E, max_leaf_size=8)[1])
+    np.testing.assert_array_equal(tree.leaf_assignment_, build_label_tree(E, max_leaf_size=8)[1])
     # With Y: classes from Y; rows must match.
     Y = [[f"l{j:02d}"] for j in range(64)]
     tree = HierarchicalLabelTree(label_embedding=E.toarray(), max_leaf_size=8).fit(None, Y)
@@ -449,12 +453,14 @@ def test_label2vec_tree_save_load_and_pickle(tmp_path):
 
     X, Y = _two_topics()
     names = [[f"tag{j}" for j in Y.indices[a:b]] for a, b in itertools.pairwise(Y.indptr)]
-    tree = HierarchicalLabelTree(label_embedding="pifa+label2vec", max_leaf_size=6,
-                                 branching_factor=2).fit(X, names)
+    tree = HierarchicalLabelTree(
+        label_embedding="pifa+label2vec", max_leaf_size=6, branching_factor=2
+    ).fit(X, names)
     for restored in (load(tree.save(tmp_path / "tree")), pickle.loads(pickle.dumps(tree))):
         np.testing.assert_array_equal(restored.leaf_assignment_, tree.leaf_assignment_)
-        np.testing.assert_array_equal(restored.label_embedder_.embeddings_,
-                                      tree.label_embedder_.embeddings_)
+        np.testing.assert_array_equal(
+            restored.label_embedder_.embeddings_, tree.label_embedder_.embeddings_
+        )
         np.testing.assert_array_equal(restored.label_embedder_.classes_, np.arange(24))
 
 
@@ -548,8 +554,9 @@ def _read_xc_slice(path: Path, n_rows: int) -> tuple[sp.csr_matrix, sp.csr_matri
                     vals.append(float(value))
     n = i + 1
     X = sp.csr_matrix((vals, (rows, cols)), shape=(n, n_features), dtype=np.float32)
-    Y = sp.csr_matrix((np.ones(len(label_rows), dtype=np.float32), (label_rows, label_cols)),
-                      shape=(n, n_labels))
+    Y = sp.csr_matrix(
+        (np.ones(len(label_rows), dtype=np.float32), (label_rows, label_cols)), shape=(n, n_labels)
+    )
     return X, Y
 
 

@@ -11,12 +11,21 @@ from skxmc._vectorizers import default_tfidf, vectorizer_from_state, vectorizer_
 TEXTS = ["the cat sat on the mat", "dogs and cats", "stock market prices fell", "a cat"]
 
 
-@pytest.mark.parametrize("vectorizer", [
-    default_tfidf(min_df=1),
-    TfidfVectorizer(stop_words=["the", "a"], ngram_range=(1, 2), sublinear_tf=True,
-                    dtype=np.float32, norm="l1"),
-    CountVectorizer(binary=True, max_features=5),
-], ids=["default", "tfidf-options", "count"])
+@pytest.mark.parametrize(
+    "vectorizer",
+    [
+        default_tfidf(min_df=1),
+        TfidfVectorizer(
+            stop_words=["the", "a"],
+            ngram_range=(1, 2),
+            sublinear_tf=True,
+            dtype=np.float32,
+            norm="l1",
+        ),
+        CountVectorizer(binary=True, max_features=5),
+    ],
+    ids=["default", "tfidf-options", "count"],
+)
 def test_fitted_vectorizer_round_trips(vectorizer):
     vectorizer.fit(TEXTS)
     state, arrays = vectorizer_to_state(vectorizer)
@@ -26,8 +35,9 @@ def test_fitted_vectorizer_round_trips(vectorizer):
     assert type(restored) is type(vectorizer)
     assert restored.get_params() == vectorizer.get_params()
     new = ["a cat and the market", "unknown words only"]
-    np.testing.assert_array_equal(restored.transform(new).toarray(),
-                                  vectorizer.transform(new).toarray())  # fmt: skip
+    np.testing.assert_array_equal(
+        restored.transform(new).toarray(), vectorizer.transform(new).toarray()
+    )
 
 
 def test_unfitted_vectorizer_round_trips_its_settings():

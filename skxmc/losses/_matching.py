@@ -19,8 +19,9 @@ def candidate_scores(text_emb: torch.Tensor, label_emb: torch.Tensor) -> torch.T
     return torch.einsum("bd,bmd->bm", text_emb, label_emb)
 
 
-def _masked_multi_positive_nll(logits: torch.Tensor, mask: torch.Tensor,
-                               targets: torch.Tensor) -> torch.Tensor:  # fmt: skip
+def _masked_multi_positive_nll(
+    logits: torch.Tensor, mask: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor:
     """Mean over rows with at least one positive of ``-mean_p log softmax(logits)[p]``,
     the softmax running over the row's real slots (``mask``)."""
     logits = logits.masked_fill(~mask, float("-inf"))
@@ -96,8 +97,9 @@ def text_label_matching_loss(
         raise ValueError(f"matching_weight must be in [0, 1], got {matching_weight}.")
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}.")
-    loss_tl = _masked_multi_positive_nll(candidate_scores(text_emb, label_emb) / temperature,
-                                         mask, targets)  # fmt: skip
+    loss_tl = _masked_multi_positive_nll(
+        candidate_scores(text_emb, label_emb) / temperature, mask, targets
+    )
     if matching_weight == 1.0 or batch_label_emb.shape[0] == 0:
         return loss_tl
     logits_lt = batch_label_emb @ text_emb.T / temperature
@@ -142,9 +144,11 @@ def weighted_squared_hinge(
     0.13
     """
     sign = targets.to(scores.dtype) * 2.0 - 1.0
-    weight = torch.where(targets, torch.as_tensor(positive_weight, dtype=scores.dtype,
-                                                  device=scores.device),
-                         torch.ones((), dtype=scores.dtype, device=scores.device))  # fmt: skip
+    weight = torch.where(
+        targets,
+        torch.as_tensor(positive_weight, dtype=scores.dtype, device=scores.device),
+        torch.ones((), dtype=scores.dtype, device=scores.device),
+    )
     per_slot = weight * F.relu(margin - sign * scores) ** 2
     per_slot = per_slot.masked_fill(~mask, 0.0)
     return per_slot.sum() / mask.sum().clamp(min=1)

@@ -137,7 +137,7 @@ def check_owl_weights(weights: Any, *, name: str = "weights") -> torch.Tensor:
     >>> check_owl_weights([0.1, 0.2])
     Traceback (most recent call last):
     ...
-    ValueError: weights must be non-increasing (theta_1 >= theta_2 >= ...); entry 1 (0.2) is larger than entry 0 (0.1).
+    ValueError: weights must be non-increasing (theta_1 >= theta_2 >= ...); entry 1 (0.2) ...
     """
     w = weights if isinstance(weights, torch.Tensor) else torch.as_tensor(weights)
     if not torch.is_floating_point(w):

@@ -38,7 +38,9 @@ __all__ = [
     "top_k_negatives",
 ]
 
-_DENSE_KEYS_LIMIT = 1 << 24  # n * n_labels below which per-row sampling is exact without replacement
+_DENSE_KEYS_LIMIT = (
+    1 << 24
+)  # n * n_labels below which per-row sampling is exact without replacement
 _RANDPERM_LIMIT = 1 << 24  # n_labels below which the shared pool is drawn without replacement
 
 
@@ -69,16 +71,25 @@ def _csr_arrays(positives: Any) -> tuple[np.ndarray, np.ndarray]:
             return a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
 
         indptr, indices = to_np(indptr).astype(np.int64), to_np(indices).astype(np.int64)
-        if indptr.ndim != 1 or indices.ndim != 1 or len(indptr) == 0 or indptr[0] != 0 \
-                or indptr[-1] != len(indices) or np.any(np.diff(indptr) < 0):  # fmt: skip
+        if (
+            indptr.ndim != 1
+            or indices.ndim != 1
+            or len(indptr) == 0
+            or indptr[0] != 0
+            or indptr[-1] != len(indices)
+            or np.any(np.diff(indptr) < 0)
+        ):
             raise ValueError("positives (indptr, indices) is not a valid CSR structure.")
         return indptr, indices
-    raise TypeError("positives must be a scipy sparse matrix or a tuple (indptr, indices), got "
-                    f"{type(positives).__name__}.")  # fmt: skip
+    raise TypeError(
+        "positives must be a scipy sparse matrix or a tuple (indptr, indices), got "
+        f"{type(positives).__name__}."
+    )
 
 
-def pad_positives(positives: Any, n_labels: int, *,
-                  device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+def pad_positives(
+    positives: Any, n_labels: int, *, device: torch.device | str | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Each row's distinct positive labels, sorted and padded to a rectangle.
 
     Parameters
@@ -132,8 +143,13 @@ def _check_sizes(n_labels: Any, n_sampled: Any) -> None:
             raise ValueError(f"{name} must be a positive integer, got {v!r}.")
 
 
-def _draw_with_replacement(padded: torch.Tensor, counts: torch.Tensor, n_labels: int,
-                           n_sampled: int, generator: torch.Generator | None) -> torch.Tensor:  # fmt: skip
+def _draw_with_replacement(
+    padded: torch.Tensor,
+    counts: torch.Tensor,
+    n_labels: int,
+    n_sampled: int,
+    generator: torch.Generator | None,
+) -> torch.Tensor:
     """Uniform i.i.d. draws from each row's negatives: a draw ``r`` in
     ``[0, n_labels - n_pos)`` is the rank of the label among the row's negatives; with the
     sorted positives ``p_j``, the label is ``r + #{j : p_j - j <= r}``."""
@@ -212,8 +228,9 @@ def sample_negatives(
     picked_keys, picked = torch.topk(keys[:, :n_labels], b, dim=1, largest=False)
     if b < n_sampled:
         picked = torch.cat([picked, drawn[:, b:]], dim=1)
-        picked_keys = torch.cat([picked_keys, torch.full_like(drawn[:, b:], 2.0,
-                                                             dtype=keys.dtype)], dim=1)  # fmt: skip
+        picked_keys = torch.cat(
+            [picked_keys, torch.full_like(drawn[:, b:], 2.0, dtype=keys.dtype)], dim=1
+        )
     return torch.where(picked_keys > 1.0, drawn, picked)
 
 
@@ -326,8 +343,9 @@ def top_k_negatives(
     if candidates.ndim == 1:
         candidates = candidates.unsqueeze(0).expand(n, b)
     if candidates.shape != scores.shape:
-        raise ValueError(f"candidates has shape {tuple(candidates.shape)}, scores "
-                         f"{tuple(scores.shape)}.")  # fmt: skip
+        raise ValueError(
+            f"candidates has shape {tuple(candidates.shape)}, scores {tuple(scores.shape)}."
+        )
     valid = candidates >= 0
     if exclude is not None:
         valid = valid & ~exclude

@@ -8,8 +8,13 @@ import torch.nn.functional as F
 __all__ = ["queue_contrastive_loss", "select_queue_positives"]
 
 
-def select_queue_positives(similarities: torch.Tensor, positive_mask: torch.Tensor, *,
-                           n_most_similar: int = 100, n_least_similar: int = 1) -> torch.Tensor:  # fmt: skip
+def select_queue_positives(
+    similarities: torch.Tensor,
+    positive_mask: torch.Tensor,
+    *,
+    n_most_similar: int = 100,
+    n_least_similar: int = 1,
+) -> torch.Tensor:
     """Mask of the positives each anchor contrasts: its most and least similar ones.
 
     Parameters
@@ -101,8 +106,10 @@ def queue_contrastive_loss(
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}.")
     if anchors.ndim != 2 or keys.ndim != 2 or anchors.shape[1] != keys.shape[1]:
-        raise ValueError(f"anchors and keys must be 2-D with the same width, got shapes "
-                         f"{tuple(anchors.shape)} and {tuple(keys.shape)}.")  # fmt: skip
+        raise ValueError(
+            f"anchors and keys must be 2-D with the same width, got shapes "
+            f"{tuple(anchors.shape)} and {tuple(keys.shape)}."
+        )
     if len(anchor_labels) != len(anchors) or len(key_labels) != len(keys):
         raise ValueError("labels must have one entry per anchor / key.")
     a = F.normalize(anchors.float(), dim=1)
@@ -114,8 +121,9 @@ def queue_contrastive_loss(
     same = anchor_labels[:, None] == key_labels[None, :]
     positive = same & valid
     negative = ~same & valid
-    chosen = select_queue_positives(logits, positive, n_most_similar=n_most_similar,
-                                    n_least_similar=n_least_similar)  # fmt: skip
+    chosen = select_queue_positives(
+        logits, positive, n_most_similar=n_most_similar, n_least_similar=n_least_similar
+    )
     neg_lse = torch.logsumexp(logits.masked_fill(~negative, float("-inf")), dim=1)
     rows = F.softplus(neg_lse[:, None] - logits)  # -inf (no negative) gives 0
     n_rows = chosen.sum()
@@ -124,8 +132,9 @@ def queue_contrastive_loss(
     return torch.where(chosen, rows, torch.zeros_like(rows)).sum() / n_rows
 
 
-def batch_contrastive_loss(features: torch.Tensor, labels: torch.Tensor, *,
-                           temperature: float = 0.07) -> torch.Tensor:  # fmt: skip
+def batch_contrastive_loss(
+    features: torch.Tensor, labels: torch.Tensor, *, temperature: float = 0.07
+) -> torch.Tensor:
     """Supervised contrastive loss within a batch (Khosla et al., 2020, the "out" form).
 
     Each text is an anchor; the other texts of its class are its positives, every other
@@ -159,8 +168,10 @@ def batch_contrastive_loss(features: torch.Tensor, labels: torch.Tensor, *,
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}.")
     if features.ndim != 2 or len(labels) != len(features):
-        raise ValueError(f"features must be 2-D with one label per row, got shape "
-                         f"{tuple(features.shape)} and {len(labels)} labels.")  # fmt: skip
+        raise ValueError(
+            f"features must be 2-D with one label per row, got shape "
+            f"{tuple(features.shape)} and {len(labels)} labels."
+        )
     z = F.normalize(features.float(), dim=1)
     labels = labels.to(z.device).long()
     itself = torch.eye(len(z), dtype=torch.bool, device=z.device)

@@ -214,15 +214,19 @@ def move_to_device(obj: Any, device: torch.device, *, non_blocking: bool = True)
     if hasattr(obj, "to") and callable(obj.to) and not isinstance(obj, type):
         return obj.to(device)
     if isinstance(obj, Mapping):
-        return type(obj)({k: move_to_device(v, device, non_blocking=non_blocking)
-                          for k, v in obj.items()})  # fmt: skip
+        return type(obj)(
+            {k: move_to_device(v, device, non_blocking=non_blocking) for k, v in obj.items()}
+        )
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple
         return type(obj)(*(move_to_device(v, device, non_blocking=non_blocking) for v in obj))
     if isinstance(obj, (list, tuple)):
         return type(obj)(move_to_device(v, device, non_blocking=non_blocking) for v in obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        changes = {f.name: move_to_device(getattr(obj, f.name), device, non_blocking=non_blocking)
-                   for f in dataclasses.fields(obj) if f.init}  # fmt: skip
+        changes = {
+            f.name: move_to_device(getattr(obj, f.name), device, non_blocking=non_blocking)
+            for f in dataclasses.fields(obj)
+            if f.init
+        }
         return dataclasses.replace(obj, **changes)
     return obj
 
@@ -233,6 +237,9 @@ def inference_device(device: str | torch.device | None = "auto") -> torch.device
     try:
         return resolve_device(device)
     except ValueError:
-        warnings.warn(f"device={device!r} is not available here; predicting on CPU.",
-                      RuntimeWarning, stacklevel=3)  # fmt: skip
+        warnings.warn(
+            f"device={device!r} is not available here; predicting on CPU.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return torch.device("cpu")

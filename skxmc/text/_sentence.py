@@ -66,8 +66,12 @@ def read_sentence_transformers_folder(folder: str | os.PathLike) -> dict[str, An
         ``sentence-transformers`` for those).
     """
     root = Path(folder)
-    spec: dict[str, Any] = {"transformer_path": root, "poolings": ["mean"], "max_length": None,
-                            "lowercase": False}  # fmt: skip
+    spec: dict[str, Any] = {
+        "transformer_path": root,
+        "poolings": ["mean"],
+        "max_length": None,
+        "lowercase": False,
+    }
     modules_file = root / "modules.json"
     if modules_file.is_file():
         for module in json.loads(modules_file.read_text(encoding="utf-8")):
@@ -133,7 +137,7 @@ class SentenceEncoder:
     --------
     >>> from skxmc.text import SentenceEncoder  # doctest: +SKIP
     >>> enc = SentenceEncoder("/models/all-MiniLM-L6-v2", device="cpu")  # doctest: +SKIP
-    >>> enc.encode(["a cat", "a dog", "a cat"]).shape  # the repeat is encoded once  # doctest: +SKIP
+    >>> enc.encode(["a cat", "a dog", "a cat"]).shape  # doctest: +SKIP
     (3, 384)
     """
 
@@ -157,8 +161,11 @@ class SentenceEncoder:
             )
         self.name_or_path = os.fspath(name_or_path)
         self.device = resolve_device(device)
-        self.backend_ = backend if backend != "auto" else (
-            "sentence-transformers" if _has_sentence_transformers() else "transformers")  # fmt: skip
+        self.backend_ = (
+            backend
+            if backend != "auto"
+            else ("sentence-transformers" if _has_sentence_transformers() else "transformers")
+        )
         self.max_length = max_length
         self.batch_size = batch_size
         self.mixed_precision = mixed_precision
@@ -196,8 +203,9 @@ class SentenceEncoder:
             name = str(path) if path.is_dir() else self.name_or_path
             try:
                 with quiet_transformers(self.verbose):
-                    model = SentenceTransformer(name, device=str(self.device),
-                                                local_files_only=self.local_files_only)  # fmt: skip
+                    model = SentenceTransformer(
+                        name, device=str(self.device), local_files_only=self.local_files_only
+                    )
             except OSError as exc:
                 raise EncoderNotFoundError(
                     not_found_message(self.name_or_path, str(exc)[:300])
@@ -214,8 +222,13 @@ class SentenceEncoder:
                 max_length = (
                     self.max_length if max_length is None else min(max_length, self.max_length)
                 )
-            self._model = (model.to(self.device), tokenizer, spec["poolings"], max_length,
-                           spec["lowercase"])  # fmt: skip
+            self._model = (
+                model.to(self.device),
+                tokenizer,
+                spec["poolings"],
+                max_length,
+                spec["lowercase"],
+            )
 
     # Encoding -----------------------------------------------------------------------------
 
@@ -225,9 +238,12 @@ class SentenceEncoder:
             with torch.inference_mode(), autocast(self.device, self.mixed_precision):
                 # A tensor, converted here: numpy has no bfloat16.
                 out = self._model.encode(
-                    texts, batch_size=self.batch_size, normalize_embeddings=True,
-                    convert_to_tensor=True, show_progress_bar=bool(self.verbose),
-                )  # fmt: skip
+                    texts,
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_tensor=True,
+                    show_progress_bar=bool(self.verbose),
+                )
             return out.float().cpu().numpy()
         model, tokenizer, poolings, max_length, lowercase = self._model
         if lowercase:
@@ -238,13 +254,24 @@ class SentenceEncoder:
             if poolings == ["mean"] or poolings == ["cls"]:
                 return encoder_forward(model, inputs, poolings[0])
             out = model(**inputs)
-            return torch.cat([pool(out.last_hidden_state, inputs["attention_mask"], p)
-                              .float() for p in poolings], dim=1)  # fmt: skip
+            return torch.cat(
+                [
+                    pool(out.last_hidden_state, inputs["attention_mask"], p).float()
+                    for p in poolings
+                ],
+                dim=1,
+            )
 
         with eval_mode(model):
-            out = batched_inference(forward, tokenized, batch_size=self.batch_size,
-                                    device=self.device, mixed_precision=self.mixed_precision,
-                                    verbose=self.verbose, desc="sentence embeddings")  # fmt: skip
+            out = batched_inference(
+                forward,
+                tokenized,
+                batch_size=self.batch_size,
+                device=self.device,
+                mixed_precision=self.mixed_precision,
+                verbose=self.verbose,
+                desc="sentence embeddings",
+            )
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
 
@@ -274,8 +301,9 @@ class SentenceEncoder:
             self._index.update({t: start + i for i, t in enumerate(new)})
         if not texts:
             return np.zeros((0, self.dim_ or 0), dtype=np.float32)
-        return self._matrix[np.fromiter((self._index[t] for t in texts), dtype=np.int64,
-                                        count=len(texts))]  # fmt: skip
+        return self._matrix[
+            np.fromiter((self._index[t] for t in texts), dtype=np.int64, count=len(texts))
+        ]
 
     def clear(self) -> None:
         """Forget the cached embeddings and release the model."""
@@ -323,6 +351,12 @@ def sentence_embeddings(
     -------
     embeddings : numpy.ndarray of float32 of shape (n_texts, dim)
     """
-    with SentenceEncoder(sentence_encoder, device=device, backend=backend, max_length=max_length,
-                         batch_size=batch_size, verbose=verbose) as enc:  # fmt: skip
+    with SentenceEncoder(
+        sentence_encoder,
+        device=device,
+        backend=backend,
+        max_length=max_length,
+        batch_size=batch_size,
+        verbose=verbose,
+    ) as enc:
         return enc.encode(texts)
