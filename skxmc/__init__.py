@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-__version__ = "0.1.0.dev0"
+from ._lazy import LAZY as _LAZY
+from ._lazy import public_attribute as _public_attribute
+from ._version import __version__
 
 # Every public name is imported on first use. Estimators built on torch / transformers so that
 # the linear XMC path does not pay torch's import time and ~180 MB of memory, and works with
@@ -13,21 +14,6 @@ __version__ = "0.1.0.dev0"
 # gives the pip command, skxmc._optional). The core names so that ``import skxmc`` (the CLI's
 # --help, __version__, a look at the API) does not load scikit-learn (~100 MB with the pandas
 # it imports) and numba (~45 MB) before something needs them (benchmarks/startup_cost.py).
-_LAZY = {
-    "HierarchicalLabelTree": ".tree",
-    "KNNBertClassifier": ".knnbert",
-    "Label2VecTransformer": ".label2vec",
-    "LabelSet": "._labels",
-    "MatchXMLClassifier": ".matchxml",
-    "SNMClassifier": ".snm",
-    "SharpReCLClassifier": ".sharprecl",
-    "XRLinearClassifier": ".linear",
-    "as_label_sets": "._labels",
-    "describe": "._persistence",
-    "load": "._persistence",
-    "save": "._persistence",
-    "warmup": "._numba",
-}
 
 __all__ = [
     "HierarchicalLabelTree",
@@ -49,7 +35,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        value = _public_attribute(name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'skxmc' has no attribute {name!r}")

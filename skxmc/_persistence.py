@@ -424,10 +424,10 @@ def _decode(value: Any, arrays: Any, directory: Path) -> Any:
 def _instantiate(spec: dict, arrays: Any, directory: Path) -> Any:
     name = spec["__estimator__"]
     if name not in _REGISTRY:
-        import skxmc
+        from ._lazy import LAZY, public_attribute
 
-        if name in skxmc._LAZY:
-            getattr(skxmc, name)  # imports the module, which registers the class
+        if name in LAZY:
+            public_attribute(name)  # imports the module, which registers the class
     if name not in _REGISTRY:
         raise ValueError(f"the model directory names an unknown estimator class {name!r}.")
     cls = _REGISTRY[name]
@@ -855,7 +855,7 @@ def save(
     >>> skxmc.load(path).predict_topk(["a fast car"])[0].tolist()
     [['vehicle']]
     """
-    from . import __version__
+    from ._version import __version__
 
     directory = Path(directory)
     card = _checked_card_options(model_card)  # before anything is written
@@ -1179,10 +1179,10 @@ def _class_named(name: str) -> type | None:
 
         return getattr(text, name)
     if name not in _REGISTRY:
-        import skxmc
+        from ._lazy import LAZY, public_attribute
 
-        if name in skxmc._LAZY:
-            getattr(skxmc, name)  # imports the module (not the weights), which registers it
+        if name in LAZY:
+            public_attribute(name)  # imports the module (not the weights), which registers it
     return _REGISTRY.get(name)
 
 
@@ -1420,7 +1420,7 @@ def _cell(value: Any) -> str:
 def _model_card(summary: dict, options: dict, estimator: Any) -> str:
     """``README.md`` of a model directory: Hugging Face model-card front matter, then what
     the model is (from ``summary``) and the card options of ``save``."""
-    from . import __version__
+    from ._version import __version__
 
     task = summary["task"]
     tags = ["skxmc", "scikit-learn", "text-classification"]

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
+from ._version import __version__
 
 logger = logging.getLogger(__name__)
 

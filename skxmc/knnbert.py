@@ -21,11 +21,18 @@ from ._memory import FLOAT32, INT64, check_allocation, encoder_hidden_size
 from ._persistence import persistent
 from ._search import SEARCH_METHODS, InnerProductIndex
 from .losses import batch_contrastive_loss, moco_contrastive_loss, queue_contrastive_loss
-from .text import FitTask, fill_engine_docs
-from .text._classifier import EncoderModule, TransformerClassifierBase, softmax
-from .text._device import resolve_device
-from .text._encoder import batched_inference, encoder_forward, eval_mode
-from .text._training import momentum_update
+from .text import (
+    EncoderModule,
+    FitTask,
+    TransformerClassifierBase,
+    batched_inference,
+    encoder_forward,
+    eval_mode,
+    fill_engine_docs,
+    momentum_update,
+    resolve_device,
+    softmax,
+)
 
 __all__ = ["KNNBertClassifier"]
 

@@ -28,16 +28,23 @@ from ._logging import progress
 from ._persistence import PersistenceMixin, persistent
 from ._ranking import topk_from_sparse, topk_to_csr
 from ._vectorizers import default_tfidf
-from .linear import XRLinearClassifier
-from .linear._solver import LayerGroups, fit_layer
-from .losses._matching import candidate_scores, text_label_matching_loss, weighted_squared_hinge
-from .losses._snm import sample_negatives, top_k_negatives
+from .linear import LayerGroups, XRLinearClassifier, fit_layer
+from .losses import (
+    candidate_scores,
+    sample_negatives,
+    text_label_matching_loss,
+    top_k_negatives,
+    weighted_squared_hinge,
+)
 from .text import (
+    EncoderModule,
     EncoderNotFoundError,
+    FineTunedModelMixin,
     NeuralEstimatorMixin,
     ParamGroup,
     SentenceEncoder,
     TextTransformerMixin,
+    TokenizedTexts,
     Trainer,
     bundled_minilm_path,
     check_texts,
@@ -47,9 +54,6 @@ from .text import (
     seed_everything,
     tokenize,
 )
-from .text._classifier import EncoderModule
-from .text._tokenize import TokenizedTexts
-from .text._weights import FineTunedModelMixin
 from .tree import HierarchicalLabelTree, pifa_embeddings
 
 __all__ = ["MatchXMLClassifier", "linear_bootstrap", "refined_label_embeddings"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._solver import LayerGroups, fit_layer
 from ._xrlinear import XRLinearClassifier
 
-__all__ = ["XRLinearClassifier"]
+__all__ = ["LayerGroups", "XRLinearClassifier", "fit_layer"]

@@ -20,7 +20,13 @@ from .._optional import require_extra
 # The whole engine needs the [text] extra: check it before the first import of torch, so
 # that a missing piece is an ImportError naming the extra and its pip command.
 with require_extra("text", "skxmc.text"):
-    from ._classifier import TextTransformerMixin
+    from ._classifier import (
+        EncoderModule,
+        TextTransformerMixin,
+        TransformerClassifierBase,
+        check_class_labels,
+        softmax,
+    )
 
 from ._callbacks import (
     Callback,
@@ -68,6 +74,7 @@ from ._training import (
     momentum_update,
 )
 from ._weights import (
+    FineTunedModelMixin,
     encoder_from_config,
     load_module_weights,
     load_text_model,
@@ -84,8 +91,10 @@ __all__ = [
     "Checkpoint",
     "CheckpointMismatchWarning",
     "EarlyStopping",
+    "EncoderModule",
     "EncoderNotFoundError",
     "EpochScoring",
+    "FineTunedModelMixin",
     "FitTask",
     "LRScheduler",
     "NeuralEstimatorMixin",
@@ -100,10 +109,12 @@ __all__ = [
     "TrainState",
     "Trainer",
     "TrainingInterruptedWarning",
+    "TransformerClassifierBase",
     "autocast",
     "batched_inference",
     "build_optimizers",
     "bundled_minilm_path",
+    "check_class_labels",
     "check_texts",
     "encode_texts",
     "encoder_forward",
@@ -130,5 +141,6 @@ __all__ = [
     "save_text_model",
     "seed_everything",
     "sentence_embeddings",
+    "softmax",
     "tokenize",
 ]

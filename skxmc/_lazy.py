@@ -1,0 +1,31 @@
+"""Where each public name of ``skxmc`` lives (imported on first use).
+
+In a module of its own, so that the package root and the persistence layer (which must
+find a saved estimator's class) share one table without one importing the other.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+LAZY = {
+    "HierarchicalLabelTree": ".tree",
+    "KNNBertClassifier": ".knnbert",
+    "Label2VecTransformer": ".label2vec",
+    "LabelSet": "._labels",
+    "MatchXMLClassifier": ".matchxml",
+    "SNMClassifier": ".snm",
+    "SharpReCLClassifier": ".sharprecl",
+    "XRLinearClassifier": ".linear",
+    "as_label_sets": "._labels",
+    "describe": "._persistence",
+    "load": "._persistence",
+    "save": "._persistence",
+    "warmup": "._numba",
+}
+
+
+def public_attribute(name: str) -> Any:
+    """Import the module that defines the public name ``name`` and return the object."""
+    return getattr(importlib.import_module(LAZY[name], "skxmc"), name)

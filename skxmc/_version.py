@@ -1,0 +1,3 @@
+"""The version of skxmc (read by the build from here)."""
+
+__version__ = "0.1.0.dev0"
