@@ -6,6 +6,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ._supcon import check_queue_inputs
+
 __all__ = ["moco_contrastive_loss"]
 
 
@@ -67,20 +69,12 @@ def moco_contrastive_loss(
     >>> round(float(loss), 4)  # -log(e / (e + 1)): the class-0 queue key is left out
     0.3133
     """
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}.")
-    if anchors.ndim != 2 or keys.ndim != 2 or anchors.shape[1] != keys.shape[1]:
-        raise ValueError(
-            f"anchors and keys must be 2-D with the same width, got shapes "
-            f"{tuple(anchors.shape)} and {tuple(keys.shape)}."
-        )
+    check_queue_inputs(anchors, anchor_labels, keys, key_labels, temperature)
     if positive_keys.shape != anchors.shape:
         raise ValueError(
             f"positive_keys must have the anchors' shape {tuple(anchors.shape)}, "
             f"got {tuple(positive_keys.shape)}."
         )
-    if len(anchor_labels) != len(anchors) or len(key_labels) != len(keys):
-        raise ValueError("labels must have one entry per anchor / key.")
     a = F.normalize(anchors.float(), dim=1)
     p = F.normalize(positive_keys.detach().float(), dim=1).to(a.device)
     k = F.normalize(keys.detach().float(), dim=1).to(a.device)

@@ -8,6 +8,25 @@ import torch.nn.functional as F
 __all__ = ["queue_contrastive_loss", "select_queue_positives"]
 
 
+def check_queue_inputs(
+    anchors: torch.Tensor,
+    anchor_labels: torch.Tensor,
+    keys: torch.Tensor,
+    key_labels: torch.Tensor,
+    temperature: float,
+) -> None:
+    """The argument checks shared by the losses against a queue of labelled keys."""
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}.")
+    if anchors.ndim != 2 or keys.ndim != 2 or anchors.shape[1] != keys.shape[1]:
+        raise ValueError(
+            f"anchors and keys must be 2-D with the same width, got shapes "
+            f"{tuple(anchors.shape)} and {tuple(keys.shape)}."
+        )
+    if len(anchor_labels) != len(anchors) or len(key_labels) != len(keys):
+        raise ValueError("labels must have one entry per anchor / key.")
+
+
 def select_queue_positives(
     similarities: torch.Tensor,
     positive_mask: torch.Tensor,
@@ -103,15 +122,7 @@ def queue_contrastive_loss(
     >>> round(float(loss), 4)  # -log(e / (e + 1))
     0.3133
     """
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}.")
-    if anchors.ndim != 2 or keys.ndim != 2 or anchors.shape[1] != keys.shape[1]:
-        raise ValueError(
-            f"anchors and keys must be 2-D with the same width, got shapes "
-            f"{tuple(anchors.shape)} and {tuple(keys.shape)}."
-        )
-    if len(anchor_labels) != len(anchors) or len(key_labels) != len(keys):
-        raise ValueError("labels must have one entry per anchor / key.")
+    check_queue_inputs(anchors, anchor_labels, keys, key_labels, temperature)
     a = F.normalize(anchors.float(), dim=1)
     k = F.normalize(keys.detach().float(), dim=1)
     anchor_labels = anchor_labels.to(a.device).long()
