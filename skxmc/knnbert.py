@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Iterator
 from numbers import Integral, Real
 from typing import Any
 
@@ -577,21 +578,28 @@ class KNNBertClassifier(TransformerClassifierBase):
         self._enqueue_same_class(task, batch.indices, device)
         return {"loss": w * cl + (1 - w) * ce, "ce": ce.detach(), "contrastive": cl.detach()}
 
+    def _same_class_keys(
+        self, task: _KNNBertTask, anchor_rows: np.ndarray, n: int, device: torch.device
+    ) -> Iterator[tuple[np.ndarray, torch.Tensor]]:
+        """Draw ``n`` training texts of each anchor's class (in anchor order) and encode
+        them with the key side, yielding ``(rows, keys)`` chunk by chunk."""
+        rng = task.trainer.rng
+        y = task.y.numpy()
+        rows = np.concatenate([rng.choice(task.class_members[y[i]], n) for i in anchor_rows])
+        chunk = 2 * self.batch_size
+        for start in range(0, len(rows), chunk):
+            part = rows[start : start + chunk]
+            yield part, self.module_.keys(task.tokens.collate(part).to(device).inputs)
+
     def _enqueue_same_class(
         self, task: _KNNBertTask, anchor_rows: np.ndarray, device: torch.device
     ) -> None:
         n = self.n_enqueue_per_anchor
         if n == 0:
             return
-        rng = task.trainer.rng
         y = task.y.numpy()
-        rows = np.concatenate([rng.choice(task.class_members[y[i]], n) for i in anchor_rows])
-        module = self.module_
-        chunk = 2 * self.batch_size
-        for start in range(0, len(rows), chunk):
-            part = rows[start : start + chunk]
-            inputs = task.tokens.collate(part).to(device).inputs
-            module.enqueue(module.keys(inputs), torch.as_tensor(y[part]), torch.as_tensor(part))
+        for part, keys in self._same_class_keys(task, anchor_rows, n, device):
+            self.module_.enqueue(keys, torch.as_tensor(y[part]), torch.as_tensor(part))
 
     def _moco_loss(
         self,
@@ -605,16 +613,10 @@ class KNNBertClassifier(TransformerClassifierBase):
         by the key side, is its positive; the drawn keys are then enqueued."""
         n = self.n_enqueue_per_anchor
         m = max(n, 1)  # one positive per anchor even when nothing is enqueued
-        rng = task.trainer.rng
+        parts, chunks = zip(*self._same_class_keys(task, anchor_rows, m, device))
+        rows, keys = np.concatenate(parts), torch.cat(chunks)
         y = task.y.numpy()
-        rows = np.concatenate([rng.choice(task.class_members[y[i]], m) for i in anchor_rows])
         module = self.module_
-        chunk = 2 * self.batch_size
-        parts = []
-        for start in range(0, len(rows), chunk):
-            inputs = task.tokens.collate(rows[start : start + chunk]).to(device).inputs
-            parts.append(module.keys(inputs))
-        keys = torch.cat(parts)
         positives = keys.view(len(anchor_rows), m, -1)[:, 0]
         loss = moco_contrastive_loss(
             anchors,
