@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 from pathlib import Path
 
 # The test models are tiny: torch's intra-op threads only add spin-waiting, which on a
@@ -146,3 +148,24 @@ def topic_texts(counts: tuple[int, ...], seed: int = 0) -> tuple[list[str], np.n
             texts.append(" ".join(rng.permutation(words)[: len(words) - 1]))
             labels.append(label)
     return texts, np.array(labels)
+
+
+def read_only(path: Path) -> None:
+    """Make ``path`` and everything below it read-only (directories stay listable)."""
+    for p in [path, *path.rglob("*")]:
+        mode = p.stat().st_mode
+        p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) | stat.S_IROTH)
+        if p.is_dir():
+            p.chmod(p.stat().st_mode | stat.S_IXOTH)
+
+
+def as_unprivileged_user() -> list[str]:
+    """A command prefix under which file modes are enforced: root ignores them."""
+    if not hasattr(os, "geteuid"):
+        pytest.skip("POSIX file modes only")
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: cannot make a folder unwritable")
+    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]

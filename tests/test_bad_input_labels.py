@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,8 @@ from skxmc.metrics import (
     psprecision_at_k,
 )
 from skxmc.tree import HierarchicalLabelTree
+
+from .conftest import as_unprivileged_user, read_only
 
 NEG = -np.inf
 MB = 1 << 20
@@ -446,26 +447,6 @@ def test_import_jit_reraises_other_numba_errors(monkeypatch):
         _numba.jit(cache=False)
 
 
-def _read_only(path: Path) -> None:
-    for p in [path, *path.rglob("*")]:
-        mode = p.stat().st_mode
-        p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) | stat.S_IROTH)
-        if p.is_dir():
-            p.chmod(p.stat().st_mode | stat.S_IXOTH)
-
-
-def _as_unprivileged_user() -> list[str]:
-    """A command prefix under which file modes are enforced: root ignores them."""
-    if not hasattr(os, "geteuid"):
-        pytest.skip("POSIX file modes only")
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: cannot make a folder unwritable")
-    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-
-
 SCRIPT = textwrap.dedent(
     """
     import numpy as np
@@ -484,7 +465,7 @@ SCRIPT = textwrap.dedent(
 
 def test_import_without_writable_numba_cache():
     """B15: a read-only install used with an unwritable HOME and no NUMBA_CACHE_DIR."""
-    prefix = _as_unprivileged_user()
+    prefix = as_unprivileged_user()
     base = Path(tempfile.mkdtemp(prefix="skxmc-ro-"))
     try:
         base.chmod(0o755)
@@ -496,8 +477,8 @@ def test_import_without_writable_numba_cache():
         )
         home = base / "home"
         home.mkdir()
-        _read_only(root)
-        _read_only(home)
+        read_only(root)
+        read_only(home)
         env = {
             k: v
             for k, v in os.environ.items()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -17,10 +16,10 @@ import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
-
 import skxmc
 from skxmc import _numba
+
+from .conftest import as_unprivileged_user, read_only
 
 # A tiny fit and prediction that prints how many skxmc kernel signatures it compiled;
 # argv[1], when given, is the folder skxmc must be imported from.
@@ -46,26 +45,6 @@ FIT = textwrap.dedent(
 )
 
 
-def _read_only(path: Path) -> None:
-    for p in [path, *path.rglob("*")]:
-        mode = p.stat().st_mode
-        p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) | stat.S_IROTH)
-        if p.is_dir():
-            p.chmod(p.stat().st_mode | stat.S_IXOTH)
-
-
-def _as_unprivileged_user() -> list[str]:
-    """A command prefix under which file modes are enforced: root ignores them."""
-    if not hasattr(os, "geteuid"):
-        pytest.skip("POSIX file modes only")
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: cannot make a folder unwritable")
-    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-
-
 def _clean_env(**extra: str) -> dict[str, str]:
     env = {
         k: v
@@ -80,7 +59,7 @@ def test_read_only_install_caches_in_the_user_wide_folder():
     """A read-only package folder with a writable HOME: the first process compiles into
     ``~/.cache/numba`` (and says so once), the second loads from there and compiles
     nothing."""
-    prefix = _as_unprivileged_user()
+    prefix = as_unprivileged_user()
     base = Path(tempfile.mkdtemp(prefix="skxmc-ro-cache-"))
     try:
         base.chmod(0o755)
@@ -90,7 +69,7 @@ def test_read_only_install_caches_in_the_user_wide_folder():
             root / "skxmc",
             ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"),
         )
-        _read_only(root)
+        read_only(root)
         home = base / "home"
         home.mkdir()
         home.chmod(0o777)  # writable by the unprivileged user
