@@ -255,13 +255,10 @@ def _blockwise(X: sp.csr_matrix, search: Any) -> sp.csr_matrix:
 def _cluster_session(label: str) -> Any:
     """A :class:`~skxmc.linear._distributed.ClusterSession` on the client of an active
     ``joblib.parallel_config(backend="dask")`` context, else None (dask stays unimported)."""
-    from joblib.parallel import get_active_backend
-
-    if type(get_active_backend()[0]).__name__ != "DaskDistributedBackend":
-        return None
     from ._distributed import ClusterSession, active_client
 
-    return ClusterSession(active_client(), label)
+    client = active_client()
+    return None if client is None else ClusterSession(client, label)
 
 
 @persistent
