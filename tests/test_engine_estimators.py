@@ -4,6 +4,8 @@ the estimator."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -98,3 +100,7 @@ def test_engine_parameters_are_documented_once(cls):
     doc = cls.__doc__
     assert "{engine_params}" not in doc and "accumulation_steps : int, default=1" in doc
     assert "callbacks : list of skxmc.text.Callback" in doc
+    # every shared block is substituted: no placeholder is left in the rendered docs
+    assert re.search(r"\{\w+_params\}", doc) is None
+    if "mixed_precision" in cls().get_params():
+        assert "mixed_precision : {" in doc

@@ -59,6 +59,7 @@ def fill_engine_docs(cls: type) -> type:
     doc = cls.__doc__ or ""
     for key, text in (
         ("engine_params", ENGINE_PARAMS_DOC),
+        ("precision_params", PRECISION_PARAMS_DOC),
         ("validation_params", VALIDATION_PARAMS_DOC),
     ):
         placeholder = "{" + key + "}"
