@@ -36,7 +36,7 @@ sys.path.insert(0, os.environ["SKXMC_TREE"])
 import numpy as np
 import skxmc
 assert skxmc.__file__.startswith(os.environ["SKXMC_TREE"]), skxmc.__file__
-from skxmc._labels import LabelSpace, encode_labels
+from skxmc.labels import LabelSpace, encode_labels
 
 rng = np.random.default_rng(0)
 pool = 50_000

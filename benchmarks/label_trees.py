@@ -74,9 +74,9 @@ sys.path.insert(0, str(BENCH_DIR))
 from _common import RESULTS, markdown_table, write_results  # noqa: E402
 
 from skxmc import HierarchicalLabelTree, XRLinearClassifier  # noqa: E402
-from skxmc._labels import LabelSpace, encode_labels  # noqa: E402
 from skxmc.datasets import load_text_jsonl  # noqa: E402
 from skxmc.label2vec import Label2VecTransformer  # noqa: E402
+from skxmc.labels import LabelSpace, encode_labels  # noqa: E402
 from skxmc.metrics import evaluate, inverse_propensity  # noqa: E402
 from skxmc.tree import pifa_embeddings  # noqa: E402
 

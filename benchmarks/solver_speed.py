@@ -51,8 +51,8 @@ import scipy.sparse.linalg
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.svm import LinearSVC
 
-from skxmc._labels import encode_labels
 from skxmc.datasets import load_text_jsonl
+from skxmc.labels import encode_labels
 from skxmc.linear._solver import (
     LayerGroups,
     fit_binary,

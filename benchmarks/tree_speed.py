@@ -35,8 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from skxmc._labels import encode_labels
 from skxmc.datasets import load_text_jsonl
+from skxmc.labels import encode_labels
 from skxmc.tree import build_label_tree, pifa_embeddings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

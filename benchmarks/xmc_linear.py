@@ -207,8 +207,8 @@ def prepare_dataset(name: str, bow_norm: str) -> tuple[Path, dict[str, Any]]:
 def _prepare_text(files: list[Path]):
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from skxmc._labels import encode_labels
     from skxmc.datasets import load_text_jsonl
+    from skxmc.labels import encode_labels
 
     train_texts, train_labels = load_text_jsonl(files[0])
     test_texts, test_labels = load_text_jsonl(files[1])

@@ -30,8 +30,8 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics import adjusted_rand_score
 
 from skxmc import HierarchicalLabelTree
-from skxmc._labels import encode_labels
 from skxmc.datasets import get_data_dir, load_demo, load_text_jsonl
+from skxmc.labels import encode_labels
 from skxmc.tree import pifa_embeddings
 
 data_dir = get_data_dir()

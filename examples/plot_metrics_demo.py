@@ -23,8 +23,8 @@ import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from skxmc._baselines import knn_label_scores
-from skxmc._labels import LabelSpace, encode_labels
 from skxmc.datasets import load_demo
+from skxmc.labels import LabelSpace, encode_labels
 from skxmc.metrics import evaluate, inverse_propensity
 
 demo = load_demo()

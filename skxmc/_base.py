@@ -38,8 +38,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from ._labels import LabelSpace
 from ._ranking import topk_from_sparse
+from .labels import LabelSpace
 from .metrics import precision_at_k
 
 __all__ = ["MultiLabelRankerMixin", "check_not_raw_text"]

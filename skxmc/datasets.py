@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import Bunch
 
-from ._labels import as_label_sets
+from .labels import as_label_sets
 
 __all__ = [
     "get_data_dir",

@@ -43,20 +43,20 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._labels import (
-    LabelSpace,
-    _as_label_array,
-    _coerce,
-    _is_numeric_array,
-    check_label_matrix,
-    encode_labels,
-)
 from ._ranking import (
     top_truth_weights,
     topk_from_dense,
     topk_from_pairs,
     topk_from_sparse,
     truth_hits,
+)
+from .labels import (
+    LabelSpace,
+    _as_label_array,
+    _coerce,
+    _is_numeric_array,
+    check_label_matrix,
+    encode_labels,
 )
 
 __all__ = [

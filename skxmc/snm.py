@@ -26,11 +26,11 @@ with require_extra("text", "SNMClassifier"):
 
 from ._base import MultiLabelRankerMixin
 from ._compat import Interval, StrOptions, _fit_context, validate_data
-from ._labels import LabelSpace, encode_target
 from ._memory import check_snm_fit
 from ._persistence import PersistenceMixin, persistent
 from ._ranking import topk_to_csr
 from ._search import SEARCH_METHODS, InnerProductIndex, resolve_search
+from .labels import LabelSpace, encode_target
 from .losses import (
     MARGIN_FUNCTIONS,
     ordered_weighted_loss,

@@ -49,10 +49,10 @@ from skxmc._compat import (
     validate_params,
 )
 from skxmc._kmeans import split_level, split_node_threaded
-from skxmc._labels import LabelSpace, encode_labels
 from skxmc._logging import progress
 from skxmc._optional import require
 from skxmc._persistence import PersistenceMixin, persistent
+from skxmc.labels import LabelSpace, encode_labels
 
 __all__ = ["HierarchicalLabelTree", "build_label_tree", "pifa_embeddings"]
 

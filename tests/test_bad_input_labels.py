@@ -27,7 +27,7 @@ from sklearn.preprocessing import normalize
 
 import skxmc
 from skxmc import XRLinearClassifier
-from skxmc._labels import (
+from skxmc.labels import (
     LabelSpace,
     as_label_sets,
     encode_labels,

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skxmc._labels import (
+from skxmc.labels import (
     LabelSet,
     LabelSpace,
     as_label_sets,

@@ -21,9 +21,9 @@ from sklearn.pipeline import make_pipeline
 
 from skxmc import XRLinearClassifier
 from skxmc._baselines import knn_label_scores
-from skxmc._labels import LabelSpace, encode_labels
 from skxmc._ranking import topk_from_sparse
 from skxmc.datasets import load_demo, load_xc_bow
+from skxmc.labels import LabelSpace, encode_labels
 from skxmc.metrics import (
     InversePropensities,
     evaluate,

@@ -14,8 +14,8 @@ from sklearn.pipeline import make_pipeline
 
 import skxmc
 from skxmc import HierarchicalLabelTree, XRLinearClassifier
-from skxmc._labels import encode_labels
 from skxmc.datasets import load_demo, load_xc_bow
+from skxmc.labels import encode_labels
 from skxmc.linear import _beam
 from skxmc.linear._beam import ChunkedWeights, beam_search
 from skxmc.metrics import evaluate, make_topk_scorer, precision_at_k

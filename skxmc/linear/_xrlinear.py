@@ -17,10 +17,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import MultiLabelRankerMixin, check_not_raw_text
 from .._compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
-from .._labels import LabelSpace, encode_target
 from .._logging import progress
 from .._persistence import PersistenceMixin, persistent
 from .._ranking import topk_from_sparse
+from ..labels import LabelSpace, encode_target
 from ..tree import HierarchicalLabelTree
 from ._beam import DENSE_LAYER_MAX_NODES, POST_PROCESSORS, ChunkedWeights, beam_search
 from ._select import selected_search
@@ -792,7 +792,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         labels : ndarray of shape (n_samples, k)
             Label identifiers from ``classes_``. Empty slots (fewer than ``k`` labels
             reached) hold a value that is never a label (see
-            :func:`skxmc._labels.indices_to_labels`: -1, or ``min(classes_) - 1`` when
+            :func:`skxmc.labels.indices_to_labels`: -1, or ``min(classes_) - 1`` when
             the classes include -1; NaN for float labels; None otherwise) and score
             ``-inf``, which the metrics read as empty.
         scores : ndarray of shape (n_samples, k)
