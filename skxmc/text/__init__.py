@@ -6,7 +6,8 @@ once with dynamic padding and length-sorted batches (:func:`tokenize`,
 :func:`autocast`), seeding (:func:`seed_everything`), the training loop (:class:`Trainer`,
 :class:`ParamGroup`, on ``accelerate``) and its callbacks (:class:`Callback`,
 :class:`Checkpoint`, :class:`EarlyStopping`, :class:`EpochScoring`, :class:`LRScheduler`,
-:class:`ProgressBar`), static sentence embeddings (:class:`SentenceEncoder`) and torch
+:class:`ProgressBar`), static sentence embeddings (:class:`SentenceEncoder`, and
+:class:`SentenceEmbedder`, a scikit-learn transformer with a disk cache) and torch
 weights in model directories (:func:`save_module_weights`, :func:`load_module_weights`,
 :func:`encoder_from_config`).
 
@@ -60,7 +61,12 @@ from ._encoder import (
 from ._estimator import FitTask, NeuralEstimatorMixin, fill_engine_docs
 from ._onnx import OnnxTextModel
 from ._seed import seed_everything
-from ._sentence import SentenceEncoder, read_sentence_transformers_folder, sentence_embeddings
+from ._sentence import (
+    SentenceEmbedder,
+    SentenceEncoder,
+    read_sentence_transformers_folder,
+    sentence_embeddings,
+)
 from ._tokenize import DEFAULT_MAX_LENGTH, TextBatch, TokenizedTexts, check_texts, tokenize
 from ._training import (
     CheckpointMismatchWarning,
@@ -101,6 +107,7 @@ __all__ = [
     "OnnxTextModel",
     "ParamGroup",
     "ProgressBar",
+    "SentenceEmbedder",
     "SentenceEncoder",
     "TextBatch",
     "TextTransformerMixin",

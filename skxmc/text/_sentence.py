@@ -13,12 +13,16 @@ import importlib.util
 import json
 import os
 from collections.abc import Sequence
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, check_memory
 
+from .._compat import HasMethods, Interval, _fit_context
 from ._device import autocast, resolve_device
 from ._encoder import (
     EncoderNotFoundError,
@@ -34,7 +38,7 @@ from ._encoder import (
 )
 from ._tokenize import check_texts, tokenize
 
-__all__ = ["SentenceEncoder", "sentence_embeddings"]
+__all__ = ["SentenceEmbedder", "SentenceEncoder", "sentence_embeddings"]
 
 BACKENDS = ("auto", "sentence-transformers", "transformers")
 
@@ -360,3 +364,192 @@ def sentence_embeddings(
         verbose=verbose,
     ) as enc:
         return enc.encode(texts)
+
+
+def model_stamp(name_or_path: str | os.PathLike) -> list:
+    """What identifies the weights behind ``name_or_path`` for a cache key: for a local
+    folder, the name, size and modification time of each of its files (so a model saved
+    again under the same path is not served stale embeddings); a hub name as is."""
+    path = Path(name_or_path).expanduser()
+    if not path.is_dir():
+        return [os.fspath(name_or_path)]
+    return [
+        (f.relative_to(path).as_posix(), f.stat().st_size, f.stat().st_mtime_ns)
+        for f in sorted(path.rglob("*"))
+        if f.is_file()
+    ]
+
+
+def _cached_embeddings(
+    texts: list[str],
+    name_or_path: str,
+    stamp: list,
+    max_length: int | None,
+    device: str,
+    batch_size: int,
+    verbose: int,
+) -> np.ndarray:
+    # The function joblib.Memory caches: the key is the texts, the model (``stamp``) and
+    # the truncation; device, batch size and verbosity do not change the embeddings.
+    return sentence_embeddings(
+        texts,
+        name_or_path,
+        device=device,
+        max_length=max_length,
+        batch_size=batch_size,
+        verbose=verbose,
+    )
+
+
+class SentenceEmbedder(TransformerMixin, BaseEstimator):
+    """Static sentence embeddings as a scikit-learn transformer, optionally cached on disk.
+
+    ``transform`` loads the sentence-transformers model, encodes the texts
+    (L2-normalised rows, each distinct text once) and releases the model, so a fitted
+    embedder holds no weights and pickles small. With ``memory``, results are cached by
+    :class:`joblib.Memory` per call, keyed on the texts, the model files and
+    ``max_length``: in a grid search, every parameter setting after the first reads the
+    embeddings of each fold from the cache instead of encoding the corpus again.
+
+    Parameters
+    ----------
+    encoder : str or path-like, default="sentence-transformers/all-MiniLM-L6-v2"
+        A sentence-transformers model directory or hub name (offline: a cached one).
+    max_length : int or None, default=None
+        Truncation length; None keeps the model's own.
+    batch_size : int, default=64
+        Texts per inference batch.
+    device : str, default="auto"
+        ``"auto"``: CUDA when available.
+    memory : str, path-like, joblib.Memory or None, default=None
+        Where to cache the embeddings (a folder or a :class:`joblib.Memory`, as
+        :class:`~sklearn.pipeline.Pipeline`'s ``memory``); None: no caching. Recommended
+        whenever the same texts are encoded more than once (grid searches,
+        cross-validation of several models).
+    verbose : int, default=0
+        Progress bars when > 0.
+
+    Attributes
+    ----------
+    n_features_out_ : int
+        Embedding size (read in ``fit`` from one encoded text).
+
+    See Also
+    --------
+    SentenceEncoder : the encoder behind it, for use outside scikit-learn.
+
+    Examples
+    --------
+    >>> from skxmc.text import SentenceEmbedder  # doctest: +SKIP
+    >>> emb = SentenceEmbedder(encoder="/models/all-MiniLM-L6-v2", memory="/tmp/cache")
+    >>> emb.fit_transform(["a cat", "a dog"]).shape  # doctest: +SKIP
+    (2, 384)
+    """
+
+    _parameter_constraints: dict = {
+        "encoder": [str, os.PathLike],
+        "max_length": [Interval(Integral, 2, None, closed="left"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "device": [str],
+        "memory": [str, os.PathLike, HasMethods(["cache"]), None],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        encoder: str | os.PathLike = "sentence-transformers/all-MiniLM-L6-v2",
+        max_length: int | None = None,
+        batch_size: int = 64,
+        device: str = "auto",
+        memory: Any = None,
+        verbose: int = 0,
+    ) -> None:
+        self.encoder = encoder
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.device = device
+        self.memory = memory
+        self.verbose = verbose
+
+    def _encode(self, X: Any) -> np.ndarray:
+        texts, is_pairs = check_texts(X)
+        if is_pairs:
+            raise TypeError("SentenceEmbedder takes single texts, not text pairs.")
+        # check_memory takes str, not path-like
+        memory = check_memory(
+            os.fspath(self.memory) if isinstance(self.memory, os.PathLike) else self.memory
+        )
+        source = os.fspath(self.encoder)
+        encode = memory.cache(_cached_embeddings, ignore=["device", "batch_size", "verbose"])
+        return encode(
+            texts,
+            source,
+            model_stamp(source),
+            self.max_length,
+            str(self.device),
+            self.batch_size,
+            self.verbose,
+        )
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any = None) -> SentenceEmbedder:
+        """Check the parameters and read the embedding size (encodes the first text).
+
+        Parameters
+        ----------
+        X : sequence of str
+            Texts (only the first is encoded).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : SentenceEmbedder
+        """
+        texts, _ = check_texts(X)
+        if not texts:
+            raise ValueError("X is empty: fit needs at least one text.")
+        self.n_features_out_ = int(self._encode(texts[:1]).shape[1])
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
+        """:meth:`fit` and :meth:`transform` with one pass over the texts."""
+        Z = self._encode(X)
+        if Z.shape[0] == 0:
+            raise ValueError("X is empty: fit needs at least one text.")
+        self.n_features_out_ = int(Z.shape[1])
+        return Z
+
+    def transform(self, X: Any) -> np.ndarray:
+        """L2-normalised embeddings of ``X``.
+
+        Parameters
+        ----------
+        X : sequence of str
+            Texts (list, numpy array or pandas Series).
+
+        Returns
+        -------
+        embeddings : ndarray of float32 of shape (n_samples, n_features_out_)
+        """
+        check_is_fitted(self, "n_features_out_")
+        Z = self._encode(X)
+        if Z.shape[0] == 0:
+            return np.zeros((0, self.n_features_out_), dtype=np.float32)
+        return Z
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """``sentenceembedder0``, ``sentenceembedder1``, ..."""
+        check_is_fitted(self, "n_features_out_")
+        return np.asarray(
+            [f"sentenceembedder{i}" for i in range(self.n_features_out_)], dtype=object
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
+        tags.requires_fit = True
+        return tags
