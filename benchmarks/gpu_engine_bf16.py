@@ -21,7 +21,6 @@ same code on a CPU (a smoke test of the script; check 1 is skipped there).
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 import time
 from pathlib import Path
@@ -61,9 +60,8 @@ def fp16_check(device: str) -> dict:
 
 
 def matchxml_stages(args: argparse.Namespace, precision: str) -> list[dict]:
-    import skxmc.matchxml as matchxml
     import skxmc.text._training as training
-    from skxmc import MatchXMLClassifier
+    from skxmc import MatchXMLClassifier, MultiStageMatcher
     from skxmc.datasets import get_data_dir, load_text_jsonl
     from skxmc.text import bundled_minilm_path
 
@@ -77,21 +75,20 @@ def matchxml_stages(args: argparse.Namespace, precision: str) -> list[dict]:
         results.append((self.accelerator.mixed_precision, out))
         return out
 
-    original = matchxml.Trainer
-    matchxml.Trainer = functools.partial(original, mixed_precision=precision)
     training.Trainer.fit = recording_fit
     try:
-        MatchXMLClassifier(
+        matcher = MultiStageMatcher(
             encoder=args.encoder or bundled_minilm_path(),
             max_length=args.max_length,
             batch_size=args.batch_size,
             max_steps=args.steps,
-            sentence_encoder=None,
-            device=args.device,
-            random_state=0,
+            mixed_precision=precision,
+        )
+        MatchXMLClassifier(
+            matcher=matcher, sentence_encoder=None, device=args.device, random_state=0
         ).fit(texts, Y)
     finally:
-        matchxml.Trainer, training.Trainer.fit = original, fit
+        training.Trainer.fit = fit
     return [
         {
             "stage": i + 1,

@@ -56,9 +56,10 @@ from sklearn.preprocessing import normalize
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, encoder_path, markdown_table, peak_rss_mb, write_results
 
-from skxmc import MatchXMLClassifier, XRLinearClassifier
-from skxmc._labels import LabelSpace
+from skxmc import XRLinearClassifier
 from skxmc.datasets import get_data_dir, load_text_jsonl
+from skxmc.labels import LabelSpace
+from skxmc.matchxml import make_matchxml
 from skxmc.metrics import evaluate, inverse_propensity
 from skxmc.text import SentenceEncoder
 
@@ -306,16 +307,18 @@ def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCached
     else:
         params = matchxml_params(args, data, sentence, ranker)
         params.update(ABLATIONS[row])
-        model = MatchXMLClassifier(**params).fit(train_texts, Y_train)
+        model = make_matchxml(**params).fit(train_texts, Y_train)
         fit_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         labels, scores = model.predict_topk(test_texts, k=5)
         predict_s = time.perf_counter() - t0
         extra = {
-            "stage_sizes": model.stage_sizes_,
-            "n_steps": model.n_steps_,
+            "stage_sizes": model.matcher_.stage_sizes_,
+            "n_steps": model.matcher_.n_steps_,
             "fit_times": {k: round(v, 1) for k, v in model.fit_times_.items()},
-            "stage_loss_first_last": [[c[0], c[-1]] for c in model.stage_loss_curves_ if c],
+            "stage_loss_first_last": [
+                [c[0], c[-1]] for c in model.matcher_.stage_loss_curves_ if c
+            ],
         }
     out = {
         "row": row,

@@ -44,8 +44,9 @@ from matchxml import (
     sentence_cache,
 )
 
-from skxmc import MatchXMLClassifier, XRLinearClassifier
-from skxmc._labels import indices_to_labels
+from skxmc import XRLinearClassifier
+from skxmc.labels import indices_to_labels
+from skxmc.matchxml import make_matchxml
 
 COLUMNS = [
     "config",
@@ -158,7 +159,7 @@ def main() -> None:
         params = matchxml_params(args, data, sentence, CapturingRanker())
         params.update(pooling=pooling, label_bootstrap=bootstrap)
         t0 = time.perf_counter()
-        model = MatchXMLClassifier(**params).fit(train_texts, Y_train)
+        model = make_matchxml(**params).fit(train_texts, Y_train)
         fine_tune_s = time.perf_counter() - t0
         captured = model.ranker_
         t0 = time.perf_counter()
@@ -183,7 +184,9 @@ def main() -> None:
                     "predict s": encode_dev_s + predict_s,
                     "fine-tuning fit s": fine_tune_s,
                     "ranker fit s": ranker_s,
-                    "stage_loss_first_last": [[c[0], c[-1]] for c in model.stage_loss_curves_ if c],
+                    "stage_loss_first_last": [
+                        [c[0], c[-1]] for c in model.matcher_.stage_loss_curves_ if c
+                    ],
                     "fit_times": {k: round(v, 1) for k, v in model.fit_times_.items()},
                     "peak RSS MB": peak_rss_mb(),
                 }

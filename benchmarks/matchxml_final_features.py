@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, encoder_path, markdown_table, peak_rss_mb, write_results
 from matchxml import add_profile_arguments, load_split, matchxml_params, metrics, sentence_cache
 
-from skxmc import HierarchicalLabelTree, MatchXMLClassifier, XRLinearClassifier
-from skxmc._labels import encode_labels, indices_to_labels
-from skxmc.matchxml import refined_label_embeddings
+from skxmc import HierarchicalLabelTree, XRLinearClassifier
+from skxmc.labels import encode_labels, indices_to_labels
+from skxmc.matchxml import make_matchxml, refined_label_embeddings
 
 DEFAULT_VARIANTS = ["0:pifa", "1:refined", "1:pifa", "0.5:refined", "0.5:pifa", "0:refined"]
 
@@ -78,14 +78,14 @@ def cached_features(args: argparse.Namespace, data: dict) -> dict[str, Any]:
     ranker = XRLinearClassifier(relevance_weighted=True, n_jobs=args.threads)
     params = matchxml_params(args, data, sentence_cache(args, args.dataset), ranker)
     t0 = time.perf_counter()
-    model = MatchXMLClassifier(**params).fit(train_texts, Y_train)
+    model = make_matchxml(**params).fit(train_texts, Y_train)
     fit_s = time.perf_counter() - t0
-    embedder = model.tree_.label_embedder_
+    embedder = model.matcher_.tree_.label_embedder_
     out = {
         "train": model.transform(train_texts),
         "test": model.transform(test_texts),
         "prior": np.asarray(embedder.embeddings_, dtype=np.float32),
-        "n_fine_tuned": np.int64(model.module_.encoder.config.hidden_size),
+        "n_fine_tuned": np.int64(model.matcher_.module_.encoder.config.hidden_size),
         "fit_s": np.float64(fit_s),
     }
     # the fitted model's own ranker on the same features: "1:refined" must reproduce it

@@ -117,11 +117,21 @@ def _api_parts() -> dict[str, str]:
     parts = {
         "estimators": [
             *_autosummary("skxmc", classifiers, "Classifiers"),
-            *_autosummary("skxmc", others, "Label trees and label embeddings"),
+            *_autosummary("skxmc", others, "Transformers: label trees, embeddings, matcher"),
+            *_autosummary(
+                "skxmc.matchxml",
+                [n for n in _public("skxmc.matchxml") if n not in top],
+                "MatchXML's building blocks (skxmc.matchxml)",
+            ),
             *_autosummary("skxmc", leftovers, "Other top-level names"),
         ],
         "labels": [
             *_autosummary("skxmc", placed["labels"], "Label sets"),
+            *_autosummary(
+                "skxmc.labels",
+                [n for n in _public("skxmc.labels") if n not in top],
+                "Label encoding (skxmc.labels)",
+            ),
             *_autosummary("skxmc.metrics", _public("skxmc.metrics"), "Metrics and scorers"),
         ],
         "datasets": _autosummary("skxmc.datasets", _public("skxmc.datasets")),

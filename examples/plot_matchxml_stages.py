@@ -46,9 +46,10 @@ else:
 # ------------
 # The same TF-IDF and the same ranker for all three; ``max_matcher_size`` caps the tree
 # layers that are fine-tuned (here the top layer only, against all layers).
+from sklearn.base import clone
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from skxmc import MatchXMLClassifier, XRLinearClassifier
+from skxmc import MatchXMLClassifier, MultiStageMatcher, XRLinearClassifier
 from skxmc.metrics import evaluate
 from skxmc.pipeline import make_pipeline
 
@@ -64,22 +65,24 @@ if available:
         Y_test, scores, ks=(1, 3, 5), classes=baseline[-1].classes_
     )
 
-    common = dict(
-        encoder=encoder,
-        max_length=32,
-        batch_size=16,
-        max_steps=10,
-        learning_rate=1e-4,
+    matcher = MultiStageMatcher(
+        encoder=encoder, max_length=32, batch_size=16, max_steps=10, learning_rate=1e-4
+    )
+    full = MatchXMLClassifier(
+        matcher=matcher,
         sentence_encoder=encoder,
         sentence_max_length=32,
         device="cpu",
         random_state=0,
     )
     models = {}
-    first = MatchXMLClassifier(**common).fit(X, Y)
+    first = clone(full).fit(X, Y)
     models["MatchXML, all stages"] = first
-    top = MatchXMLClassifier(**common, max_matcher_size=first.stage_sizes_[0]).fit(X, Y)
-    models["MatchXML, first stage only"] = top
+    # a part's parameter, set as in a grid search
+    top_size = first.matcher_.stage_sizes_[0]
+    models["MatchXML, first stage only"] = (
+        clone(full).set_params(matcher__max_matcher_size=top_size).fit(X, Y)
+    )
     for name, model in models.items():
         results[name] = evaluate(
             Y_test, model.predict_topk(X_test, k=5), ks=(1, 3, 5), classes=model.classes_
@@ -96,7 +99,7 @@ if available:
 import matplotlib.pyplot as plt
 
 if available:
-    model = models["MatchXML, all stages"]
+    model = models["MatchXML, all stages"].matcher_
     fig, axes = plt.subplots(1, len(model.stage_sizes_) + 1, figsize=(11, 3.2))
     for ax, size, curve, stage in zip(
         axes, model.stage_sizes_, model.stage_loss_curves_, range(len(model.stage_sizes_))

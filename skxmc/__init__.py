@@ -21,6 +21,7 @@ __all__ = [
     "Label2VecTransformer",
     "LabelSet",
     "MatchXMLClassifier",
+    "MultiStageMatcher",
     "SNMClassifier",
     "SharpReCLClassifier",
     "XRLinearClassifier",

@@ -1200,6 +1200,22 @@ def _non_default(class_name: str, params: dict) -> dict:
     }
 
 
+def _estimator_params(spec: dict) -> dict:
+    """The non-default parameters of a saved estimator, those of estimators among its
+    parameters (a composite's parts) flattened as ``part__param``."""
+    raw = spec.get("params", {})
+    raw = raw.get("__dict__", raw) if isinstance(raw, dict) else {}
+    plain = _plain(raw)
+    shown = _non_default(spec["__estimator__"], plain if isinstance(plain, dict) else {})
+    out: dict = {}
+    for key, value in shown.items():
+        out[key] = value
+        nested = raw.get(key)
+        if isinstance(nested, dict) and "__estimator__" in nested:
+            out.update({f"{key}__{k}": v for k, v in _estimator_params(nested).items()})
+    return out
+
+
 def _steps(spec: dict, prefix: str = "") -> list[tuple[str | None, Any]]:
     """``(name, saved step)`` of a pipeline (nested ones flattened as ``outer__inner``), or
     ``[(None, spec)]`` for a lone estimator."""
@@ -1257,7 +1273,8 @@ def _summarize(spec: dict, format_version: Any, skxmc_version: Any, shape_of: An
     for name, step in _steps(spec):
         if isinstance(step, dict) and "__estimator__" in step:
             cls_name = step["__estimator__"]
-            params = _plain(step.get("params", {}))
+            steps.append({"name": name, "class": cls_name, "params": _estimator_params(step)})
+            continue
         elif isinstance(step, dict) and "__vectorizer__" in step:
             cls_name = step["__vectorizer__"].get("class", "vectorizer")
             params = _plain(step["__vectorizer__"].get("params", {}))

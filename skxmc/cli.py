@@ -106,8 +106,8 @@ def _print_metrics(result: dict[str, float], ks: Sequence[int], *, normalized: b
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from ._labels import LabelSpace, encode_labels
     from .datasets import load_demo
+    from .labels import LabelSpace, encode_labels
     from .linear import XRLinearClassifier
     from .metrics import evaluate, inverse_propensity
 
@@ -169,14 +169,38 @@ def _read_params(path: str, cls: type, name: str) -> dict:
             f"--params {path!r} holds a JSON {type(params).__name__}; expected an object of "
             f'{cls.__name__} parameters such as {{"max_epochs": 1}}.'
         )
-    known = sorted(cls().get_params(deep=False))
-    unknown = sorted(set(params) - set(known))
-    if unknown:
+    return {_param_key(cls, key, f"--params {path!r}", name): v for key, v in params.items()}
+
+
+def _param_key(cls: type, key: str, where: str, name: str) -> str:
+    """``key`` as a parameter of ``cls``: its own, ``part__param`` of a composite's part
+    (MatchXML's ``matcher`` / ``ranker``), or a part's parameter given flat when exactly
+    one part takes it (``max_epochs`` -> ``matcher__max_epochs``)."""
+    own = cls().get_params(deep=False)
+    parts = {part: factory().get_params(deep=False) for part, factory in _parts(cls).items()}
+    if key in own:
+        return key
+    part, _, sub = key.partition("__")
+    if sub and part in parts and sub in parts[part]:
+        return key
+    owners = [part for part, names in parts.items() if key in names]
+    if len(owners) == 1:
+        return f"{owners[0]}__{key}"
+    if len(owners) > 1:
+        spelled = " or ".join(f"{part}__{key}" for part in owners)
         raise ValueError(
-            f"--params {path!r}: unknown parameter {unknown[0]!r} of {cls.__name__} "
-            f"(--estimator {name}); it takes {', '.join(known)}."
+            f"{where}: {key!r} is a parameter of several parts of {cls.__name__}; write {spelled}."
         )
-    return params
+    known = sorted(own) + [f"{p}__<{', '.join(sorted(n))}>" for p, n in parts.items()]
+    raise ValueError(
+        f"{where}: unknown parameter {key!r} of {cls.__name__} (--estimator {name}); it takes "
+        f"{', '.join(known)}."
+    )
+
+
+def _parts(cls: type) -> dict:
+    """A composite estimator's parts that tune as ``part__param``, and their defaults."""
+    return dict(getattr(cls, "_default_parts", {}))
 
 
 def _build_estimator(args: argparse.Namespace) -> Any:
@@ -189,17 +213,19 @@ def _build_estimator(args: argparse.Namespace) -> Any:
     params = dict(_CLI_DEFAULTS.get(name, {}))
     if args.params is not None:
         params.update(_read_params(args.params, cls, name))
-    known = cls().get_params(deep=False)
     for option in _PARAM_OPTIONS:
         value = getattr(args, option)
         if value is None:
             continue
-        if option not in known:
+        flag = f"--{option.replace('_', '-')}"
+        try:
+            key = _param_key(cls, option, flag, name)
+        except ValueError as exc:
             raise ValueError(
-                f"--{option.replace('_', '-')} does not apply to --estimator {name} "
-                f"({cls.__name__} has no parameter {option!r}); set its parameters in --params."
-            )
-        params[option] = value  # an option given on the command line wins over the file
+                f"{flag} does not apply to --estimator {name} as such ({exc}); set the "
+                f"parameter in --params."
+            ) from None
+        params[key] = value  # an option given on the command line wins over the file
     if args.verbose:
         params["verbose"] = args.verbose
     kind = ESTIMATORS[name][1]
@@ -210,9 +236,14 @@ def _build_estimator(args: argparse.Namespace) -> Any:
             f"{tfidf} set(s) the TF-IDF front end of --estimator xrlinear and snm; "
             f"--estimator {name} reads the texts."
         )
-    estimator = cls(**params)
+    nested = {k: v for k, v in params.items() if "__" in k}
+    estimator = cls(**{k: v for k, v in params.items() if "__" not in k})
     try:
+        estimator.set_params(**nested)
         validate_estimator_params(estimator)
+        for part in _parts(cls):
+            if getattr(estimator, part) is not None:
+                validate_estimator_params(getattr(estimator, part))
     except (ValueError, TypeError) as exc:
         where = f"--params {args.params!r}: " if args.params is not None else ""
         raise ValueError(f"{where}invalid parameter of {cls.__name__}: {exc}") from None
@@ -578,8 +609,8 @@ def _text_batches(path: str, size: int) -> Iterator[list[str]]:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from ._labels import encode_labels
     from .datasets import load_text_jsonl
+    from .labels import encode_labels
     from .metrics import evaluate, inverse_propensity
 
     _, truth = load_text_jsonl(args.true)

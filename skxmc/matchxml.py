@@ -1,4 +1,10 @@
-"""MatchXMLClassifier: label2vec tree, multi-stage text-label matching, XR-Linear ranker."""
+"""MatchXML as a composition: a multi-stage matcher, static sentence embeddings, a ranker.
+
+:class:`MultiStageMatcher` fine-tunes a transformer through a label tree (label2vec by
+default) with the text-label matching loss; :class:`MatchXMLClassifier` joins TF-IDF,
+static sentence embeddings (:class:`skxmc.text.SentenceEmbedder`) and the matcher's
+fine-tuned embeddings, and ranks labels with :class:`~skxmc.XRLinearClassifier`.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.preprocessing import normalize
-from sklearn.utils.validation import check_is_fitted, check_random_state
+from sklearn.utils.validation import _num_samples, check_is_fitted, check_random_state
 
 from ._optional import require_extra
 
@@ -23,11 +29,11 @@ with require_extra("text", "MatchXMLClassifier"):
 
 from ._base import MultiLabelRankerMixin
 from ._compat import HasMethods, Interval, StrOptions, _fit_context
-from ._labels import LabelSpace, encode_target
 from ._logging import progress
 from ._persistence import PersistenceMixin, persistent
 from ._ranking import topk_from_sparse, topk_to_csr
 from ._vectorizers import default_tfidf
+from .labels import LabelSpace, encode_target
 from .linear import LayerGroups, XRLinearClassifier, fit_layer
 from .losses import (
     candidate_scores,
@@ -42,12 +48,13 @@ from .text import (
     FineTunedModelMixin,
     NeuralEstimatorMixin,
     ParamGroup,
-    SentenceEncoder,
+    SentenceEmbedder,
     TextTransformerMixin,
     TokenizedTexts,
     Trainer,
     bundled_minilm_path,
     check_texts,
+    fill_engine_docs,
     inference_device,
     load_encoder,
     resolve_pooling,
@@ -56,7 +63,13 @@ from .text import (
 )
 from .tree import HierarchicalLabelTree, pifa_embeddings
 
-__all__ = ["MatchXMLClassifier", "linear_bootstrap", "refined_label_embeddings"]
+__all__ = [
+    "MatchXMLClassifier",
+    "MultiStageMatcher",
+    "linear_bootstrap",
+    "make_matchxml",
+    "refined_label_embeddings",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -205,46 +218,55 @@ def refined_label_embeddings(
     return normalize(E, norm="l2", copy=False)
 
 
+def _single_texts(X: Any, owner: str, *, fitting: bool) -> list[str]:
+    texts, is_pairs = check_texts(X)
+    if is_pairs:
+        raise TypeError(
+            f"{owner} reads single texts, not text pairs (a two-column DataFrame or (n, 2) "
+            f"array is read as pairs; select the text column)."
+        )
+    if fitting and not texts:
+        raise ValueError("X is empty: fit needs at least one text.")
+    return texts
+
+
+def _default_encoder_source(encoder: str | os.PathLike) -> str:
+    """Where ``encoder`` loads from: itself, except that the default hub name loads the copy
+    installed by the ``models`` extra when there is one."""
+    name = os.fspath(encoder)
+    if name == DEFAULT_ENCODER and not Path(name).is_dir():
+        bundled = bundled_minilm_path()
+        if bundled is not None:
+            return bundled
+    return name
+
+
 @persistent
-class MatchXMLClassifier(
+@fill_engine_docs
+class MultiStageMatcher(
     NeuralEstimatorMixin,
-    MultiLabelRankerMixin,
     FineTunedModelMixin,
     PersistenceMixin,
-    ClassifierMixin,
     TextTransformerMixin,
     BaseEstimator,
 ):
-    """MatchXML: extreme multi-label text classification with a fine-tuned transformer.
+    """MatchXML's matcher: a transformer fine-tuned through a label tree, one stage per layer.
 
-    ``fit`` runs the paper's Algorithm 1 on raw texts:
+    ``fit`` builds a preliminary label tree (:class:`~skxmc.HierarchicalLabelTree`, from
+    ``label_embedding``) and fine-tunes ``encoder`` through it, top layer first, one stage
+    per layer with at most ``max_matcher_size`` nodes. Each stage trains a table of
+    L2-normalised cluster embeddings, bootstrapped (``label_bootstrap``) from a linear
+    model of the text embeddings, as in XR-Transformer, or from the mean text embedding of
+    each cluster's positives (the parent's row when a cluster has no positive). The
+    candidates of a text are its positive clusters plus the children of its positive
+    parents (teacher-forcing negatives) and of the ``beam_size`` parents the previous stage
+    ranks highest (matcher-aware negatives), at most ``max_candidates``. Intermediate
+    stages minimise the squared hinge; the last one ``final_loss``, by default the
+    text-label matching loss of eqs. 4-6 (:func:`skxmc.losses.text_label_matching_loss`).
 
-    1. TF-IDF features (``vectorizer``) and static sentence embeddings
-       (``sentence_encoder``, by default the pretrained ``encoder`` itself); each block
-       L2-normalised, stacked, row-normalised.
-    2. A preliminary label tree (:class:`~skxmc.HierarchicalLabelTree`) from
-       ``label_embedding`` (label2vec by default, as in the paper).
-    3. Fine-tuning of ``encoder`` through the tree, top layer first, one stage per layer
-       with at most ``max_matcher_size`` nodes. Each stage trains a table of
-       L2-normalised cluster embeddings, bootstrapped (``label_bootstrap``) from a
-       linear model of the text embeddings, as in XR-Transformer, or from the mean text
-       embedding of each cluster's positives (the parent's row when a cluster has no
-       positive); the candidates of a text are its positive clusters plus the children of its
-       positive parents (teacher-forcing negatives) and of the ``matcher_beam_size``
-       parents the previous stage ranks highest (matcher-aware negatives), at most
-       ``max_candidates``. Intermediate stages minimise the squared hinge; the last one
-       ``final_loss``, by default the text-label matching loss of eqs. 4-6
-       (:func:`skxmc.losses.text_label_matching_loss`).
-    4. Ranker features ``[TF-IDF | sentence]`` plus the normalised fine-tuned text
-       embedding; a refined tree built from PIFA of the fine-tuned embeddings stacked
-       with the preliminary label embeddings; and the ``ranker``
-       (:class:`~skxmc.XRLinearClassifier`) trained on them with teacher-forcing and
-       matcher-aware negatives (eq. 7 of the paper).
-
-    The defaults are the full method of the paper's ablation (its Table XII, last row):
-    label2vec tree, text-label matching loss, static sentence embeddings.
-
-    Prediction encodes the texts, builds the same features and beam-searches the ranker.
+    ``transform`` gives the fine-tuned text embeddings (L2-normalised). It is the first
+    part of :class:`MatchXMLClassifier`, which tunes it as ``matcher__<parameter>``; use
+    it alone to fine-tune an encoder for retrieval or as features of another model.
 
     Parameters
     ----------
@@ -262,31 +284,13 @@ class MatchXMLClassifier(
         32-64 keeps fine-tuning affordable; on GPU use 128-512.
     batch_size : int, default=32
         Texts per training batch (inference uses twice as many).
-    vectorizer : TfidfVectorizer, CountVectorizer or None, default=None
-        Sparse text features (cloned and fitted in ``fit``). None: TF-IDF with unigrams
-        and bigrams, sublinear tf, 200,000 features.
-    sentence_encoder : "auto", str, path-like, object with ``encode`` or None, default="auto"
-        A sentence-transformers model (directory or hub name) whose normalised static
-        embeddings join the ranker features (and PIFA). ``"auto"``: the pretrained
-        ``encoder`` itself, before fine-tuning, with its own pooling (mean pooling for a
-        plain model), so nothing more is downloaded; the paper uses Sentence-T5. None
-        leaves them out (the paper's ablation). It is loaded again by every ``predict``
-        call (not stored in the model). An object with
-        ``encode(texts) -> (n, d) array``, such as a :class:`skxmc.text.SentenceEncoder`
-        shared by several estimators (it caches what it encoded), is used as is; such a
-        model pickles but cannot be ``save``-d.
-    sentence_max_length : int or None, default=None
-        Truncation of the sentence encoder; None keeps its own.
     label_embedding : {"label2vec", "pifa", "pifa+label2vec"} or estimator, default="label2vec"
-        Label embeddings of the preliminary tree (see
-        :class:`~skxmc.HierarchicalLabelTree`; PIFA is computed over the stacked
-        TF-IDF and sentence features).
+        Label embeddings of the preliminary tree (see :class:`~skxmc.HierarchicalLabelTree`;
+        PIFA is computed over the ``tree_features`` of ``fit``).
     branching_factor : int, default=16
-        Children per node of the preliminary tree (and of the refined one, unless
-        ``ranker_branching_factor``).
+        Children per node of the preliminary tree.
     max_leaf_size : int, default=100
-        Most labels per leaf cluster of the preliminary tree (and of the refined one,
-        unless ``ranker_max_leaf_size``).
+        Most labels per leaf cluster of the preliminary tree.
     max_matcher_size : int or None, default=None
         Fine-tune only on tree layers with at most this many nodes (the stages run from
         the top down to the deepest such layer); None: every layer down to the labels.
@@ -310,7 +314,7 @@ class MatchXMLClassifier(
         SNM's mined negatives per text.
     max_candidates : int, default=1000
         Most candidate clusters (positives first) per text and stage.
-    matcher_beam_size : int, default=10
+    beam_size : int, default=10
         Parents, per text, whose children become matcher-aware negatives.
     label_bootstrap : {"linear", "centroid"}, default="linear"
         Initial rows of each stage's label table. ``"linear"`` (XR-Transformer's, which
@@ -332,51 +336,26 @@ class MatchXMLClassifier(
         Encoder weight decay (not on biases and LayerNorm).
     warmup : float, default=0.1
         Warm-up of every stage: a fraction of its steps (< 1) or a number of steps.
-    ranker : XRLinearClassifier or None, default=None
-        The final ranker template (cloned). None: ``XRLinearClassifier(
-        relevance_weighted=True, negative_sampling="tfn+man", Cp=2.0)``, eq. 7 of the
-        paper with the reference implementation's positive cost. Its ``tree`` left None
-        gets the tree chosen by ``ranker_tree``.
-    ranker_tree : {"refined", "pifa"}, default="refined"
-        Tree of the ranker when its ``tree`` is None. ``"refined"`` (the reference
-        implementation): PIFA of the fine-tuned embeddings stacked with the preliminary
-        tree's label embeddings. ``"pifa"``: the ranker's own default, PIFA of its
-        input features.
-    ranker_branching_factor : int or None, default=None
-        Children per node of the refined tree; None: ``branching_factor``. The
-        reference implementation uses 8 on Eurlex-4K.
-    ranker_max_leaf_size : int or None, default=None
-        Most labels per leaf of the refined tree; None: ``max_leaf_size``. The reference
-        implementation uses 16 on Eurlex-4K.
-    fine_tuned_weight : float, default=1.0
-        Scale of the L2-normalised fine-tuned embedding appended to the ranker's
-        features, whose ``[TF-IDF | sentence]`` part has norm 1. 0 leaves it out (the
-        fine-tuned encoder then only shapes the refined tree, and ``predict`` does not
-        run it).
-    top_k : int, default=10
-        Labels returned per text by ``predict`` and ``predict_topk``; values above the
-        number of labels are clipped with a warning.
-    {ranker_output_params}
+    n_jobs : int or None, default=None
+        Threads of the linear bootstrap and the tree (joblib semantics).
     device : str, default="auto"
         ``"auto"`` (CUDA when available, with bfloat16 autocast), ``"cpu"``, ``"cuda"``.
     random_state : int, RandomState instance or None, default=0
-        Seeds the trees, label2vec, subsets, weight initialisation and batch order. The
+        Seeds the tree, label2vec, subsets, weight initialisation and batch order. The
         default makes two CPU fits on the same data give the same model; None draws a new
         seed from numpy's global random state at every fit.
     verbose : int, default=0
-        Progress bars and one log line per step of the algorithm when > 0.
+        Progress bars and one log line per stage when > 0.
     checkpoint_dir : str, path-like or None, default=None
         Checkpoints of every stage (``stage<t>`` subfolders); an interrupted ``fit``
         called again with the same data and parameters resumes there.
+    {engine_params}
+    {precision_params}
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_labels,)
-        Label identifiers (column order of every output).
-    target_type_ : str
-        The kind of ``Y`` seen in ``fit`` (see :class:`XRLinearClassifier`).
-    vectorizer_ : TfidfVectorizer or CountVectorizer
-        The fitted sparse feature extractor.
+        Label identifiers (columns of the tree's label matrix).
     tree_ : HierarchicalLabelTree
         The preliminary tree that drove fine-tuning.
     stage_sizes_ : list of int
@@ -385,36 +364,31 @@ class MatchXMLClassifier(
         Per-stage training loss of every step.
     loss_curve_ : list of float
         All stages' losses, concatenated.
+    history_ : list of dict
+        One record per epoch of every stage (``stage`` says which), as the engine writes
+        them (loss, learning rate, seconds, callback scores).
     n_steps_ : int
         Optimiser steps over all stages.
     interrupted_ : bool
-        Whether Ctrl-C ended fine-tuning early (the model is still complete and usable).
+        Whether Ctrl-C ended fine-tuning early (the encoder is still usable).
+    fit_times_ : dict
+        Seconds spent building the tree (``"tree"``) and fine-tuning (``"fine_tuning"``).
     module_ : torch.nn.Module
         The fine-tuned encoder (``module_.encoder``) with its pooling.
     pooling_ : str
         The pooling in use (``pooling`` with ``"auto"`` resolved).
     tokenizer_ : tokenizer
         The encoder's tokenizer.
-    ranker_ : XRLinearClassifier
-        The fitted ranker (its ``tree_`` is the refined tree).
-    n_features_ranker_ : int
-        Width of the ranker features (see :meth:`transform`).
-    fit_times_ : dict
-        Seconds spent in each part of ``fit``.
 
     See Also
     --------
-    XRLinearClassifier : the ranker, usable alone on TF-IDF features.
-    skxmc.losses.text_label_matching_loss : the loss of the last stage.
+    MatchXMLClassifier : the matcher, static sentence embeddings and the XR-Linear ranker.
 
     Examples
     --------
-    A tiny randomly initialised BERT keeps the example fast (use a real encoder such as
-    ``"sentence-transformers/all-MiniLM-L6-v2"`` in practice):
-
     >>> import tempfile
     >>> from transformers import BertConfig, BertModel, BertTokenizerFast
-    >>> from skxmc import MatchXMLClassifier
+    >>> from skxmc import MultiStageMatcher
     >>> d = tempfile.mkdtemp()
     >>> words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cats", "dogs", "fish", "sea"]
     >>> _ = open(f"{d}/vocab.txt", "w").write("\\n".join(words))
@@ -423,14 +397,12 @@ class MatchXMLClassifier(
     ...           num_attention_heads=2, intermediate_size=32)).save_pretrained(d)
     >>> texts = ["cats and dogs", "dogs", "fish in the sea", "sea fish"] * 5
     >>> Y = [["pets"], ["pets"], ["ocean"], ["ocean", "food"]] * 5
-    >>> clf = MatchXMLClassifier(encoder=d, label_embedding="pifa", max_length=8,
-    ...                          max_epochs=2, device="cpu").fit(texts, Y)
-    >>> labels, scores = clf.predict_topk(["sea fish"], k=2)
-    >>> sorted(labels[0].tolist())
-    ['food', 'ocean']
+    >>> matcher = MultiStageMatcher(encoder=d, label_embedding="pifa", max_length=8,
+    ...                             device="cpu").fit(texts, Y)
+    >>> matcher.transform(["sea fish"]).shape
+    (1, 16)
     """
 
-    # predict's encoder passes go through _text_model_outputs (set_inference_backend)
     _onnx_inference = True
 
     _parameter_constraints: dict = {
@@ -438,9 +410,6 @@ class MatchXMLClassifier(
         "pooling": [StrOptions({"auto", "cls", "pooler", "mean", "max", "mean_sqrt_len"})],
         "max_length": [Interval(Integral, 2, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "vectorizer": [HasMethods(["fit", "transform"]), None],
-        "sentence_encoder": [str, os.PathLike, HasMethods(["encode"]), None],
-        "sentence_max_length": [Interval(Integral, 2, None, closed="left"), None],
         "label_embedding": [
             StrOptions({"label2vec", "pifa", "pifa+label2vec"}),
             HasMethods(["fit"]),
@@ -455,7 +424,7 @@ class MatchXMLClassifier(
         "n_sampled": [Interval(Integral, 1, None, closed="left")],
         "n_hard_negatives": [Interval(Integral, 1, None, closed="left")],
         "max_candidates": [Interval(Integral, 1, None, closed="left")],
-        "matcher_beam_size": [Interval(Integral, 1, None, closed="left")],
+        "beam_size": [Interval(Integral, 1, None, closed="left")],
         "label_bootstrap": [StrOptions({"linear", "centroid"})],
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
         "max_steps": [Interval(Integral, 1, None, closed="left"), None],
@@ -463,18 +432,14 @@ class MatchXMLClassifier(
         "label_learning_rate": [Interval(Real, 0, None, closed="neither")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
         "warmup": [Interval(Real, 0, None, closed="left")],
-        "ranker": [HasMethods(["fit", "predict_topk"]), None],
-        "ranker_tree": [StrOptions({"refined", "pifa"})],
-        "ranker_branching_factor": [Interval(Integral, 2, None, closed="left"), None],
-        "ranker_max_leaf_size": [Interval(Integral, 2, None, closed="left"), None],
-        "fine_tuned_weight": [Interval(Real, 0, None, closed="left")],
-        "top_k": [Interval(Integral, 1, None, closed="left")],
-        "classes": ["array-like", None],
-        "sparse_output": ["boolean"],
+        "n_jobs": [Integral, None],
         "device": [str],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "checkpoint_dir": [str, os.PathLike, None],
+        "callbacks": [list, None],
+        "accumulation_steps": [Interval(Integral, 1, None, closed="left")],
+        "mixed_precision": [StrOptions({"auto", "bf16", "fp16", "no"})],
     }
 
     def __init__(
@@ -484,9 +449,6 @@ class MatchXMLClassifier(
         pooling: str = "auto",
         max_length: int = 128,
         batch_size: int = 32,
-        vectorizer: Any = None,
-        sentence_encoder: Any = "auto",
-        sentence_max_length: int | None = None,
         label_embedding: Any = "label2vec",
         branching_factor: int = 16,
         max_leaf_size: int = 100,
@@ -498,7 +460,7 @@ class MatchXMLClassifier(
         n_sampled: int = 1024,
         n_hard_negatives: int = 32,
         max_candidates: int = 1000,
-        matcher_beam_size: int = 10,
+        beam_size: int = 10,
         label_bootstrap: str = "linear",
         max_epochs: int = 1,
         max_steps: int | None = None,
@@ -506,26 +468,19 @@ class MatchXMLClassifier(
         label_learning_rate: float = 1e-3,
         weight_decay: float = 0.1,
         warmup: float = 0.1,
-        ranker: Any = None,
-        ranker_tree: str = "refined",
-        ranker_branching_factor: int | None = None,
-        ranker_max_leaf_size: int | None = None,
-        fine_tuned_weight: float = 1.0,
-        top_k: int = 10,
-        classes: Any = None,
-        sparse_output: bool = False,
+        n_jobs: int | None = None,
         device: str = "auto",
         random_state: Any = 0,
         verbose: int = 0,
         checkpoint_dir: str | os.PathLike | None = None,
+        callbacks: list | None = None,
+        accumulation_steps: int = 1,
+        mixed_precision: str = "auto",
     ) -> None:
         self.encoder = encoder
         self.pooling = pooling
         self.max_length = max_length
         self.batch_size = batch_size
-        self.vectorizer = vectorizer
-        self.sentence_encoder = sentence_encoder
-        self.sentence_max_length = sentence_max_length
         self.label_embedding = label_embedding
         self.branching_factor = branching_factor
         self.max_leaf_size = max_leaf_size
@@ -537,7 +492,7 @@ class MatchXMLClassifier(
         self.n_sampled = n_sampled
         self.n_hard_negatives = n_hard_negatives
         self.max_candidates = max_candidates
-        self.matcher_beam_size = matcher_beam_size
+        self.beam_size = beam_size
         self.label_bootstrap = label_bootstrap
         self.max_epochs = max_epochs
         self.max_steps = max_steps
@@ -545,32 +500,16 @@ class MatchXMLClassifier(
         self.label_learning_rate = label_learning_rate
         self.weight_decay = weight_decay
         self.warmup = warmup
-        self.ranker = ranker
-        self.ranker_tree = ranker_tree
-        self.ranker_branching_factor = ranker_branching_factor
-        self.ranker_max_leaf_size = ranker_max_leaf_size
-        self.fine_tuned_weight = fine_tuned_weight
-        self.top_k = top_k
-        self.classes = classes
-        self.sparse_output = sparse_output
+        self.n_jobs = n_jobs
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
         self.checkpoint_dir = checkpoint_dir
+        self.callbacks = callbacks
+        self.accumulation_steps = accumulation_steps
+        self.mixed_precision = mixed_precision
 
     # ------------------------------------------------------------------ helpers
-
-    @staticmethod
-    def _check_texts(X: Any, *, fitting: bool) -> list[str]:
-        texts, is_pairs = check_texts(X)
-        if is_pairs:
-            raise TypeError(
-                "MatchXMLClassifier reads single texts, not text pairs (a two-column "
-                "DataFrame or (n, 2) array is read as pairs; select the text column)."
-            )
-        if fitting and not texts:
-            raise ValueError("X is empty: fit needs at least one text.")
-        return texts
 
     def _log(self, message: str, *args: Any) -> None:
         progress(logger, self.verbose, message, *args)
@@ -591,14 +530,7 @@ class MatchXMLClassifier(
         return _normalized_rows(np.asarray(Z, dtype=np.float32))
 
     def _encoder_source(self) -> str:
-        """Where the encoder loads from: ``encoder``, except that the default hub name
-        loads the copy installed by the ``models`` extra when there is one."""
-        name = os.fspath(self.encoder)
-        if name == DEFAULT_ENCODER and not Path(name).is_dir():
-            bundled = bundled_minilm_path()
-            if bundled is not None:
-                return bundled
-        return name
+        return _default_encoder_source(self.encoder)
 
     def _load_encoder(self) -> tuple[torch.nn.Module, Any]:
         source = self._encoder_source()
@@ -612,82 +544,59 @@ class MatchXMLClassifier(
                 f"pip install skxmc[models]."
             ) from exc
 
-    def _sentence_embeddings(self, texts: list[str], device: torch.device) -> np.ndarray | None:
-        if self.sentence_encoder is None:
-            return None
-        if not isinstance(self.sentence_encoder, (str, os.PathLike)):  # (str has .encode too)
-            return np.asarray(self.sentence_encoder.encode(texts), dtype=np.float32)
-        source = self.sentence_encoder
-        if isinstance(source, str) and source == "auto":
-            source = self._encoder_source()
-        with SentenceEncoder(
-            source,
-            device=device,
-            batch_size=2 * self.batch_size,
-            max_length=self.sentence_max_length,
-            verbose=self.verbose,
-        ) as encoder:
-            return encoder.encode(texts)
-
     # ------------------------------------------------------------------ fit
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: Any, Y: Any) -> MatchXMLClassifier:
-        """Fine-tune the encoder through the label tree and train the ranker.
+    def fit(self, X: Any, Y: Any, *, tree_features: Any = None) -> MultiStageMatcher:
+        """Build the preliminary tree and fine-tune the encoder through it.
 
         Ctrl-C during fine-tuning stops it with a
-        :class:`~skxmc.text.TrainingInterruptedWarning`; the remaining steps (features,
-        refined tree, ranker) still run, so the model predicts.
+        :class:`~skxmc.text.TrainingInterruptedWarning`; the encoder keeps the weights of
+        the last completed step.
 
         Parameters
         ----------
         X : sequence of str
             Training texts (list, numpy array or pandas Series; not a bare string).
-            Empty strings are allowed (they get the encoder's empty-input embedding).
         Y : sparse matrix, ndarray or sequence of label collections
             Labels: a 0/1 indicator ``(n_samples, n_labels)`` or one collection of labels
-            per text. Indicator columns without any positive text are kept as labels.
+            per text.
+        tree_features : {array-like, sparse matrix} of shape (n_samples, n_features), default=None
+            Features of the texts for the PIFA label embeddings of the preliminary tree
+            (:class:`MatchXMLClassifier` passes its ``[TF-IDF | sentence]`` features).
+            None: default TF-IDF features of ``X`` when ``label_embedding`` needs them.
 
         Returns
         -------
-        self : MatchXMLClassifier
+        self : MultiStageMatcher
         """
-        texts = self._check_texts(X, fitting=True)
-        Y_csr, self.classes_, self.target_type_ = encode_target(
-            Y, classes=self.classes, name="Y", n_samples=len(texts)
-        )
+        texts = _single_texts(X, type(self).__name__, fitting=True)
+        Y_csr, self.classes_, _ = encode_target(Y, name="Y", n_samples=len(texts))
         if Y_csr.shape[1] == 0:
-            raise ValueError("Y has no labels at all; MatchXMLClassifier needs at least one.")
+            raise ValueError("Y has no labels at all; MultiStageMatcher needs at least one.")
+        if tree_features is not None and _num_samples(tree_features) != len(texts):
+            raise ValueError(
+                f"tree_features has {_num_samples(tree_features)} rows for {len(texts)} "
+                f"texts; pass one row per text."
+            )
+        self.__dict__.pop("_onnx_model", None)  # a session holds the previous fit's weights
         rs = check_random_state(self.random_state)
         seed = int(rs.randint(np.iinfo(np.int32).max))
-        device = inference_device(self.device)
-        times: dict[str, Any] = {}
-
-        # 1. Sparse and static dense features.
+        times: dict[str, float] = {}
         t0 = time.perf_counter()
-        self.vectorizer_ = (
-            clone(self.vectorizer) if self.vectorizer is not None else default_tfidf()
+        needs_features = not (
+            isinstance(self.label_embedding, str) and self.label_embedding == "label2vec"
         )
-        tfidf = self.vectorizer_.fit_transform(texts)
-        sentence = self._sentence_embeddings(texts, device)
-        base = _stack_features(tfidf, sentence, None)
-        times["features"] = time.perf_counter() - t0
-        self._log(
-            "features: %s TF-IDF%s in %.1f s",
-            tfidf.shape,
-            "" if sentence is None else f" + {sentence.shape[1]}-d sentence",
-            times["features"],
-        )
-
-        # 2. Preliminary tree.
-        t0 = time.perf_counter()
+        if tree_features is None and needs_features:
+            tree_features = default_tfidf().fit_transform(texts)
         self.tree_ = HierarchicalLabelTree(
             label_embedding=self.label_embedding,
             branching_factor=self.branching_factor,
             max_leaf_size=self.max_leaf_size,
             random_state=seed,
+            n_jobs=self.n_jobs,
             verbose=self.verbose,
-        ).fit(base, Y_csr)
+        ).fit(tree_features, Y_csr)
         times["tree"] = time.perf_counter() - t0
         sizes = [C.shape[0] for C in self.tree_.cluster_chain_]
         n_stages = (
@@ -707,55 +616,37 @@ class MatchXMLClassifier(
             times["tree"],
             n_stages,
         )
-
-        # 3. Multi-stage fine-tuning.
         t0 = time.perf_counter()
         seed_everything(seed)
         encoder, self.tokenizer_ = self._load_encoder()
         self.pooling_ = resolve_pooling(self.pooling, self._encoder_source())
         self.module_ = EncoderModule(encoder, self.pooling_)
-        tokens = self._tokenize(texts)
-        self._fine_tune(tokens, Y_csr, n_stages, seed, device)
+        results = self._fine_tune(self._tokenize(texts), Y_csr, n_stages, seed)
+        self.module_.eval()
+        self.stage_sizes_ = [size for size, _ in results]
+        self.stage_loss_curves_ = [[float(v) for v in r.loss_curve] for _, r in results]
+        self.loss_curve_ = [v for curve in self.stage_loss_curves_ for v in curve]
+        self.history_ = [
+            {**record, "stage": stage}
+            for stage, (_, r) in enumerate(results)
+            for record in r.epoch_history
+        ]
+        self.n_steps_ = sum(int(r.n_steps) for _, r in results)
+        self.interrupted_ = any(r.interrupted for _, r in results)
         times["fine_tuning"] = time.perf_counter() - t0
-
-        # 4. Ranker features, refined tree, ranker.
-        t0 = time.perf_counter()
-        ranker = (
-            clone(self.ranker)
-            if self.ranker is not None
-            else XRLinearClassifier(relevance_weighted=True, negative_sampling="tfn+man", Cp=2.0)
-        )
-        # the training texts' fine-tuned embeddings feed the features and the refined tree;
-        # with neither, encoding them again would be wasted
-        fine_tuned = (
-            self._embed(tokens, device, "encoding")
-            if self.fine_tuned_weight > 0 or self._refines_tree(ranker)
-            else None
-        )
-        features = _stack_features(tfidf, sentence, fine_tuned, self.fine_tuned_weight)
-        self.n_features_ranker_ = features.shape[1]
-        times["encoding"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        self.ranker_ = self._fit_ranker(ranker, features, Y_csr, base, fine_tuned, seed)
-        times["ranker"] = time.perf_counter() - t0
         self.fit_times_ = times
-        self._log("ranker: %d features, trained in %.1f s", features.shape[1], times["ranker"])
         return self
 
     def _fine_tune(
-        self,
-        tokens: TokenizedTexts,
-        Y: sp.csr_matrix,
-        n_stages: int,
-        seed: int,
-        device: torch.device,
-    ) -> None:
+        self, tokens: TokenizedTexts, Y: sp.csr_matrix, n_stages: int, seed: int
+    ) -> list[tuple[int, Any]]:
+        """Train the stages top down; ``(nodes, training result)`` of each stage run."""
         chain = self.tree_.cluster_chain_
         layers = self.tree_.cluster_label_matrices(Y)
         rng = np.random.default_rng(seed)
+        device = inference_device(self.device)
         n_texts = len(tokens)
-        self.stage_sizes_, self.stage_loss_curves_ = [], []
-        self.n_steps_, self.interrupted_ = 0, False
+        results: list[tuple[int, Any]] = []
         previous: np.ndarray | None = None  # the last stage's normalised label table
         for stage in range(n_stages):
             # A stage that cannot see every text trains on a random subset of what it can.
@@ -768,28 +659,23 @@ class MatchXMLClassifier(
             stage_tokens = tokens.subset(rows)
             Z = self._embed(stage_tokens, device, f"stage {stage + 1} bootstrap")
             Y_t = layers[stage][rows]
-            parent_of = chain[stage].indices  # one parent per node (CSR, one 1 per row)
-            matcher = self._stage_matcher(stage, Z, layers, rows, previous)
             init = self._bootstrap(
                 Z,
                 Y_t,
                 previous,
-                parent_of,
+                chain[stage].indices,  # one parent per node (CSR, one 1 per row)
                 rng,
-                matcher=matcher,
+                matcher=self._stage_matcher(stage, Z, layers, rows, previous),
                 parents=chain[stage],
                 seed=seed + stage,
             )
             candidates = self._stage_candidates(stage, Z, Y_t, layers, rows, previous, rng)
             module = _StageModule(self.module_, Y_t.shape[1], init)
-            last = stage == n_stages - 1
-            loss_name = self.final_loss if last else "hinge"
+            loss_name = self.final_loss if stage == n_stages - 1 else "hinge"
             result = self._train_stage(
-                module, stage_tokens, candidates, Y_t, loss_name, stage, n_stages, seed, device
+                module, stage_tokens, candidates, Y_t, loss_name, stage, n_stages, seed
             )
-            self.stage_sizes_.append(int(Y_t.shape[1]))
-            self.stage_loss_curves_.append([float(v) for v in result.loss_curve])
-            self.n_steps_ += int(result.n_steps)
+            results.append((int(Y_t.shape[1]), result))
             previous = _normalized_rows(module.labels.weight.detach().cpu().float().numpy())
             self._log(
                 "stage %d/%d: %d nodes, %d steps, last loss %.4f",
@@ -800,10 +686,8 @@ class MatchXMLClassifier(
                 result.loss_curve[-1] if result.loss_curve else float("nan"),
             )
             if result.interrupted:
-                self.interrupted_ = True
                 break
-        self.module_.eval()
-        self.loss_curve_ = [v for curve in self.stage_loss_curves_ for v in curve]
+        return results
 
     def _bootstrap(
         self,
@@ -826,9 +710,7 @@ class MatchXMLClassifier(
         if self.label_bootstrap == "linear":
             if parents is None:
                 parents = sp.csr_matrix(np.ones((Y_t.shape[1], 1), dtype=np.float32))
-            # the ranker template's threads (the bootstrap is the same kind of solve)
-            n_jobs = getattr(self.ranker, "n_jobs", None)
-            init = linear_bootstrap(Z, Y_t, parents, matcher, random_state=seed, n_jobs=n_jobs)
+            init = linear_bootstrap(Z, Y_t, parents, matcher, random_state=seed, n_jobs=self.n_jobs)
         else:
             init = _normalized_rows(np.asarray(Y_t.T @ Z, dtype=np.float32))
         empty = np.asarray(Y_t.getnnz(axis=0) == 0) | ~init.any(axis=1)
@@ -850,13 +732,13 @@ class MatchXMLClassifier(
         previous: np.ndarray | None,
     ) -> sp.csr_matrix:
         """Parents shortlisted for each text of the stage, as 0/1 CSR ``(n, n_parents)``:
-        its positive parents (teacher forcing) plus the ``matcher_beam_size`` parents the
+        its positive parents (teacher forcing) plus the ``beam_size`` parents the
         previous stage's table ranks highest (matcher-aware); the single root on the top
         layer."""
         n = len(rows)
         if previous is None:
             return sp.csr_matrix(np.ones((n, 1), dtype=np.float32))
-        beam = min(self.matcher_beam_size, previous.shape[0])
+        beam = min(self.beam_size, previous.shape[0])
         scores = Z @ previous.T
         top = np.argpartition(-scores, beam - 1, axis=1)[:, :beam]
         shortlist = sp.csr_matrix(
@@ -935,7 +817,6 @@ class MatchXMLClassifier(
         stage: int,
         n_stages: int,
         seed: int,
-        device: torch.device,
     ) -> Any:
         Y_t = sp.csr_matrix(Y_t)
         temperature, weight = float(self.temperature), float(self.matching_weight)
@@ -991,23 +872,24 @@ class MatchXMLClassifier(
             ),
             ParamGroup("labels", module.labels, lr=self.label_learning_rate),
         ]
-        checkpoint = None
-        if self.checkpoint_dir is not None:
-            checkpoint = Path(self.checkpoint_dir) / f"stage{stage}"
+        engine = self._engine_params()
+        engine.update(
+            checkpoint_dir=(
+                None if self.checkpoint_dir is None else Path(self.checkpoint_dir) / f"stage{stage}"
+            ),
+            fingerprint={**engine["fingerprint"], "stage": stage},
+            desc=f"MatchXML stage {stage + 1}/{n_stages}",
+        )
         trainer = Trainer(
             module,
             groups,
             n_epochs=self.max_epochs,
             max_steps=self.max_steps,
             warmup=self.warmup,
-            device=device,
             random_state=seed + stage,
-            verbose=self.verbose,
-            checkpoint_dir=checkpoint,
-            fingerprint={**self._fit_fingerprint(), "stage": stage},
             # The stage's texts and targets (tree clusters of the labels).
             fit_data=(tokens, Y_t, self.classes_),
-            desc=f"MatchXML stage {stage + 1}/{n_stages}",
+            **engine,
         )
 
         def batches(epoch: int, rng: np.random.Generator) -> Any:
@@ -1049,6 +931,364 @@ class MatchXMLClassifier(
             torch.cat([positive, torch.zeros_like(keep)], dim=1),
         )
 
+    # ------------------------------------------------------------------ transform
+
+    def transform(self, X: Any) -> np.ndarray:
+        """The fine-tuned, L2-normalised text embeddings.
+
+        Parameters
+        ----------
+        X : sequence of str
+
+        Returns
+        -------
+        embeddings : ndarray of float32 of shape (n_samples, hidden_size)
+        """
+        return self._embeddings(X)
+
+    def _embeddings(self, X: Any) -> np.ndarray:
+        """:meth:`transform` unwrapped (``set_output`` wraps ``transform``)."""
+        check_is_fitted(self, "module_")
+        texts = _single_texts(X, type(self).__name__, fitting=False)
+        if not texts:
+            return np.zeros((0, self._n_features_out), dtype=np.float32)
+        return self._embed(self._tokenize(texts), inference_device(self.device), "encoding")
+
+    @property
+    def _n_features_out(self) -> int:
+        return int(self.module_.hidden_size)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
+        tags.target_tags.required = True
+        tags.non_deterministic = True  # GPU kernels and bf16 are not bitwise reproducible
+        return tags
+
+    def _rebuild_module(self, encoder: torch.nn.Module) -> torch.nn.Module:
+        return EncoderModule(encoder, getattr(self, "pooling_", self.pooling))
+
+
+def _default_ranker() -> XRLinearClassifier:
+    """Eq. 7 of the paper: TFN + MAN negatives, relevance-weighted, the reference's Cp."""
+    return XRLinearClassifier(relevance_weighted=True, negative_sampling="tfn+man", Cp=2.0)
+
+
+@persistent
+class MatchXMLClassifier(
+    MultiLabelRankerMixin,
+    PersistenceMixin,
+    ClassifierMixin,
+    TextTransformerMixin,
+    BaseEstimator,
+):
+    """MatchXML: extreme multi-label text classification with a fine-tuned transformer.
+
+    A composition of estimators that ``fit`` runs as the paper's Algorithm 1:
+
+    1. Sparse features (``vectorizer``, TF-IDF by default) and static sentence embeddings
+       (``sentence_encoder``, by default the matcher's pretrained encoder itself, through
+       :class:`~skxmc.text.SentenceEmbedder`, cached with ``memory``); each block
+       L2-normalised, stacked, row-normalised.
+    2. The ``matcher`` (:class:`MultiStageMatcher`): a preliminary label tree from those
+       features and the labels, and multi-stage fine-tuning of the encoder through it with
+       the text-label matching loss on the last stage.
+    3. Ranker features: ``[TF-IDF | sentence]`` plus the matcher's fine-tuned embedding
+       times ``fine_tuned_weight``.
+    4. The ``ranker`` (:class:`~skxmc.XRLinearClassifier`) on them, over a refined tree
+       built from PIFA of the fine-tuned embeddings stacked with the preliminary label
+       embeddings, trained with teacher-forcing and matcher-aware negatives (eq. 7).
+
+    The defaults are the full method of the paper's ablation (its Table XII, last row):
+    label2vec tree, text-label matching loss, static sentence embeddings. The parts tune
+    in a grid search as ``matcher__<parameter>`` and ``ranker__<parameter>`` (a part left
+    None gets its default as soon as one of its parameters is set).
+
+    Prediction encodes the texts, builds the same features and beam-searches the ranker.
+
+    Parameters
+    ----------
+    matcher : MultiStageMatcher or None, default=None
+        The fine-tuning template (cloned): encoder, tree, losses, schedule. None:
+        ``MultiStageMatcher()``. Its ``device``, ``random_state`` and ``verbose`` are
+        replaced by this estimator's.
+    vectorizer : TfidfVectorizer, CountVectorizer or None, default=None
+        Sparse text features (cloned and fitted in ``fit``). None: TF-IDF with unigrams
+        and bigrams, sublinear tf, 200,000 features.
+    sentence_encoder : "auto", str, path-like, object with ``encode`` or None, default="auto"
+        A sentence-transformers model (directory or hub name) whose normalised static
+        embeddings join the ranker features (and the tree's PIFA). ``"auto"``: the
+        matcher's pretrained encoder, before fine-tuning, with its own pooling (mean
+        pooling for a plain model), so nothing more is downloaded; the paper uses
+        Sentence-T5. None leaves them out (the paper's ablation). It is loaded again by
+        every ``predict`` call (not stored in the model). An object with
+        ``encode(texts) -> (n, d) array`` (such as a :class:`skxmc.text.SentenceEncoder`
+        shared by several estimators) is used as is; such a model pickles but cannot be
+        ``save``-d.
+    sentence_max_length : int or None, default=None
+        Truncation of the sentence encoder; None keeps its own.
+    memory : str, path-like, joblib.Memory or None, default=None
+        Cache of the static sentence embeddings (see
+        :class:`~skxmc.text.SentenceEmbedder`): with it, a grid search encodes each
+        fold's texts once, not once per parameter setting. Recommended for any search.
+    ranker : XRLinearClassifier or None, default=None
+        The ranker template (cloned). None: ``XRLinearClassifier(relevance_weighted=True,
+        negative_sampling="tfn+man", Cp=2.0)``, eq. 7 of the paper with the reference
+        implementation's positive cost. Its ``tree`` left None gets the tree chosen by
+        ``ranker_tree``.
+    ranker_tree : {"refined", "pifa"}, default="refined"
+        Tree of the ranker when its ``tree`` is None. ``"refined"`` (the reference
+        implementation): PIFA of the fine-tuned embeddings stacked with the preliminary
+        tree's label embeddings. ``"pifa"``: the ranker's own default, PIFA of its input
+        features.
+    ranker_branching_factor : int or None, default=None
+        Children per node of the refined tree; None: the matcher's ``branching_factor``.
+        The reference implementation uses 8 on Eurlex-4K.
+    ranker_max_leaf_size : int or None, default=None
+        Most labels per leaf of the refined tree; None: the matcher's ``max_leaf_size``.
+        The reference implementation uses 16 on Eurlex-4K.
+    fine_tuned_weight : float, default=1.0
+        Scale of the L2-normalised fine-tuned embedding appended to the ranker's
+        features, whose ``[TF-IDF | sentence]`` part has norm 1. 0 leaves it out (the
+        fine-tuned encoder then only shapes the refined tree, and ``predict`` does not
+        run it).
+    top_k : int, default=10
+        Labels returned per text by ``predict`` and ``predict_topk``; values above the
+        number of labels are clipped with a warning.
+    {ranker_output_params}
+    device : str, default="auto"
+        ``"auto"`` (CUDA when available, with bfloat16 autocast), ``"cpu"``, ``"cuda"``;
+        for the matcher and the sentence encoder.
+    random_state : int, RandomState instance or None, default=0
+        Seeds the matcher, the refined tree and the ranker. The default makes two CPU fits
+        on the same data give the same model; None draws a new seed from numpy's global
+        random state at every fit.
+    verbose : int, default=0
+        Progress bars and one log line per step of the algorithm when > 0.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_labels,)
+        Label identifiers (column order of every output).
+    target_type_ : str
+        The kind of ``Y`` seen in ``fit`` (see :class:`XRLinearClassifier`).
+    vectorizer_ : TfidfVectorizer or CountVectorizer
+        The fitted sparse feature extractor.
+    matcher_ : MultiStageMatcher
+        The fitted matcher: the preliminary tree (``matcher_.tree_``), the fine-tuned
+        encoder (``matcher_.module_``), the per-stage loss curves and ``history_``.
+    ranker_ : XRLinearClassifier
+        The fitted ranker (its ``tree_`` is the refined tree).
+    n_features_ranker_ : int
+        Width of the ranker features (see :meth:`transform`).
+    fit_times_ : dict
+        Seconds spent in each part of ``fit``.
+
+    See Also
+    --------
+    MultiStageMatcher : the fine-tuning part, usable alone.
+    XRLinearClassifier : the ranker, usable alone on TF-IDF features.
+    skxmc.losses.text_label_matching_loss : the loss of the last stage.
+
+    Examples
+    --------
+    A tiny randomly initialised BERT keeps the example fast (use a real encoder such as
+    ``"sentence-transformers/all-MiniLM-L6-v2"`` in practice):
+
+    >>> import tempfile
+    >>> from transformers import BertConfig, BertModel, BertTokenizerFast
+    >>> from skxmc import MatchXMLClassifier, MultiStageMatcher
+    >>> d = tempfile.mkdtemp()
+    >>> words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cats", "dogs", "fish", "sea"]
+    >>> _ = open(f"{d}/vocab.txt", "w").write("\\n".join(words))
+    >>> _ = BertTokenizerFast(f"{d}/vocab.txt").save_pretrained(d)
+    >>> BertModel(BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
+    ...           num_attention_heads=2, intermediate_size=32)).save_pretrained(d)
+    >>> texts = ["cats and dogs", "dogs", "fish in the sea", "sea fish"] * 5
+    >>> Y = [["pets"], ["pets"], ["ocean"], ["ocean", "food"]] * 5
+    >>> matcher = MultiStageMatcher(encoder=d, label_embedding="pifa", max_length=8,
+    ...                             max_epochs=2)
+    >>> clf = MatchXMLClassifier(matcher=matcher, device="cpu").fit(texts, Y)
+    >>> labels, scores = clf.predict_topk(["sea fish"], k=2)
+    >>> sorted(labels[0].tolist())
+    ['food', 'ocean']
+    >>> clf.set_params(ranker__Cp=1.0).ranker.Cp
+    1.0
+    """
+
+    #: The parts that tune as ``<part>__<parameter>``, and how a part left None is built.
+    _default_parts = {"matcher": MultiStageMatcher, "ranker": _default_ranker}
+
+    _parameter_constraints: dict = {
+        "matcher": [HasMethods(["fit", "transform"]), None],
+        "vectorizer": [HasMethods(["fit", "transform"]), None],
+        "sentence_encoder": [str, os.PathLike, HasMethods(["encode"]), None],
+        "sentence_max_length": [Interval(Integral, 2, None, closed="left"), None],
+        "memory": [str, os.PathLike, HasMethods(["cache"]), None],
+        "ranker": [HasMethods(["fit", "predict_topk"]), None],
+        "ranker_tree": [StrOptions({"refined", "pifa"})],
+        "ranker_branching_factor": [Interval(Integral, 2, None, closed="left"), None],
+        "ranker_max_leaf_size": [Interval(Integral, 2, None, closed="left"), None],
+        "fine_tuned_weight": [Interval(Real, 0, None, closed="left")],
+        "top_k": [Interval(Integral, 1, None, closed="left")],
+        "classes": ["array-like", None],
+        "sparse_output": ["boolean"],
+        "device": [str],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        matcher: MultiStageMatcher | None = None,
+        vectorizer: Any = None,
+        sentence_encoder: Any = "auto",
+        sentence_max_length: int | None = None,
+        memory: Any = None,
+        ranker: Any = None,
+        ranker_tree: str = "refined",
+        ranker_branching_factor: int | None = None,
+        ranker_max_leaf_size: int | None = None,
+        fine_tuned_weight: float = 1.0,
+        top_k: int = 10,
+        classes: Any = None,
+        sparse_output: bool = False,
+        device: str = "auto",
+        random_state: Any = 0,
+        verbose: int = 0,
+    ) -> None:
+        self.matcher = matcher
+        self.vectorizer = vectorizer
+        self.sentence_encoder = sentence_encoder
+        self.sentence_max_length = sentence_max_length
+        self.memory = memory
+        self.ranker = ranker
+        self.ranker_tree = ranker_tree
+        self.ranker_branching_factor = ranker_branching_factor
+        self.ranker_max_leaf_size = ranker_max_leaf_size
+        self.fine_tuned_weight = fine_tuned_weight
+        self.top_k = top_k
+        self.classes = classes
+        self.sparse_output = sparse_output
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def set_params(self, **params: Any) -> MatchXMLClassifier:
+        """Set parameters, including those of the parts (``matcher__learning_rate``,
+        ``ranker__Cp``...); a part left None first gets its default estimator.
+
+        Returns
+        -------
+        self : MatchXMLClassifier
+        """
+        for part, default in self._default_parts.items():
+            nested = any(key.startswith(f"{part}__") for key in params)
+            if nested and params.get(part, getattr(self, part)) is None:
+                params = {**params, part: default()}
+        return super().set_params(**params)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _log(self, message: str, *args: Any) -> None:
+        progress(logger, self.verbose, message, *args)
+
+    def _sentence_embeddings(self, texts: list[str], encoder: str) -> np.ndarray | None:
+        """Static sentence embeddings of ``texts``; ``encoder`` is the matcher's (what
+        ``"auto"`` reads)."""
+        if self.sentence_encoder is None:
+            return None
+        if not isinstance(self.sentence_encoder, (str, os.PathLike)):  # (str has .encode too)
+            return np.asarray(self.sentence_encoder.encode(texts), dtype=np.float32)
+        source = self.sentence_encoder
+        if isinstance(source, str) and source == "auto":
+            source = _default_encoder_source(encoder)
+        embedder = SentenceEmbedder(
+            encoder=source,
+            max_length=self.sentence_max_length,
+            device=self.device,
+            memory=self.memory,
+            verbose=self.verbose,
+        ).set_output(transform="default")  # arrays, whatever the global output setting
+        return embedder.fit_transform(texts) if texts else None
+
+    # ------------------------------------------------------------------ fit
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X: Any, Y: Any) -> MatchXMLClassifier:
+        """Fit the matcher (tree and fine-tuning), then the ranker on the joint features.
+
+        Ctrl-C during fine-tuning stops it with a
+        :class:`~skxmc.text.TrainingInterruptedWarning`; the remaining steps (features,
+        refined tree, ranker) still run, so the model predicts.
+
+        Parameters
+        ----------
+        X : sequence of str
+            Training texts (list, numpy array or pandas Series; not a bare string).
+            Empty strings are allowed (they get the encoder's empty-input embedding).
+        Y : sparse matrix, ndarray or sequence of label collections
+            Labels: a 0/1 indicator ``(n_samples, n_labels)`` or one collection of labels
+            per text. Indicator columns without any positive text are kept as labels.
+
+        Returns
+        -------
+        self : MatchXMLClassifier
+        """
+        texts = _single_texts(X, type(self).__name__, fitting=True)
+        Y_csr, self.classes_, self.target_type_ = encode_target(
+            Y, classes=self.classes, name="Y", n_samples=len(texts)
+        )
+        if Y_csr.shape[1] == 0:
+            raise ValueError("Y has no labels at all; MatchXMLClassifier needs at least one.")
+        rs = check_random_state(self.random_state)
+        seed = int(rs.randint(np.iinfo(np.int32).max))
+        matcher = clone(self.matcher) if self.matcher is not None else MultiStageMatcher()
+        matcher.set_params(device=self.device, random_state=seed, verbose=self.verbose)
+        times: dict[str, Any] = {}
+
+        # 1. Sparse and static dense features.
+        t0 = time.perf_counter()
+        self.vectorizer_ = (
+            clone(self.vectorizer) if self.vectorizer is not None else default_tfidf()
+        )
+        tfidf = self.vectorizer_.fit_transform(texts)
+        sentence = self._sentence_embeddings(texts, matcher.encoder)
+        base = _stack_features(tfidf, sentence, None)
+        times["features"] = time.perf_counter() - t0
+        self._log(
+            "features: %s TF-IDF%s in %.1f s",
+            tfidf.shape,
+            "" if sentence is None else f" + {sentence.shape[1]}-d sentence",
+            times["features"],
+        )
+
+        # 2. Preliminary tree and multi-stage fine-tuning.
+        self.matcher_ = matcher.fit(texts, Y_csr, tree_features=base)
+        times.update(self.matcher_.fit_times_)
+
+        # 3. Ranker features, refined tree, ranker.
+        t0 = time.perf_counter()
+        ranker = clone(self.ranker) if self.ranker is not None else _default_ranker()
+        # the training texts' fine-tuned embeddings feed the features and the refined tree;
+        # with neither, encoding them again would be wasted
+        fine_tuned = (
+            self.matcher_._embeddings(texts)
+            if self.fine_tuned_weight > 0 or self._refines_tree(ranker)
+            else None
+        )
+        features = _stack_features(tfidf, sentence, fine_tuned, self.fine_tuned_weight)
+        self.n_features_ranker_ = features.shape[1]
+        times["encoding"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.ranker_ = self._fit_ranker(ranker, features, Y_csr, base, fine_tuned, seed)
+        times["ranker"] = time.perf_counter() - t0
+        self.fit_times_ = times
+        self._log("ranker: %d features, trained in %.1f s", features.shape[1], times["ranker"])
+        return self
+
     def _refines_tree(self, ranker: Any) -> bool:
         """Whether the ranker gets the refined tree: asked for, and the template has no
         tree of its own."""
@@ -1066,14 +1306,15 @@ class MatchXMLClassifier(
     ) -> XRLinearClassifier:
         refine = self._refines_tree(ranker)
         if refine:
-            embedder = self.tree_.label_embedder_
+            tree = self.matcher_.tree_
+            embedder = tree.label_embedder_
             if embedder is not None and getattr(embedder, "embeddings_", None) is not None:
                 prior = embedder.embeddings_
             else:
                 prior = pifa_embeddings(base, Y)
             embeddings = refined_label_embeddings(fine_tuned, Y, prior)
-            branching = self.ranker_branching_factor or self.branching_factor
-            leaf = self.ranker_max_leaf_size or self.max_leaf_size
+            branching = self.ranker_branching_factor or tree.branching_factor
+            leaf = self.ranker_max_leaf_size or tree.max_leaf_size
             ranker.set_params(
                 tree=HierarchicalLabelTree(
                     label_embedding=embeddings,
@@ -1116,14 +1357,13 @@ class MatchXMLClassifier(
         """:meth:`transform` unwrapped: sklearn's ``set_output`` wraps ``transform``, and
         the predict methods need the CSR features whatever the output configuration."""
         check_is_fitted(self, "ranker_")
-        texts = self._check_texts(X, fitting=False)
-        device = inference_device(self.device)
-        tfidf = self.vectorizer_.transform(texts)
-        sentence = self._sentence_embeddings(texts, device)
+        texts = _single_texts(X, type(self).__name__, fitting=False)
         if not texts:
             return sp.csr_matrix((0, self.n_features_ranker_), dtype=np.float32)
+        tfidf = self.vectorizer_.transform(texts)
+        sentence = self._sentence_embeddings(texts, self.matcher_.encoder)
         weight = self.fine_tuned_weight
-        fine_tuned = self._embed(self._tokenize(texts), device, "encoding") if weight > 0 else None
+        fine_tuned = self.matcher_._embeddings(texts) if weight > 0 else None
         return _stack_features(tfidf, sentence, fine_tuned, weight)
 
     @property
@@ -1178,5 +1418,82 @@ class MatchXMLClassifier(
         tags.non_deterministic = True  # GPU kernels and bf16 are not bitwise reproducible
         return tags
 
-    def _rebuild_module(self, encoder: torch.nn.Module) -> torch.nn.Module:
-        return EncoderModule(encoder, getattr(self, "pooling_", self.pooling))
+    # ------------------------------------------------------------------ serving
+
+    def export_onnx(self, path: str | os.PathLike, **kwargs: Any) -> Path:
+        """Write the matcher's fine-tuned encoder as an ONNX graph (see
+        :meth:`skxmc.text.FineTunedModelMixin.export_onnx`); its ``embeddings`` output,
+        L2-normalised, is the fine-tuned block of the ranker features.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The ``.onnx`` file to write.
+        **kwargs
+            ``opset_version``, ``dynamo``, ``verify``, ``atol``.
+
+        Returns
+        -------
+        pathlib.Path
+        """
+        check_is_fitted(self, "matcher_")
+        return self.matcher_.export_onnx(path, **kwargs)
+
+    def set_inference_backend(self, backend: str = "onnx", **kwargs: Any) -> MatchXMLClassifier:
+        """Encode texts at prediction through ONNX Runtime (``"onnx"``) or torch
+        (``"torch"``); see :meth:`skxmc.text.FineTunedModelMixin.set_inference_backend`.
+
+        Parameters
+        ----------
+        backend : {"onnx", "torch"}, default="onnx"
+        **kwargs
+            ``onnx_path``, ``n_threads``, ``providers``.
+
+        Returns
+        -------
+        self : MatchXMLClassifier
+        """
+        check_is_fitted(self, "matcher_")
+        self.matcher_.set_inference_backend(backend, **kwargs)
+        return self
+
+    @property
+    def inference_backend_(self) -> str:
+        """``"onnx"`` or ``"torch"``: what encodes texts at prediction."""
+        check_is_fitted(self, "matcher_")
+        return self.matcher_.inference_backend_
+
+
+def make_matchxml(**params: Any) -> MatchXMLClassifier:
+    """A :class:`MatchXMLClassifier` from one flat set of parameters: those of
+    :class:`MultiStageMatcher` build its ``matcher``, the others are its own.
+
+    The shortest way to set the fine-tuning and the rest in one call (scripts, configs);
+    ``device``, ``random_state`` and ``verbose`` go to the classifier, which passes them
+    on to the matcher.
+
+    Parameters
+    ----------
+    **params
+        Parameters of :class:`MultiStageMatcher` and :class:`MatchXMLClassifier`.
+
+    Returns
+    -------
+    MatchXMLClassifier
+
+    Examples
+    --------
+    >>> from skxmc.matchxml import make_matchxml
+    >>> clf = make_matchxml(encoder="path/to/encoder", max_steps=300, top_k=5)
+    >>> clf.matcher.max_steps, clf.top_k
+    (300, 5)
+    """
+    own = set(MatchXMLClassifier().get_params(deep=False))
+    matcher = {k: params.pop(k) for k in list(params) if k not in own}
+    unknown = sorted(set(matcher) - set(MultiStageMatcher().get_params(deep=False)))
+    if unknown:
+        raise TypeError(
+            f"make_matchxml() got unknown parameter {unknown[0]!r}: neither MatchXMLClassifier "
+            f"nor MultiStageMatcher takes it."
+        )
+    return MatchXMLClassifier(matcher=MultiStageMatcher(**matcher), **params)

@@ -12,7 +12,8 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold
 
 import skxmc
-from skxmc import MatchXMLClassifier, XRLinearClassifier
+from skxmc import MatchXMLClassifier, MultiStageMatcher, XRLinearClassifier
+from skxmc.matchxml import make_matchxml
 from skxmc.metrics import make_topk_scorer, precision_at_k
 
 TOPICS = {
@@ -53,7 +54,7 @@ def make_clf(encoder, **params) -> MatchXMLClassifier:
         sentence_encoder=None,
     )
     defaults.update(params)
-    return MatchXMLClassifier(**defaults)
+    return make_matchxml(**defaults)
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +73,14 @@ def test_fit_predict_contract(fitted, data):
     clf = fitted
     assert list(clf.classes_) == ["money", "pets", "rare", "sea", "sport"]
     # Tree over 5 labels with leaves of <= 2 labels and 2 children per node: stages per layer.
-    assert clf.stage_sizes_ == [C.shape[0] for C in clf.tree_.cluster_chain_]
-    assert len(clf.stage_loss_curves_) == len(clf.stage_sizes_)
-    assert clf.n_steps_ == sum(len(c) for c in clf.stage_loss_curves_) == len(clf.loss_curve_)
-    assert not clf.interrupted_
+    assert clf.matcher_.stage_sizes_ == [C.shape[0] for C in clf.matcher_.tree_.cluster_chain_]
+    assert len(clf.matcher_.stage_loss_curves_) == len(clf.matcher_.stage_sizes_)
+    assert (
+        clf.matcher_.n_steps_
+        == sum(len(c) for c in clf.matcher_.stage_loss_curves_)
+        == len(clf.matcher_.loss_curve_)
+    )
+    assert not clf.matcher_.interrupted_
     assert set(clf.fit_times_) == {"features", "tree", "fine_tuning", "encoding", "ranker"}
 
     P = clf.predict(X_test)
@@ -104,7 +109,7 @@ def test_fit_predict_contract(fitted, data):
         {"final_loss": "hinge"},
         {"final_loss": "matching+hinge", "matching_weight": 1.0},
         {"label_embedding": "label2vec"},
-        {"max_steps": 3, "max_candidates": 2, "matcher_beam_size": 1},
+        {"max_steps": 3, "max_candidates": 2, "beam_size": 1},
         {"negative_sampling": "snm", "n_sampled": 3, "n_hard_negatives": 2},
         {"negative_sampling": "tfn+man+snm", "final_loss": "matching+hinge"},
     ],
@@ -113,17 +118,17 @@ def test_fit_predict_contract(fitted, data):
 def test_ablation_switches_train(tiny_bert_dir, data, params):
     (X, Y), (X_test, _) = data
     clf = make_clf(tiny_bert_dir, max_epochs=1, **params).fit(X, Y)
-    assert all(np.isfinite(clf.loss_curve_))
+    assert all(np.isfinite(clf.matcher_.loss_curve_))
     assert clf.predict_topk(X_test, k=1)[0].shape == (len(X_test), 1)
     if "max_steps" in params:
-        assert all(len(c) == 3 for c in clf.stage_loss_curves_)
+        assert all(len(c) == 3 for c in clf.matcher_.stage_loss_curves_)
 
 
 @pytest.mark.parametrize("weight", [0.0, 0.5])
 def test_fine_tuned_weight_scales_the_ranker_block(tiny_bert_dir, data, weight):
     (X, Y), (X_test, _) = data
     clf = make_clf(tiny_bert_dir, max_epochs=1, fine_tuned_weight=weight).fit(X, Y)
-    hidden = clf.module_.encoder.config.hidden_size
+    hidden = clf.matcher_.module_.encoder.config.hidden_size
     n_tfidf = len(clf.vectorizer_.vocabulary_)
     assert clf.n_features_ranker_ == n_tfidf + (hidden if weight else 0)
     features = clf.transform(X_test)
@@ -137,13 +142,13 @@ def test_fine_tuned_weight_scales_the_ranker_block(tiny_bert_dir, data, weight):
 def test_no_fine_tuned_features_and_pifa_tree_skip_encoding(tiny_bert_dir, data, monkeypatch):
     (X, Y), (X_test, _) = data
     calls = []
-    original = MatchXMLClassifier._embed
+    original = MultiStageMatcher._embed
 
     def spy(self, tokens, device, desc):
         calls.append(desc)
         return original(self, tokens, device, desc)
 
-    monkeypatch.setattr(MatchXMLClassifier, "_embed", spy)
+    monkeypatch.setattr(MultiStageMatcher, "_embed", spy)
     clf = make_clf(tiny_bert_dir, max_epochs=1, fine_tuned_weight=0.0, ranker_tree="pifa")
     clf.fit(X, Y)
     assert "encoding" not in calls  # only the stages' bootstraps ran the encoder
@@ -182,8 +187,10 @@ def test_snm_mined_negatives_exclude_positives_and_duplicates(fitted):
     from skxmc.matchxml import _StageModule
 
     rng = np.random.default_rng(0)
-    module = _StageModule(fitted.module_, 5, rng.standard_normal((5, 32)).astype(np.float32))
-    clf = clone(fitted).set_params(n_sampled=3, n_hard_negatives=3)
+    module = _StageModule(
+        fitted.matcher_.module_, 5, rng.standard_normal((5, 32)).astype(np.float32)
+    )
+    clf = MultiStageMatcher(n_sampled=3, n_hard_negatives=3)
     positives = sp.csr_matrix(np.array([[1, 0, 0, 0, 1], [0, 1, 0, 0, 0]], dtype=np.float32))
     z = torch.nn.functional.normalize(torch.randn(2, 32), dim=-1)
     ids = torch.tensor([[0, 4, 2], [1, 3, 0]])  # row 0: candidate 2 already there
@@ -201,7 +208,7 @@ def test_snm_mined_negatives_exclude_positives_and_duplicates(fitted):
 def test_max_matcher_size_caps_the_stages(tiny_bert_dir, data):
     (X, Y), _ = data
     clf = make_clf(tiny_bert_dir, max_epochs=1, max_matcher_size=2).fit(X, Y)
-    assert clf.stage_sizes_ == [2]
+    assert clf.matcher_.stage_sizes_ == [2]
     with pytest.raises(ValueError, match="max_matcher_size=1 is smaller than the top layer"):
         make_clf(tiny_bert_dir, max_matcher_size=1).fit(X, Y)
 
@@ -239,14 +246,16 @@ def test_pickle_and_save_load_give_identical_predictions(fitted, data, tmp_path)
     restored = pickle.loads(pickle.dumps(fitted))
     np.testing.assert_array_equal(restored.predict_topk(X_test, k=3)[0], labels)
     fitted.save(tmp_path / "model")
-    assert (tmp_path / "model" / "model.safetensors").is_file()
+    # the matcher's encoder is a part of the model directory
+    assert len(list((tmp_path / "model").rglob("model.safetensors"))) == 1
     assert not list((tmp_path / "model").rglob("*.pkl"))
     loaded = skxmc.load(tmp_path / "model")
     assert type(loaded) is MatchXMLClassifier
     got_labels, got_scores = loaded.predict_topk(X_test, k=3)
     np.testing.assert_array_equal(got_labels, labels)
     np.testing.assert_allclose(got_scores, scores, rtol=1e-5, atol=1e-6)
-    assert loaded.get_params()["encoder"] == fitted.get_params()["encoder"]
+    assert loaded.get_params()["matcher__encoder"] == fitted.get_params()["matcher__encoder"]
+    assert loaded.matcher_.stage_sizes_ == fitted.matcher_.stage_sizes_
 
 
 def test_clone_and_grid_search_over_ranker_params(tiny_bert_dir, data):
@@ -275,7 +284,7 @@ def test_edge_inputs(tiny_bert_dir):
     )
     clf = make_clf(tiny_bert_dir, max_epochs=1, max_length=10_000, vectorizer=None).fit(X, Y)
     assert list(clf.classes_) == [0, 1, 2, 3]
-    assert clf._max_length() == clf.module_.encoder.config.max_position_embeddings
+    assert clf.matcher_._max_length() == clf.matcher_.module_.encoder.config.max_position_embeddings
     labels, _ = clf.predict_topk(["", "cat " * 1000], k=1)
     assert labels.shape == (2, 1)
 
@@ -313,7 +322,7 @@ def test_real_minilm_on_reuters_slice(data_dir, minilm_dir):
     texts, labels = load_text_jsonl(data_dir / "reuters21578_allcats" / "train.jsonl.gz")
     X, Y = list(texts[:400]), list(labels[:400])
     X_test, Y_test = list(texts[400:600]), list(labels[400:600])
-    clf = MatchXMLClassifier(
+    clf = make_matchxml(
         encoder=minilm_dir,
         max_length=32,
         max_steps=10,
@@ -321,7 +330,7 @@ def test_real_minilm_on_reuters_slice(data_dir, minilm_dir):
         sentence_max_length=32,
         device="cpu",
     ).fit(X, Y)
-    assert clf.n_steps_ == 10 * len(clf.stage_sizes_)
+    assert clf.matcher_.n_steps_ == 10 * len(clf.matcher_.stage_sizes_)
     assert clf.score(X_test, Y_test) > 0.6
 
 
@@ -329,7 +338,7 @@ def test_real_minilm_on_reuters_slice(data_dir, minilm_dir):
 
 
 def test_defaults_are_the_papers_full_method(fitted):
-    params = MatchXMLClassifier().get_params()
+    params = {**MultiStageMatcher().get_params(), **MatchXMLClassifier().get_params()}
     # Table XII, last row: label2vec tree, text-label matching, static sentence embeddings
     assert params["label_embedding"] == "label2vec"
     assert params["final_loss"] == "matching"
@@ -337,6 +346,7 @@ def test_defaults_are_the_papers_full_method(fitted):
     assert params["pooling"] == "auto"
     assert params["label_bootstrap"] == "linear"
     assert params["ranker_tree"] == "refined"
+    assert type(fitted.matcher_) is MultiStageMatcher
     # eq. 7: the default ranker trains on teacher-forcing + matcher-aware negatives
     assert fitted.ranker_.negative_sampling == "tfn+man"
     assert fitted.ranker_.Cp == 2.0
@@ -349,14 +359,14 @@ def test_default_encoder_needs_no_download(monkeypatch):
 
     bundled = bundled_minilm_path()
     if bundled is not None:
-        assert MatchXMLClassifier()._encoder_source() == bundled
+        assert MultiStageMatcher()._encoder_source() == bundled
     # a user's own encoder is never replaced
-    assert MatchXMLClassifier(encoder="org/other")._encoder_source() == "org/other"
+    assert MultiStageMatcher(encoder="org/other")._encoder_source() == "org/other"
     # without the bundled copy and offline: a clear error that says how to get one
     monkeypatch.setattr(mx, "bundled_minilm_path", lambda: None)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", "/nonexistent-skxmc-test")
-    clf = MatchXMLClassifier()
+    clf = MultiStageMatcher()
     assert clf._encoder_source() == mx.DEFAULT_ENCODER
     with pytest.raises(skxmc.exceptions.EncoderNotFoundError, match=r"skxmc\[models\]"):
         clf._load_encoder()
@@ -401,14 +411,16 @@ def _with_pooling_config(src, dst, mode):
 
 def test_pooling_auto_reads_the_model(tiny_bert_dir, data, tmp_path, fitted):
     (X, Y), (X_test, _) = data
-    assert fitted.pooling_ == "cls"  # a plain BERT folder: CLS, as the paper
+    assert fitted.matcher_.pooling_ == "cls"  # a plain BERT folder: CLS, as the paper
     mean_dir = _with_pooling_config(tiny_bert_dir, tmp_path / "st-mean", "mean")
     clf = make_clf(mean_dir, max_epochs=1).fit(X, Y)
-    assert clf.pooling_ == "mean" and clf.module_.pooling == "mean"
+    assert clf.matcher_.pooling_ == "mean" and clf.matcher_.module_.pooling == "mean"
     explicit = make_clf(mean_dir, max_epochs=1, pooling="cls").fit(X, Y)
-    assert explicit.pooling_ == "cls"
+    assert explicit.matcher_.pooling_ == "cls"
     # the pooling changes the training loss from the first step
-    assert clf.stage_loss_curves_[0][0] != pytest.approx(explicit.stage_loss_curves_[0][0])
+    assert clf.matcher_.stage_loss_curves_[0][0] != pytest.approx(
+        explicit.matcher_.stage_loss_curves_[0][0]
+    )
     # and survives pickling (predict rebuilds the module with it)
     again = pickle.loads(pickle.dumps(clf))
     np.testing.assert_allclose(
@@ -421,7 +433,7 @@ def test_sentence_encoder_auto_is_the_pretrained_encoder(tiny_bert_dir, data):
 
     (X, Y), (X_test, _) = data
     clf = make_clf(tiny_bert_dir, max_epochs=1, sentence_encoder="auto").fit(X, Y)
-    hidden = clf.module_.encoder.config.hidden_size
+    hidden = clf.matcher_.module_.encoder.config.hidden_size
     n_tfidf = len(clf.vectorizer_.vocabulary_)
     assert clf.n_features_ranker_ == n_tfidf + hidden + hidden
     # the static block is the pretrained (not fine-tuned) encoder's sentence embedding
@@ -455,13 +467,15 @@ def test_each_ablation_switch_changes_the_training_loss(tiny_bert_dir, data, swi
     other = make_clf(tiny_bert_dir, **BASE_SWITCH, **switch).fit(X, Y)
     if set(switch) <= {"final_loss", "matching_weight", "temperature"}:
         # only the last stage's loss changes; the stages before are identical
-        before = [v for curve in base.stage_loss_curves_[:-1] for v in curve]
-        assert [v for curve in other.stage_loss_curves_[:-1] for v in curve] == pytest.approx(
-            before
+        before = [v for curve in base.matcher_.stage_loss_curves_[:-1] for v in curve]
+        assert [
+            v for curve in other.matcher_.stage_loss_curves_[:-1] for v in curve
+        ] == pytest.approx(before)
+        assert other.matcher_.stage_loss_curves_[-1][0] != pytest.approx(
+            base.matcher_.stage_loss_curves_[-1][0]
         )
-        assert other.stage_loss_curves_[-1][0] != pytest.approx(base.stage_loss_curves_[-1][0])
     else:
-        assert other.loss_curve_ != pytest.approx(base.loss_curve_)
+        assert other.matcher_.loss_curve_ != pytest.approx(base.matcher_.loss_curve_)
 
 
 def test_refined_tree_gets_its_own_shape(tiny_bert_dir, data):
@@ -471,6 +485,6 @@ def test_refined_tree_gets_its_own_shape(tiny_bert_dir, data):
     ).fit(X, Y)
     tree = clf.ranker_.tree_
     assert (tree.branching_factor, tree.max_leaf_size) == (4, 3)
-    assert (clf.tree_.branching_factor, clf.tree_.max_leaf_size) == (2, 2)
+    assert (clf.matcher_.tree_.branching_factor, clf.matcher_.tree_.max_leaf_size) == (2, 2)
     same = make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
     assert (same.ranker_.tree_.branching_factor, same.ranker_.tree_.max_leaf_size) == (2, 2)

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
 
-from skxmc import MatchXMLClassifier
+from skxmc import MultiStageMatcher
 from skxmc.losses import text_label_matching_loss, weighted_squared_hinge
 from skxmc.losses._matching import candidate_scores
 from skxmc.matchxml import linear_bootstrap, refined_label_embeddings
@@ -258,7 +258,7 @@ def _dense(cand):
 
 def test_stage_candidates_tfn_and_man_contents():
     chain, layers, previous, Z = _two_layer_setup()
-    clf = MatchXMLClassifier(matcher_beam_size=1)
+    clf = MultiStageMatcher(beam_size=1)
     clf.tree_ = _Tree(chain)
     rows = np.arange(3)
     cand = _dense(
@@ -270,7 +270,7 @@ def test_stage_candidates_tfn_and_man_contents():
     # text 2: positive parents P0 and P1 (all four nodes, 1 and 2 positive); MAN P0 adds nothing
     np.testing.assert_array_equal(cand, [[2, 1, 1, 1], [0, 0, 1, 2], [1, 2, 2, 1]])
     # a beam of both parents makes every node a candidate of every text
-    clf.set_params(matcher_beam_size=2)
+    clf.set_params(beam_size=2)
     cand = _dense(
         clf._stage_candidates(1, Z, layers[1], layers, rows, previous, np.random.default_rng(0))
     )
@@ -280,7 +280,7 @@ def test_stage_candidates_tfn_and_man_contents():
 
 def test_stage_candidates_top_layer_and_snm_and_cap():
     chain, layers, previous, Z = _two_layer_setup()
-    clf = MatchXMLClassifier(matcher_beam_size=1)
+    clf = MultiStageMatcher(beam_size=1)
     clf.tree_ = _Tree(chain)
     rows = np.arange(3)
     rng = np.random.default_rng(0)
@@ -289,7 +289,7 @@ def test_stage_candidates_top_layer_and_snm_and_cap():
     clf.set_params(negative_sampling="snm")  # negatives are mined per step instead
     snm = _dense(clf._stage_candidates(1, Z, layers[1], layers, rows, previous, rng))
     np.testing.assert_array_equal(snm, 2 * layers[1].toarray())
-    clf.set_params(negative_sampling="tfn+man", matcher_beam_size=2, max_candidates=2)
+    clf.set_params(negative_sampling="tfn+man", beam_size=2, max_candidates=2)
     capped = _dense(clf._stage_candidates(1, Z, layers[1], layers, rows, previous, rng))
     assert ((capped > 0).sum(axis=1) == 2).all()
     # positives always survive the cap
@@ -298,7 +298,7 @@ def test_stage_candidates_top_layer_and_snm_and_cap():
 
 def test_stage_matcher_is_tfn_plus_beam():
     _chain, layers, previous, Z = _two_layer_setup()
-    clf = MatchXMLClassifier(matcher_beam_size=1)
+    clf = MultiStageMatcher(beam_size=1)
     M = clf._stage_matcher(1, Z, layers, np.arange(3), previous).toarray()
     np.testing.assert_array_equal(M, [[1, 1], [0, 1], [1, 1]])
     assert clf._stage_matcher(0, Z, layers, np.arange(3), None).toarray().tolist() == [[1]] * 3
@@ -310,7 +310,7 @@ def test_stage_matcher_is_tfn_plus_beam():
 def test_centroid_bootstrap_and_empty_clusters():
     chain, _layers, previous, Z = _two_layer_setup()
     Y1 = sp.csr_matrix(np.array([[1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 0, 0]], np.float32))
-    clf = MatchXMLClassifier(label_bootstrap="centroid")
+    clf = MultiStageMatcher(label_bootstrap="centroid")
     init = clf._bootstrap(Z, Y1, previous, chain[1].indices, np.random.default_rng(0))
     Z64 = Z.astype(np.float64)
     expected0 = (Z64[0] + Z64[2]) / np.linalg.norm(Z64[0] + Z64[2])
@@ -369,10 +369,10 @@ def test_bootstrap_option_switches_the_rows():
     chain, layers, previous, Z = _two_layer_setup()
     rng = np.random.default_rng(0)
     M = sp.csr_matrix(np.ones((3, 2), np.float32))
-    lin = MatchXMLClassifier(label_bootstrap="linear")._bootstrap(
+    lin = MultiStageMatcher(label_bootstrap="linear")._bootstrap(
         Z, layers[1], previous, chain[1].indices, rng, matcher=M, parents=chain[1]
     )
-    cen = MatchXMLClassifier(label_bootstrap="centroid")._bootstrap(
+    cen = MultiStageMatcher(label_bootstrap="centroid")._bootstrap(
         Z, layers[1], previous, chain[1].indices, rng, matcher=M, parents=chain[1]
     )
     assert not np.allclose(lin, cen)

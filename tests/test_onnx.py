@@ -269,13 +269,13 @@ def test_missing_onnxruntime_names_the_extra(fitted_sharprecl, tmp_path, no_onnx
 
 @pytest.mark.filterwarnings("ignore:XRLinearClassifier kept no feature weight")
 def test_matchxml_exports_its_encoder(tiny_bert_dir, tmp_path):
-    # MatchXML gets export_onnx from FineTunedModelMixin: the graph's embeddings are the
+    # MatchXML exports its matcher's encoder: the graph's embeddings are the
     # pooled features that, L2-normalised, join its ranker's input.
-    from skxmc.matchxml import MatchXMLClassifier
+    from skxmc.matchxml import MatchXMLClassifier, MultiStageMatcher
 
     texts = [" ".join(t.split()[:4]) for t in QUERIES * 4]
     labels = [["a"] if i % 2 else ["b", "c"] for i in range(len(texts))]
-    clf = MatchXMLClassifier(
+    matcher = MultiStageMatcher(
         encoder=str(tiny_bert_dir),
         max_length=16,
         batch_size=8,
@@ -283,16 +283,15 @@ def test_matchxml_exports_its_encoder(tiny_bert_dir, tmp_path):
         label_embedding="pifa",
         max_leaf_size=2,
         branching_factor=2,
-        device="cpu",
-        random_state=0,
-    ).fit(texts, labels)
+    )
+    clf = MatchXMLClassifier(matcher=matcher, device="cpu", random_state=0).fit(texts, labels)
     path = clf.export_onnx(tmp_path / "matchxml.onnx")
     model = OnnxTextModel(path, n_threads=1)
     assert model.output_names == ["embeddings"]
     assert model.metadata["embeddings_method"] == "features"
-    tokens = clf._tokenize(QUERIES)
+    tokens = clf.matcher_._tokenize(QUERIES)
     got = model.run(tokens, model.outputs_for("features"), batch_size=3)
-    want = clf._embed(tokens, torch.device("cpu"), "encoding")
+    want = clf.matcher_._embed(tokens, torch.device("cpu"), "encoding")
     got /= np.linalg.norm(got, axis=1, keepdims=True)
     np.testing.assert_allclose(got, want, rtol=0, atol=ATOL)
     # predict through ONNX Runtime: the same rankings as torch

@@ -326,18 +326,18 @@ def test_snm_unknown_labels_and_bad_k(snm):
 
 
 def test_matchxml_threshold_and_subset(tiny_bert_dir):
-    from skxmc import MatchXMLClassifier
+    from skxmc import MatchXMLClassifier, MultiStageMatcher
 
     data = load_demo()
     texts, Y = data.train_texts[:80], data.train_labels[:80]
-    clf = MatchXMLClassifier(
+    matcher = MultiStageMatcher(
         encoder=str(tiny_bert_dir),
         max_length=16,
         batch_size=16,
         max_steps=2,
         label_embedding="pifa",
-        device="cpu",
-    ).fit(texts, Y)
+    )
+    clf = MatchXMLClassifier(matcher=matcher, device="cpu").fit(texts, Y)
     P = clf.predict_proba(texts[:6])
     cut = float(np.median(P.data))
     got = clf.predict(texts[:6], threshold=cut)

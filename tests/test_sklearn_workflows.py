@@ -27,7 +27,13 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MultiLabelBinarizer
 
 import skxmc
-from skxmc import MatchXMLClassifier, SNMClassifier, XRLinearClassifier, as_label_sets
+from skxmc import (
+    MatchXMLClassifier,
+    MultiStageMatcher,
+    SNMClassifier,
+    XRLinearClassifier,
+    as_label_sets,
+)
 from skxmc.datasets import load_demo
 from skxmc.metrics import make_topk_scorer, precision_at_k
 from skxmc.pipeline import make_pipeline as xmc_pipeline
@@ -53,15 +59,10 @@ def snm_pipe(**params):
 
 
 def matchxml(encoder, **params):
-    return MatchXMLClassifier(
-        encoder=str(encoder),
-        max_length=16,
-        batch_size=16,
-        max_steps=2,
-        label_embedding="pifa",
-        device="cpu",
-        **params,
+    matcher = MultiStageMatcher(
+        encoder=str(encoder), max_length=16, batch_size=16, max_steps=2, label_embedding="pifa"
     )
+    return MatchXMLClassifier(matcher=matcher, device="cpu", **params)
 
 
 # 1. default cv on the loaders' label format --------------------------------------------
