@@ -960,8 +960,6 @@ class MultiStageMatcher(
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.string = True
-        tags.input_tags.two_d_array = False
         tags.target_tags.required = True
         tags.non_deterministic = True  # GPU kernels and bf16 are not bitwise reproducible
         return tags
@@ -1413,8 +1411,6 @@ class MatchXMLClassifier(
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.string = True
-        tags.input_tags.two_d_array = False
         tags.non_deterministic = True  # GPU kernels and bf16 are not bitwise reproducible
         return tags
 

@@ -173,6 +173,8 @@ class TextTransformerMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        tags.input_tags.string = True
+        tags.input_tags.two_d_array = False
         # The input is text, so no input dtype can be preserved.
         tags.transformer_tags.preserves_dtype = []
         return tags
@@ -518,8 +520,6 @@ class TransformerClassifierBase(
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.string = True
-        tags.input_tags.two_d_array = False
         tags.classifier_tags.multi_class = True
         tags.classifier_tags.multi_label = False
         tags.non_deterministic = True  # GPU kernels and bf16 are not bitwise reproducible

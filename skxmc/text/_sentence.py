@@ -19,10 +19,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, check_memory
 
 from .._compat import HasMethods, Interval, _fit_context
+from ._classifier import TextTransformerMixin
 from ._device import autocast, resolve_device
 from ._encoder import (
     EncoderNotFoundError,
@@ -401,7 +402,7 @@ def _cached_embeddings(
     )
 
 
-class SentenceEmbedder(TransformerMixin, BaseEstimator):
+class SentenceEmbedder(TextTransformerMixin, BaseEstimator):
     """Static sentence embeddings as a scikit-learn transformer, optionally cached on disk.
 
     ``transform`` loads the sentence-transformers model, encodes the texts
@@ -540,16 +541,6 @@ class SentenceEmbedder(TransformerMixin, BaseEstimator):
             return np.zeros((0, self.n_features_out_), dtype=np.float32)
         return Z
 
-    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
-        """``sentenceembedder0``, ``sentenceembedder1``, ..."""
-        check_is_fitted(self, "n_features_out_")
-        return np.asarray(
-            [f"sentenceembedder{i}" for i in range(self.n_features_out_)], dtype=object
-        )
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.string = True
-        tags.input_tags.two_d_array = False
-        tags.requires_fit = True
-        return tags
+    @property
+    def _n_features_out(self) -> int:
+        return self.n_features_out_
