@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.preprocessing import normalize
-from sklearn.utils.validation import _num_samples, check_is_fitted, check_random_state
+from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from ._optional import require_extra
 
@@ -28,7 +28,7 @@ with require_extra("text", "MatchXMLClassifier"):
     import torch.nn.functional as F
 
 from ._base import MultiLabelRankerMixin
-from ._compat import HasMethods, Interval, StrOptions, _fit_context
+from ._compat import HasMethods, Interval, StrOptions, _fit_context, _num_samples
 from ._logging import progress
 from ._persistence import PersistenceMixin, persistent
 from ._ranking import topk_from_sparse, topk_to_csr
