@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._numba import jit
+from ._numba import interruptible, jit
 
 __all__ = ["split_level", "split_node_threaded"]
 
@@ -482,6 +482,7 @@ def split_level(
     max_size = int((ends - starts).max())
     n_nodes = len(starts)
 
+    @interruptible()
     def work(t: int) -> None:
         node_ids = np.arange(t, n_nodes, n_threads, dtype=np.int64)
         _split_nodes(
@@ -504,6 +505,7 @@ def split_level(
         list(map_fn(work, range(n_workers)))
 
 
+@interruptible()
 def split_node_threaded(
     E: object,
     seg: np.ndarray,

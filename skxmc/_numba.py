@@ -42,11 +42,14 @@ cache would not save any compilation across processes anyway.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import sys
+import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -55,7 +58,7 @@ from numba.core import event
 
 from .exceptions import NumbaCacheWarning
 
-__all__ = ["NumbaCacheWarning", "jit", "warmup"]
+__all__ = ["NumbaCacheWarning", "interruptible", "jit", "warmup"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +104,36 @@ class _CompileNotice(event.Listener):
 
 
 event.register("numba:compile", _CompileNotice())
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Hold a Ctrl-C that arrives while compiled kernels run until they return, then raise
+    :class:`KeyboardInterrupt`.
+
+    A compiled kernel cannot stop half-way, but numba calls back into Python (to unpickle
+    constants); Python's SIGINT handler raising there leaves the call returning with an
+    exception set: ``SystemError``, a crash, or a result used as if nothing happened
+    (``tests/test_interrupts.py``). So in the main thread, while the
+    kernels of a ``with interruptible():`` block (or a function decorated with it) run,
+    SIGINT only records itself; the interrupt is raised when the block ends. A handler the
+    user installed is left alone, and so are other threads (signals reach only the main
+    thread).
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield  # another thread, an outer block, or the user's own handler
+        return
+    received: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if received:
+        raise KeyboardInterrupt
 
 
 def _no_locator(error: RuntimeError) -> bool:

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import prange
 
-from .._numba import jit
+from .._numba import interruptible, jit
 from .._ranking import topk_from_sparse
 
 POST_PROCESSORS = ("l3-hinge", "sigmoid", "noop")
@@ -209,6 +209,7 @@ def _score_dense_kernel(
             acc[:] = 0.0
 
 
+@interruptible()
 def score_candidates(
     X: sp.csr_matrix,
     path: sp.csr_matrix,

@@ -57,7 +57,7 @@ import scipy.sparse as sp
 from joblib import effective_n_jobs
 from sklearn.utils import check_random_state
 
-from .._numba import jit
+from .._numba import interruptible, jit
 
 __all__ = [
     "LayerGroups",
@@ -988,6 +988,7 @@ class LayerTask:
         return int(sum(a.nbytes for a in arrays))
 
 
+@interruptible()
 def run_chunk(
     x: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int],
     task: LayerTask,
