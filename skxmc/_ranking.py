@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._numba import jit
+from ._numba import interruptible, jit
 
 __all__ = [
     "top_truth_weights",
@@ -51,6 +51,7 @@ def _csr_topk_kernel(indptr, indices, data, k, out_idx, out_score):  # pragma: n
                 filled += 1
 
 
+@interruptible()
 def topk_from_sparse(
     Y_score: sp.spmatrix, k: int, *, canonical: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -185,6 +186,7 @@ def _hits_kernel(top_idx, indptr, indices, out):  # pragma: no cover - numba
                 out[i, j] = 1
 
 
+@interruptible()
 def truth_hits(top_idx: np.ndarray, Y_true: sp.csr_matrix) -> np.ndarray:
     """``hits[i, j] = 1`` when the j-th ranked label of row i is relevant (sorted CSR truth)."""
     out = np.zeros(top_idx.shape, dtype=np.uint8)
