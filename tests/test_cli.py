@@ -288,6 +288,10 @@ def test_ctrl_c_exits_130_without_traceback(jsonl_files, tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A shell without job control starts background jobs with SIGINT ignored, and
+        # Python keeps an inherited SIG_IGN: reset it, so that the test does not depend on
+        # how pytest was started.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     stderr = []
     try:

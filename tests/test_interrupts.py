@@ -15,6 +15,15 @@ from skxmc._numba import interruptible
 from skxmc.datasets import make_xmc_classification
 
 
+@pytest.fixture(autouse=True)
+def python_sigint_handler():
+    """Python's own SIGINT handler, whatever pytest inherited: a shell without job control
+    starts background jobs with SIGINT ignored, and Python then keeps it ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def test_interruptible_holds_sigint_until_the_block_ends():
     reached = False
     with pytest.raises(KeyboardInterrupt):
