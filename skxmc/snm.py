@@ -49,6 +49,8 @@ from .text import (
     resolve_device,
     save_module_weights,
     seed_everything,
+    validation_callbacks,
+    validation_rows,
 )
 
 __all__ = ["SNMClassifier", "SNMModule", "csr_inputs"]
@@ -273,6 +275,7 @@ class SNMClassifier(
     checkpoint_dir : str, path-like or None, default=None
         Where training writes checkpoints; an interrupted ``fit`` resumes from there.
     {engine_params}
+    {validation_params}
 
     Attributes
     ----------
@@ -358,6 +361,8 @@ class SNMClassifier(
         "checkpoint_dir": [str, os.PathLike, None],
         "callbacks": [list, None],
         "accumulation_steps": [Interval(Integral, 1, None, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     # Predictions of any top_k come from the same training.
@@ -403,6 +408,8 @@ class SNMClassifier(
         checkpoint_dir: str | os.PathLike | None = None,
         callbacks: list | None = None,
         accumulation_steps: int = 1,
+        validation_fraction: float | None = None,
+        n_iter_no_change: int | None = None,
     ) -> None:
         self.negative_sampling = negative_sampling
         self.n_sampled = n_sampled
@@ -432,6 +439,8 @@ class SNMClassifier(
         self.checkpoint_dir = checkpoint_dir
         self.callbacks = callbacks
         self.accumulation_steps = accumulation_steps
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
 
     # ------------------------------------------------------------------ fit
 
@@ -565,7 +574,17 @@ class SNMClassifier(
             centroid_init=self.label_init == "centroid",
             device=resolve_device(self.device),
         )
-        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        rs = check_random_state(self.random_state)
+        seed = int(rs.randint(np.iinfo(np.int32).max))
+        train, valid = validation_rows(
+            X.shape[0], self.validation_fraction, self.n_iter_no_change, rs
+        )
+        callbacks = []
+        if valid is not None:
+            callbacks = validation_callbacks(
+                self._precision_at_1(X[valid], Y_csr[valid]), self.n_iter_no_change
+            )
+            X, Y_csr = X[train], Y_csr[train]
         seed_everything(seed)  # initial weights
         self.module_ = self._build_module()
         if self.label_init == "centroid":
@@ -587,7 +606,7 @@ class SNMClassifier(
             random_state=seed,
             fit_data=(X, Y_csr, self.classes_),
             # Sampled-softmax scores and SparseAdam tables stay in float32.
-            **{**self._engine_params(), "mixed_precision": "no"},
+            **{**self._engine_params(callbacks), "mixed_precision": "no"},
         )
         device = trainer.device
         theta = None if weights is None else weights.to(device)
@@ -627,6 +646,23 @@ class SNMClassifier(
         self._index_labels()
         self._set_fit_result(result)
         return self
+
+    def _precision_at_1(self, X: Any, Y: sp.csr_matrix) -> Any:
+        """``scoring(trainer)``: the share of ``X``'s rows whose best-scored label (exact
+        inner products, in row batches) is one of their labels in ``Y``."""
+        Y = sp.csr_matrix(Y)
+
+        def scoring(trainer: Any) -> float:
+            module, hits = self.module_, 0
+            V = module.label_vectors()
+            for lo in range(0, X.shape[0], self.batch_size):
+                idx = np.arange(lo, min(lo + self.batch_size, X.shape[0]))
+                h = module.embed(self._inputs(X[idx], trainer.device))
+                best = np.array((h @ V.T).argmax(dim=1).cpu(), dtype=np.int64)
+                hits += int(np.asarray(Y[idx, :][np.arange(len(idx)), best]).sum())
+            return hits / max(X.shape[0], 1)
+
+        return scoring
 
     # -------------------------------------------------------------- predict
 

@@ -104,3 +104,26 @@ def test_engine_parameters_are_documented_once(cls):
     assert re.search(r"\{\w+_params\}", doc) is None
     if "mixed_precision" in cls().get_params():
         assert "mixed_precision : {" in doc
+
+
+def test_snm_validation_score_is_precision_at_1_and_early_stopping_keeps_the_best():
+    from sklearn.utils import check_random_state
+
+    from skxmc.metrics import precision_at_k
+    from skxmc.text import validation_rows
+
+    X, Y = test_snm._toy()
+    params = {**test_snm.FAST, "validation_fraction": 0.25, "n_iter_no_change": 3}
+    clf = SNMClassifier(**params).fit(X, Y)
+    scores = [h["valid_score"] for h in clf.history_]
+    assert len(scores) == clf.n_iter_ <= test_snm.FAST["max_epochs"]
+    # the held-out rows, drawn as fit draws them; the kept weights are the best epoch's,
+    # so a naive P@1 of the fitted model on those rows is the best validation score
+    rs = check_random_state(params["random_state"] if "random_state" in params else 0)
+    rs.randint(np.iinfo(np.int32).max)
+    _, valid = validation_rows(len(X), 0.25, 3, rs)
+    top = clf.predict_topk(X[valid], k=1)
+    naive = precision_at_k([Y[i] for i in valid], top, k=1, classes=clf.classes_)
+    assert naive == pytest.approx(max(scores))
+    with pytest.raises(ValueError, match="validation_fraction"):
+        SNMClassifier(**{**test_snm.FAST, "n_iter_no_change": 2}).fit(X, Y)

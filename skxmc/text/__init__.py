@@ -58,7 +58,13 @@ from ._encoder import (
     pool,
     resolve_pooling,
 )
-from ._estimator import FitTask, NeuralEstimatorMixin, fill_engine_docs
+from ._estimator import (
+    FitTask,
+    NeuralEstimatorMixin,
+    fill_engine_docs,
+    validation_callbacks,
+    validation_rows,
+)
 from ._onnx import OnnxTextModel
 from ._seed import seed_everything
 from ._sentence import (
@@ -150,4 +156,6 @@ __all__ = [
     "sentence_embeddings",
     "softmax",
     "tokenize",
+    "validation_callbacks",
+    "validation_rows",
 ]

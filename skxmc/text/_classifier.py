@@ -28,15 +28,19 @@ from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
 )
-from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from .._compat import Interval, StrOptions, _fit_context
 from .._persistence import PersistenceMixin
-from ._callbacks import EarlyStopping, EpochScoring
 from ._device import inference_device
 from ._encoder import batched_inference, encoder_forward, load_encoder
-from ._estimator import FitTask, NeuralEstimatorMixin, fill_engine_docs
+from ._estimator import (
+    FitTask,
+    NeuralEstimatorMixin,
+    fill_engine_docs,
+    validation_callbacks,
+    validation_rows,
+)
 from ._seed import seed_everything
 from ._tokenize import TokenizedTexts, check_texts, tokenize
 from ._training import ParamGroup, Trainer
@@ -385,26 +389,16 @@ class TransformerClassifierBase(
         self, y: np.ndarray, rs: np.random.RandomState
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """Training and validation rows (stratified when every class has two rows)."""
-        if self.validation_fraction is None:
-            if self.n_iter_no_change is not None:
-                raise ValueError(
-                    "n_iter_no_change needs a validation split: set validation_fraction "
-                    "(e.g. 0.1) or n_iter_no_change=None."
-                )
-            return np.arange(len(y)), None
         stratify = y if np.bincount(y).min() >= 2 else None
-        train, valid = train_test_split(
-            np.arange(len(y)),
-            test_size=self.validation_fraction,
-            stratify=stratify,
-            random_state=rs.randint(np.iinfo(np.int32).max),
+        train, valid = validation_rows(
+            len(y), self.validation_fraction, self.n_iter_no_change, rs, stratify=stratify
         )
-        if len(np.unique(y[train])) < len(self.classes_):
+        if valid is not None and len(np.unique(y[train])) < len(self.classes_):
             raise ValueError(
                 f"validation_fraction={self.validation_fraction} leaves a class without "
                 f"training texts; lower it or pass more data."
             )
-        return np.sort(train), np.sort(valid)
+        return train, valid
 
     def _validation_callbacks(self, tokens: TokenizedTexts, y: np.ndarray) -> list:
         """Validation accuracy after each epoch, and early stopping on it."""
@@ -418,10 +412,7 @@ class TransformerClassifierBase(
             )
             return float(np.mean(logits.argmax(axis=1) == y))
 
-        callbacks: list = [EpochScoring(accuracy, name="valid_score")]
-        if self.n_iter_no_change is not None:
-            callbacks.append(EarlyStopping("valid_score", patience=self.n_iter_no_change))
-        return callbacks
+        return validation_callbacks(accuracy, self.n_iter_no_change)
 
     # Inference --------------------------------------------------------------------------
 

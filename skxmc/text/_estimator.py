@@ -21,7 +21,14 @@ import numpy as np
 from ._checkpoint import RUN_ONLY_PARAMS, params_fingerprint
 from ._training import TrainResult
 
-__all__ = ["ENGINE_PARAMS_DOC", "FitTask", "NeuralEstimatorMixin", "fill_engine_docs"]
+__all__ = [
+    "ENGINE_PARAMS_DOC",
+    "FitTask",
+    "NeuralEstimatorMixin",
+    "fill_engine_docs",
+    "validation_callbacks",
+    "validation_rows",
+]
 
 ENGINE_PARAMS_DOC = """\
 callbacks : list of skxmc.text.Callback or None, default=None
@@ -42,12 +49,13 @@ mixed_precision : {"auto", "bf16", "fp16", "no"}, default="auto"
 
 VALIDATION_PARAMS_DOC = """\
 validation_fraction : float or None, default=None
-    Fraction of the training data held out (stratified by class) and scored after
-    every epoch with the accuracy of the classification head; the scores are in
-    ``history_``. None: all data trains.
+    Fraction of the training data held out (stratified by class for the single-label
+    classifiers) and scored after every epoch: the accuracy of the classification head,
+    precision@1 for the multi-label estimators (per stage for a multi-stage one). The
+    scores are ``valid_score`` in ``history_``. None: all data trains.
 n_iter_no_change : int or None, default=None
-    With ``validation_fraction``: stop when the validation accuracy has not improved
-    for this many epochs, and keep the weights of the best epoch (as
+    With ``validation_fraction``: stop when the validation score has not improved for
+    this many epochs, and keep the weights of the best epoch (as
     :class:`~sklearn.neural_network.MLPClassifier` with ``early_stopping=True``).
     None: train for ``max_epochs``."""
 
@@ -69,6 +77,51 @@ def fill_engine_docs(cls: type) -> type:
                 doc = doc.replace(line, textwrap.indent(text, indent))
     cls.__doc__ = doc
     return cls
+
+
+def validation_rows(
+    n_samples: int,
+    validation_fraction: float | None,
+    n_iter_no_change: int | None,
+    random_state: np.random.RandomState,
+    *,
+    stratify: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Training and validation rows (sorted) of an estimator's ``validation_fraction``;
+    ``(all rows, None)`` without one. ``stratify``: class ids to split by (single-label
+    estimators, when every class has two rows)."""
+    rows = np.arange(n_samples)
+    if validation_fraction is None:
+        if n_iter_no_change is not None:
+            raise ValueError(
+                "n_iter_no_change needs a validation split: set validation_fraction "
+                "(e.g. 0.1) or n_iter_no_change=None."
+            )
+        return rows, None
+    from sklearn.model_selection import train_test_split
+
+    train, valid = train_test_split(
+        rows,
+        test_size=validation_fraction,
+        stratify=stratify,
+        random_state=random_state.randint(np.iinfo(np.int32).max),
+    )
+    if len(train) == 0 or len(valid) == 0:
+        raise ValueError(
+            f"validation_fraction={validation_fraction} leaves no training or no "
+            f"validation rows out of {n_samples}; pass more data or change it."
+        )
+    return np.sort(train), np.sort(valid)
+
+
+def validation_callbacks(scoring: Any, n_iter_no_change: int | None) -> list:
+    """The validation score after each epoch (``valid_score``), and early stopping on it."""
+    from ._callbacks import EarlyStopping, EpochScoring
+
+    callbacks: list = [EpochScoring(scoring, name="valid_score")]
+    if n_iter_no_change is not None:
+        callbacks.append(EarlyStopping("valid_score", patience=n_iter_no_change))
+    return callbacks
 
 
 @dataclasses.dataclass
