@@ -52,6 +52,7 @@ from .text import (
     TextTransformerMixin,
     TokenizedTexts,
     Trainer,
+    batched_inference,
     bundled_minilm_path,
     check_texts,
     fill_engine_docs,
@@ -60,6 +61,8 @@ from .text import (
     resolve_pooling,
     seed_everything,
     tokenize,
+    validation_callbacks,
+    validation_rows,
 )
 from .tree import HierarchicalLabelTree, pifa_embeddings
 
@@ -230,6 +233,25 @@ def _single_texts(X: Any, owner: str, *, fitting: bool) -> list[str]:
     return texts
 
 
+def _stage_precision_at_1(
+    module: _StageModule, tokens: TokenizedTexts, targets: sp.csr_matrix, batch_size: int
+) -> Any:
+    """``scoring(trainer)``: the share of texts whose best-scored node of the stage's
+    table (cosine of the text and node embeddings) holds one of their labels."""
+    targets = sp.csr_matrix(targets)
+
+    def scoring(trainer: Any) -> float:
+        table = F.normalize(module.labels.weight.detach().float(), dim=-1)
+        Z = batched_inference(
+            module.text.features, tokens, batch_size=batch_size, device=trainer.device
+        )
+        best = np.asarray((torch.as_tensor(Z).to(table.device) @ table.T).argmax(dim=1).cpu())
+        hits = np.asarray(targets[np.arange(len(best)), best.astype(np.int64)]).ravel()
+        return float(np.mean(hits > 0)) if len(best) else 0.0
+
+    return scoring
+
+
 def _default_encoder_source(encoder: str | os.PathLike) -> str:
     """Where ``encoder`` loads from: itself, except that the default hub name loads the copy
     installed by the ``models`` extra when there is one."""
@@ -351,6 +373,7 @@ class MultiStageMatcher(
         called again with the same data and parameters resumes there.
     {engine_params}
     {precision_params}
+    {validation_params}
 
     Attributes
     ----------
@@ -440,6 +463,8 @@ class MultiStageMatcher(
         "callbacks": [list, None],
         "accumulation_steps": [Interval(Integral, 1, None, closed="left")],
         "mixed_precision": [StrOptions({"auto", "bf16", "fp16", "no"})],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     def __init__(
@@ -476,6 +501,8 @@ class MultiStageMatcher(
         callbacks: list | None = None,
         accumulation_steps: int = 1,
         mixed_precision: str = "auto",
+        validation_fraction: float | None = None,
+        n_iter_no_change: int | None = None,
     ) -> None:
         self.encoder = encoder
         self.pooling = pooling
@@ -508,6 +535,8 @@ class MultiStageMatcher(
         self.callbacks = callbacks
         self.accumulation_steps = accumulation_steps
         self.mixed_precision = mixed_precision
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
 
     # ------------------------------------------------------------------ helpers
 
@@ -582,6 +611,15 @@ class MultiStageMatcher(
         self.__dict__.pop("_onnx_model", None)  # a session holds the previous fit's weights
         rs = check_random_state(self.random_state)
         seed = int(rs.randint(np.iinfo(np.int32).max))
+        train, valid = validation_rows(
+            len(texts), self.validation_fraction, self.n_iter_no_change, rs
+        )
+        valid_texts = None if valid is None else [texts[i] for i in valid]
+        if valid is not None:
+            valid_Y, Y_csr = Y_csr[valid], Y_csr[train]
+            texts = [texts[i] for i in train]
+            if tree_features is not None:
+                tree_features = tree_features[train]
         times: dict[str, float] = {}
         t0 = time.perf_counter()
         needs_features = not (
@@ -621,7 +659,8 @@ class MultiStageMatcher(
         encoder, self.tokenizer_ = self._load_encoder()
         self.pooling_ = resolve_pooling(self.pooling, self._encoder_source())
         self.module_ = EncoderModule(encoder, self.pooling_)
-        results = self._fine_tune(self._tokenize(texts), Y_csr, n_stages, seed)
+        held_out = None if valid is None else (self._tokenize(valid_texts), valid_Y)
+        results = self._fine_tune(self._tokenize(texts), Y_csr, n_stages, seed, held_out)
         self.module_.eval()
         self.stage_sizes_ = [size for size, _ in results]
         self.stage_loss_curves_ = [[float(v) for v in r.loss_curve] for _, r in results]
@@ -638,11 +677,18 @@ class MultiStageMatcher(
         return self
 
     def _fine_tune(
-        self, tokens: TokenizedTexts, Y: sp.csr_matrix, n_stages: int, seed: int
+        self,
+        tokens: TokenizedTexts,
+        Y: sp.csr_matrix,
+        n_stages: int,
+        seed: int,
+        held_out: tuple[TokenizedTexts, sp.csr_matrix] | None = None,
     ) -> list[tuple[int, Any]]:
-        """Train the stages top down; ``(nodes, training result)`` of each stage run."""
+        """Train the stages top down; ``(nodes, training result)`` of each stage run.
+        ``held_out``: validation texts and labels, scored after every epoch."""
         chain = self.tree_.cluster_chain_
         layers = self.tree_.cluster_label_matrices(Y)
+        valid_layers = None if held_out is None else self.tree_.cluster_label_matrices(held_out[1])
         rng = np.random.default_rng(seed)
         device = inference_device(self.device)
         n_texts = len(tokens)
@@ -672,8 +718,14 @@ class MultiStageMatcher(
             candidates = self._stage_candidates(stage, Z, Y_t, layers, rows, previous, rng)
             module = _StageModule(self.module_, Y_t.shape[1], init)
             loss_name = self.final_loss if stage == n_stages - 1 else "hinge"
+            callbacks = []
+            if held_out is not None:
+                scoring = _stage_precision_at_1(
+                    module, held_out[0], valid_layers[stage], 2 * self.batch_size
+                )
+                callbacks = validation_callbacks(scoring, self.n_iter_no_change)
             result = self._train_stage(
-                module, stage_tokens, candidates, Y_t, loss_name, stage, n_stages, seed
+                module, stage_tokens, candidates, Y_t, loss_name, (stage, n_stages, seed), callbacks
             )
             results.append((int(Y_t.shape[1]), result))
             previous = _normalized_rows(module.labels.weight.detach().cpu().float().numpy())
@@ -814,10 +866,11 @@ class MultiStageMatcher(
         candidates: sp.csr_matrix,
         Y_t: sp.csr_matrix,
         loss_name: str,
-        stage: int,
-        n_stages: int,
-        seed: int,
+        schedule: tuple[int, int, int],
+        callbacks: list,
     ) -> Any:
+        """One stage's training; ``schedule``: (stage, number of stages, fit seed)."""
+        stage, n_stages, seed = schedule
         Y_t = sp.csr_matrix(Y_t)
         temperature, weight = float(self.temperature), float(self.matching_weight)
         mine = "snm" in self.negative_sampling
@@ -872,7 +925,7 @@ class MultiStageMatcher(
             ),
             ParamGroup("labels", module.labels, lr=self.label_learning_rate),
         ]
-        engine = self._engine_params()
+        engine = self._engine_params(callbacks)
         engine.update(
             checkpoint_dir=(
                 None if self.checkpoint_dir is None else Path(self.checkpoint_dir) / f"stage{stage}"

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold
 
@@ -203,3 +204,45 @@ def test_make_matchxml_routes_flat_parameters():
     assert clf.matcher.device == "auto"  # the classifier's device is passed on in fit
     with pytest.raises(TypeError, match="unknown parameter 'no_such'"):
         make_matchxml(no_such=1)
+
+
+def test_matcher_validation_split_scores_each_stage_and_stops_early(tiny_bert_dir, data):
+    (X, Y), _ = data
+    # 48 texts, a quarter held out: 12 validation texts, scores are multiples of 1/12
+    flat = dict(learning_rate=1e-12, label_learning_rate=1e-12, max_epochs=5)
+    m = matcher(tiny_bert_dir, validation_fraction=0.25, n_iter_no_change=1, **flat).fit(X, Y)
+    stages = [r["stage"] for r in m.history_]
+    assert sorted(set(stages)) == list(range(len(m.stage_sizes_)))
+    # rates too small to change a prediction: every stage stops after its second epoch
+    assert all(stages.count(s) == 2 for s in set(stages))
+    for r in m.history_:
+        assert 0 <= r["valid_score"] <= 1 and abs(12 * r["valid_score"] % 1) < 1e-9
+    # 36 training texts in batches of 8: 5 steps an epoch
+    assert all(len(curve) == 10 for curve in m.stage_loss_curves_)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        matcher(tiny_bert_dir, n_iter_no_change=1).fit(X, Y)
+
+
+def test_stage_validation_score_against_a_naive_loop(tiny_bert_dir, data):
+    import torch
+
+    from skxmc.matchxml import _stage_precision_at_1, _StageModule
+
+    (X, Y), (X_test, _) = data
+    m = matcher(tiny_bert_dir, max_steps=1).fit(X, Y)
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((5, 32)).astype(np.float32)
+    module = _StageModule(m.module_, 5, table)
+    targets = sp.csr_matrix(rng.random((len(X_test), 5)) < 0.3, dtype=np.float32)
+
+    class _Trainer:
+        device = torch.device("cpu")
+
+    score = _stage_precision_at_1(module, m._tokenize(X_test), targets, 4)(_Trainer())
+    Z = m.transform(X_test).astype(np.float64)
+    T = table / np.linalg.norm(table, axis=1, keepdims=True)
+    hits = 0
+    for i in range(len(X_test)):
+        best = max(range(5), key=lambda j: float(Z[i] @ T[j]))
+        hits += targets[i, best] > 0
+    assert score == pytest.approx(hits / len(X_test))
