@@ -533,7 +533,7 @@ class SentenceEmbedder(TextTransformerMixin, BaseEstimator):
 
         Returns
         -------
-        embeddings : ndarray of float32 of shape (n_samples, n_features_out_)
+        embeddings : ndarray of float32 of shape (n_samples, ``n_features_out_``)
         """
         check_is_fitted(self, "n_features_out_")
         Z = self._encode(X)
