@@ -459,7 +459,9 @@ def _checked_params(cls: type, params: Any, source: Path) -> dict:
         if unknown:
             raise ValueError(
                 f"{source} sets unknown parameter(s) {', '.join(map(repr, unknown))} of "
-                f"{cls.__name__}; it takes {', '.join(k for k in signature if k != 'self')}."
+                f"{cls.__name__}; it takes {', '.join(k for k in signature if k != 'self')}. "
+                f"A model saved by another skxmc version (its skxmc_version is in that file) "
+                f"loads with that version; or fit it again with this one."
             )
     return params
 
