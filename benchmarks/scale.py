@@ -4,9 +4,11 @@ Issue 18, point 2. For every size ``L`` in ``--sizes`` (labels), one instance of
 :func:`skxmc.datasets.make_xmc_classification` with rows growing with the labels:
 ``n_train = --rows-per-label * L`` training rows, ``n_test = min(n_train // 5,
 --max-test)`` test rows (the generator's rows are i.i.d., so the last rows are the test
-set), ``--n-features`` features and the generator's defaults otherwise (``length=50``,
-``labels_per_sample=3``, label exponent 1, topics of 25 labels), ``random_state=--seed``.
-The same matrices go to both libraries in the same run.
+set), ``--n-features`` features, ``--length`` word tokens and ``--labels-per-sample``
+labels per row (the generator's defaults, 50 and 3, give about 44 non-zeros and 2.7 labels
+per row; ``--length 57 --labels-per-sample 6.3`` give about 50 and 5, the issue's
+setting), the generator's defaults otherwise (label exponent 1, topics of 25 labels),
+``random_state=--seed``. The same matrices go to both libraries in the same run.
 
 The libraries run exactly as in ``benchmarks/xmc_linear.py`` (this script imports its
 child-process runner, ``run_child``, and its library settings): each in its own child
@@ -94,7 +96,12 @@ def run_size(n_labels: int, args: argparse.Namespace, workdir: Path) -> dict[str
     before = peak_rss_mb()
     start = time.perf_counter()
     X, Y = make_xmc_classification(
-        n_train + n_test, args.n_features, n_labels, random_state=args.seed
+        n_train + n_test,
+        args.n_features,
+        n_labels,
+        length=args.length,
+        labels_per_sample=args.labels_per_sample,
+        random_state=args.seed,
     )
     gen_s = time.perf_counter() - start
     growth = peak_rss_mb() - before
@@ -224,6 +231,8 @@ def write(payload: dict[str, Any], name: str, final: bool) -> Path:
     head += f"Command: `{payload['command']}`  \n"
     head += (
         f"Data: `make_xmc_classification(n_train + n_test, {payload['n_features']}, L, "
+        f"length={payload.get('length', 50.0)}, "
+        f"labels_per_sample={payload.get('labels_per_sample', 3.0)}, "
         f"random_state={payload['seed']})`, defaults otherwise; n_train = "
         f"{payload['rows_per_label']} x L, n_test = min(n_train // 5, {payload['max_test']}). "
     )
@@ -333,6 +342,12 @@ def main() -> int:
     parser.add_argument("--n-features", type=int, default=100_000, help="features")
     parser.add_argument("--seed", type=int, default=0, help="random_state of the generator")
     parser.add_argument(
+        "--length", type=float, default=50.0, help="the generator's word tokens per row"
+    )
+    parser.add_argument(
+        "--labels-per-sample", type=float, default=3.0, help="the generator's labels per row"
+    )
+    parser.add_argument(
         "--libraries", nargs="+", default=list(LIBS), choices=LIBS, help="libraries to run"
     )
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per child run")
@@ -350,7 +365,7 @@ def main() -> int:
         help="only time the generator (no libraries, no plot); e.g. --name scale_generate",
     )
     args = parser.parse_args()
-    for opt in ("rows_per_label", "max_test", "n_features"):
+    for opt in ("rows_per_label", "max_test", "n_features", "length", "labels_per_sample"):
         if getattr(args, opt) < 1:
             parser.error(f"--{opt.replace('_', '-')} must be >= 1")
     if any(size < 1 for size in args.sizes):
@@ -367,6 +382,8 @@ def main() -> int:
         "rows_per_label": args.rows_per_label,
         "max_test": args.max_test,
         "n_features": args.n_features,
+        "length": args.length,
+        "labels_per_sample": args.labels_per_sample,
         "seed": args.seed,
         "threads": xmc_linear.THREADS,
         "cpus": os.cpu_count(),
