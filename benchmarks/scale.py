@@ -328,6 +328,52 @@ def plot(payload: dict[str, Any], path: Path, generator: dict[str, Any] | None =
     print(f"wrote {path}")
 
 
+def project(payload: dict[str, Any], targets: list[int], names: list[str]) -> None:
+    """Power-law extrapolation ``y = y1 * (L / L1) ** b`` of each library's train time and
+    peak RSS from its two largest measured sizes, ``b`` the slope between them."""
+    import math
+
+    rows, records = [], []
+    for lib in LIBS:
+        pts = [
+            (s["n_labels"], s["libraries"][lib])
+            for s in payload["sizes"]
+            if s["libraries"].get(lib, {}).get("status") == "ok"
+        ]
+        if len(pts) < 2:
+            continue
+        (l0, r0), (l1, r1) = pts[-2], pts[-1]
+        for key, label in (("train_s", "train s"), ("peak_rss_mb", "peak RSS MB")):
+            b = math.log(r1[key] / r0[key]) / math.log(l1 / l0)
+            for target in targets:
+                value = r1[key] * (target / l1) ** b
+                record = {"library": lib, "quantity": key, "from": [l0, l1], "slope": b}
+                records.append({**record, "labels": target, "projected": value})
+                rows.append(
+                    {
+                        "library": xmc_linear.LIBRARIES.get(lib, lib),
+                        "quantity": label,
+                        f"measured at {l0:,} / {l1:,} labels": f"{r0[key]:.0f} / {r1[key]:.0f}",
+                        "slope b (y ~ L^b)": f"{b:.2f}",
+                        "labels": f"{target:,}",
+                        "train rows": f"{target * payload['rows_per_label']:,}",
+                        "projected": f"{value:.0f}",
+                    }
+                )
+    command = _command()
+    text = (
+        f"Command: `{command}`  \n**A projection, not a measurement**: each library's "
+        f"train time and peak RSS at its two largest measured sizes (results "
+        f"{', '.join(names)}), extended as a power law in the number of labels L with "
+        f"rows growing with L ({payload['rows_per_label']} x L) and the same generator "
+        f"settings; it ignores everything that changes with a real data set (features, "
+        f"labels per row, cluster sizes) and the machine's contention.\n\n"
+        + markdown_table(rows, list(rows[0]) if rows else [])
+    )
+    write_results(f"{names[0]}_projection", {"command": command, "projections": records}, text)
+    print(text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -360,6 +406,22 @@ def main() -> int:
         help="also plot the generator's times from results/NAME.json (a --generate-only run)",
     )
     parser.add_argument(
+        "--also",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="with --replot: add the sizes of results/NAME.json (runs of the same settings)",
+    )
+    parser.add_argument(
+        "--project",
+        type=int,
+        nargs="+",
+        metavar="L",
+        help="with --replot: extrapolate train time and peak RSS to L labels from the two "
+        "largest sizes (a power law in L; rows grow with L as in the runs); writes "
+        "results/<name>_projection.{json,md}",
+    )
+    parser.add_argument(
         "--generate-only",
         action="store_true",
         help="only time the generator (no libraries, no plot); e.g. --name scale_generate",
@@ -374,7 +436,17 @@ def main() -> int:
     if args.with_generator:
         generator = json.loads((RESULTS / f"{args.with_generator}.json").read_text())
     if args.replot:
-        plot(json.loads((RESULTS / f"{args.name}.json").read_text()), args.plot, generator)
+        payload = json.loads((RESULTS / f"{args.name}.json").read_text())
+        for name in args.also:
+            other = json.loads((RESULTS / f"{name}.json").read_text())
+            keys = ("rows_per_label", "n_features", "length", "labels_per_sample", "seed")
+            if any(other.get(k) != payload.get(k) for k in keys):
+                parser.error(f"--also {name}: its settings differ from those of {args.name}")
+            payload["sizes"] += other["sizes"]
+        payload["sizes"].sort(key=lambda s: s["n_labels"])
+        plot(payload, args.plot, generator)
+        if args.project:
+            project(payload, args.project, [args.name, *args.also])
         return 0
 
     payload: dict[str, Any] = {
