@@ -24,6 +24,9 @@ libpecos needs numpy<2, so run this from the benchmark environment, which has li
 and skxmc (``pip install -e . --no-deps``) installed::
 
     python benchmarks/scale.py --sizes 10000 100000 1000000   (benchmark environment)
+    # the issue's setting (1 row per label, about 50 non-zeros and 5 labels per row):
+    python benchmarks/scale.py --sizes 10000 100000 --rows-per-label 1 --length 57 \
+        --labels-per-sample 6.3 --name scale_issue
     # the generator alone (time and memory of make_xmc_classification at these sizes):
     python benchmarks/scale.py --generate-only --sizes 10000 100000 1000000 --name scale_generate
 
