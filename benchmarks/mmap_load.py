@@ -1,15 +1,23 @@
 """A saved XRLinearClassifier loaded with and without ``mmap=True``, in fresh processes.
 
 Issue 18, point 4: a predict-only model that several serving processes share. One model
-is fitted on a generated problem (``make_xmc_classification`` defaults, ``--labels``,
-``--rows-per-label`` training rows per label, ``random_state=--seed``) and saved with
-``skxmc.save``. Then, for each mode, ``--repeats`` fresh processes each import skxmc, load
-the model and predict the top-10 of ``--rows`` held-out rows; each reports its load and
-predict times and, after predicting, its resident memory split into private (``RssAnon``)
-and file-backed (``RssFile``: the mapped model's pages, shared with the page cache and with
-every other process that maps the file), and the growth of each from just before the
-load. The model directory's size is reported beside them. The page cache is warm (the
-model was just written), as on a serving machine after the first start.
+is fitted on a generated problem (``make_xmc_classification`` with ``--labels``,
+``--rows-per-label`` training rows per label, ``--length`` / ``--labels-per-sample``,
+``random_state=--seed``) and saved with ``skxmc.save``; with ``--model-dir`` it is saved
+there and kept, and a later run with the same ``--model-dir`` reuses it (and its held-out
+rows, kept beside it as ``<model-dir>-queries.npz``) instead of fitting again; a model
+directory saved by another script for the same settings is reused too (``--fitted-by``
+says where it came from in the results), with held-out rows generated here. Then, for
+each mode, ``--repeats`` fresh processes each import skxmc, load the model and predict the
+top-10 of ``--rows`` held-out rows; each reports its load and predict times and, after
+predicting, its resident memory split into private (``RssAnon``) and file-backed
+(``RssFile``: the mapped model's pages, shared with the page cache and with every other
+process that maps the file), and the growth of each from just before the load. The modes:
+a full load (``skxmc.load(path)``: sha256 and entry checks), a mapped load with the
+default checks (``mmap=True``: entry checks, no sha256) and a trusted mapped load
+(``mmap=True, verify=False``: sizes, headers and row pointers only). The model directory's
+size is reported beside them. The page cache is warm (the model was just written or read),
+as on a serving machine after the first start.
 
     python benchmarks/mmap_load.py --labels 100000
 """
@@ -36,9 +44,12 @@ from _common import markdown_table, write_results  # noqa: E402
 
 CHILD = textwrap.dedent(
     """
-    import json, sys, time
+    import time
+    t_start = time.perf_counter()
+    import json, sys
     import numpy as np, scipy.sparse as sp
     import skxmc
+    from skxmc import XRLinearClassifier  # the estimator's modules (scikit-learn, numba)
 
     def mem():
         out = {}
@@ -48,34 +59,39 @@ CHILD = textwrap.dedent(
                 out[key] = int(line.split()[1]) / 1024
         return out
 
-    path, queries, mmap = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+    imports_s = time.perf_counter() - t_start
+    path, queries, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+    kwargs = {"full": {}, "mmap": {"mmap": True}, "trusted": {"mmap": True, "verify": False}}
     z = np.load(queries)
     X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
     before = mem()
     t0 = time.perf_counter()
-    model = skxmc.load(path, mmap=mmap)
+    model = skxmc.load(path, **kwargs[mode])
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     labels, scores = model.predict_topk(X, k=10)
     predict_s = time.perf_counter() - t0
     after = mem()
-    print(json.dumps({"load_s": load_s, "predict_s": predict_s, "before": before,
-                      "after": after, "checksum": float(np.nansum(scores))}))
+    print(json.dumps({"imports_s": imports_s, "load_s": load_s, "predict_s": predict_s,
+                      "before": before, "after": after, "checksum": float(np.nansum(scores))}))
     """
 )
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--labels", type=int, default=100_000)
-    p.add_argument("--rows-per-label", type=int, default=2)
-    p.add_argument("--n-features", type=int, default=100_000)
-    p.add_argument("--rows", type=int, default=1000, help="rows predicted per process")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--name", default="mmap_load")
-    args = p.parse_args()
+MODES = {
+    "full": "full (verify default: sha256 + entries)",
+    "mmap": "mmap=True (entries, no sha256)",
+    "trusted": "mmap=True, verify=False",
+}
 
+
+def _fit_and_save(args: argparse.Namespace, path: Path, queries: Path) -> float | None:
+    """Fits the model and saves it to ``path`` (unless ``path`` already holds a model),
+    and saves the held-out rows to ``queries``; returns the fit's seconds (None: reused).
+
+    The generator draws its topics and vocabularies before the rows, so the held-out rows
+    come from the distribution of a model fitted on the same settings by another script
+    (``benchmarks/scale.py`` at the same size, say)."""
     import numpy as np
 
     import skxmc
@@ -84,21 +100,58 @@ def main() -> None:
 
     n_train = args.rows_per_label * args.labels
     X, Y = make_xmc_classification(
-        n_train + args.rows, args.n_features, args.labels, random_state=args.seed
+        n_train + args.rows,
+        args.n_features,
+        args.labels,
+        length=args.length,
+        labels_per_sample=args.labels_per_sample,
+        random_state=args.seed,
     )
-    t0 = time.perf_counter()
-    clf = XRLinearClassifier(n_jobs=2).fit(X[:n_train], Y[:n_train])
-    fit_s = time.perf_counter() - t0
+    fit_s = None
+    if not (path / "skxmc-model.json").is_file():
+        t0 = time.perf_counter()
+        clf = XRLinearClassifier(n_jobs=2).fit(X[:n_train], Y[:n_train])
+        fit_s = time.perf_counter() - t0
+        skxmc.save(clf, path)
     Xq = X[n_train:]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = skxmc.save(clf, Path(tmp) / "model")
-        size_mb = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
-        queries = Path(tmp) / "queries.npz"
-        np.savez(queries, data=Xq.data, indices=Xq.indices, indptr=Xq.indptr, shape=Xq.shape)
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-        runs: dict[str, list] = {"0": [], "1": []}
+    np.savez(queries, data=Xq.data, indices=Xq.indices, indptr=Xq.indptr, shape=Xq.shape)
+    return fit_s
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--labels", type=int, default=100_000)
+    p.add_argument("--rows-per-label", type=int, default=2)
+    p.add_argument("--n-features", type=int, default=100_000)
+    p.add_argument("--length", type=float, default=50.0, help="the generator's tokens per row")
+    p.add_argument("--labels-per-sample", type=float, default=3.0)
+    p.add_argument("--rows", type=int, default=1000, help="rows predicted per process")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model-dir", type=Path, help="save the model here and keep it; reuse it")
+    p.add_argument(
+        "--fitted-by",
+        default="fitted by an earlier run",
+        help="where a reused --model-dir came from, for the results",
+    )
+    p.add_argument("--name", default="mmap_load")
+    args = p.parse_args()
+
+    tmp = tempfile.TemporaryDirectory()
+    path = args.model_dir if args.model_dir is not None else Path(tmp.name) / "model"
+    queries = path.with_name(path.name + "-queries.npz")
+    fit_s = None
+    if (path / "skxmc-model.json").is_file() and queries.is_file():
+        print(f"reusing the model in {path}", flush=True)
+    else:
+        fit_s = _fit_and_save(args, path, queries)
+        print(f"model in {path} (fit s: {fit_s})", flush=True)
+    size_mb = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    runs: dict[str, list] = {mode: [] for mode in MODES}
+    try:
         for _ in range(args.repeats):
-            for mode in ("0", "1"):
+            for mode in MODES:
                 out = subprocess.run(
                     [sys.executable, "-c", CHILD, str(path), str(queries), mode],
                     capture_output=True,
@@ -107,8 +160,12 @@ def main() -> None:
                     env=env,
                 )
                 runs[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                print(mode, runs[mode][-1], flush=True)
+    finally:
+        tmp.cleanup()
     checks = {r["checksum"] for rs in runs.values() for r in rs}
     rows = []
+    full_rss = statistics.median(r["after"]["VmRSS"] for r in runs["full"])
     for mode, rs in runs.items():
 
         def med(f, rs=rs):
@@ -116,10 +173,16 @@ def main() -> None:
 
         rows.append(
             {
-                "load": "mmap=True" if mode == "1" else "full",
+                "load": MODES[mode],
+                "imports s": med(lambda r: r["imports_s"]),
                 "load s": med(lambda r: r["load_s"]),
                 f"predict {args.rows} rows s": med(lambda r: r["predict_s"]),
+                "load + predict s": med(lambda r: r["load_s"] + r["predict_s"]),
+                "imports + load + predict s": med(
+                    lambda r: r["imports_s"] + r["load_s"] + r["predict_s"]
+                ),
                 "RSS after MB": med(lambda r: r["after"]["VmRSS"]),
+                "RSS / full load": round(med(lambda r: r["after"]["VmRSS"]) / full_rss, 3),
                 "private (RssAnon) growth MB": med(
                     lambda r: r["after"]["RssAnon"] - r["before"]["RssAnon"]
                 ),
@@ -128,17 +191,29 @@ def main() -> None:
                 ),
             }
         )
-    command = "python benchmarks/mmap_load.py " + " ".join(sys.argv[1:])
+    # no machine paths in results: the model directory is DIR
+    argv = ["DIR" if a == str(args.model_dir) else a for a in sys.argv[1:]]
+    command = "python benchmarks/mmap_load.py " + " ".join(argv)
+    n_train = args.rows_per_label * args.labels
+    fitted = f"fit {fit_s:.0f} s" if fit_s is not None else args.fitted_by
     md = (
         f"Command: `{command}`  \nModel: XRLinearClassifier(n_jobs=2) fitted on "
         f"make_xmc_classification({n_train + args.rows}, {args.n_features}, {args.labels}, "
-        f"random_state={args.seed}) minus the last {args.rows} rows (fit {fit_s:.0f} s); model "
-        f"directory {size_mb:.0f} MB. Medians of {args.repeats} fresh processes per mode, warm "
-        f"page cache; same predictions in every process: {len(checks) == 1}. The machine was "
-        f"shared with other jobs (load average {os.getloadavg()[0]:.1f} at the end).\n\n"
-        + markdown_table(rows, list(rows[0]))
+        f"length={args.length}, labels_per_sample={args.labels_per_sample}, "
+        f"random_state={args.seed}) minus the last {args.rows} rows ({fitted}); model "
+        f"directory {size_mb:.0f} MB. Medians of {args.repeats} fresh processes per mode "
+        f"(modes interleaved), warm page cache; same predictions in every process: "
+        f"{len(checks) == 1}. `imports s`: `import skxmc` and the estimator's modules "
+        f"(scikit-learn, numba), from the first statement of the process (interpreter "
+        f"start-up not included); `load s`: `skxmc.load` after them. `RSS after`: VmRSS "
+        f"after the prediction, private and file-backed pages together (the file-backed "
+        f"ones are shared with the page cache and every process that maps the file). The "
+        f"machine was shared with other jobs (load average {os.getloadavg()[0]:.1f} at "
+        f"the end).\n\n" + markdown_table(rows, list(rows[0]))
     )
-    payload = {"command": command, "config": vars(args), "model_mb": size_mb, "runs": runs}
+    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    config.pop("model_dir")
+    payload = {"command": command, "config": config, "model_mb": size_mb, "runs": runs}
     write_results(args.name, {**payload, "fit_s": fit_s, "rows": rows}, md)
     print(md)
 

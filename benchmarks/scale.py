@@ -4,9 +4,11 @@ Issue 18, point 2. For every size ``L`` in ``--sizes`` (labels), one instance of
 :func:`skxmc.datasets.make_xmc_classification` with rows growing with the labels:
 ``n_train = --rows-per-label * L`` training rows, ``n_test = min(n_train // 5,
 --max-test)`` test rows (the generator's rows are i.i.d., so the last rows are the test
-set), ``--n-features`` features and the generator's defaults otherwise (``length=50``,
-``labels_per_sample=3``, label exponent 1, topics of 25 labels), ``random_state=--seed``.
-The same matrices go to both libraries in the same run.
+set), ``--n-features`` features, ``--length`` word tokens and ``--labels-per-sample``
+labels per row (the generator's defaults, 50 and 3, give about 44 non-zeros and 2.7 labels
+per row; ``--length 57 --labels-per-sample 6.3`` give about 50 and 5, the issue's
+setting), the generator's defaults otherwise (label exponent 1, topics of 25 labels),
+``random_state=--seed``. The same matrices go to both libraries in the same run.
 
 The libraries run exactly as in ``benchmarks/xmc_linear.py`` (this script imports its
 child-process runner, ``run_child``, and its library settings): each in its own child
@@ -22,6 +24,9 @@ libpecos needs numpy<2, so run this from the benchmark environment, which has li
 and skxmc (``pip install -e . --no-deps``) installed::
 
     python benchmarks/scale.py --sizes 10000 100000 1000000   (benchmark environment)
+    # the issue's setting (1 row per label, about 50 non-zeros and 5 labels per row):
+    python benchmarks/scale.py --sizes 10000 100000 --rows-per-label 1 --length 57 \
+        --labels-per-sample 6.3 --name scale_issue
     # the generator alone (time and memory of make_xmc_classification at these sizes):
     python benchmarks/scale.py --generate-only --sizes 10000 100000 1000000 --name scale_generate
 
@@ -94,7 +99,12 @@ def run_size(n_labels: int, args: argparse.Namespace, workdir: Path) -> dict[str
     before = peak_rss_mb()
     start = time.perf_counter()
     X, Y = make_xmc_classification(
-        n_train + n_test, args.n_features, n_labels, random_state=args.seed
+        n_train + n_test,
+        args.n_features,
+        n_labels,
+        length=args.length,
+        labels_per_sample=args.labels_per_sample,
+        random_state=args.seed,
     )
     gen_s = time.perf_counter() - start
     growth = peak_rss_mb() - before
@@ -224,6 +234,8 @@ def write(payload: dict[str, Any], name: str, final: bool) -> Path:
     head += f"Command: `{payload['command']}`  \n"
     head += (
         f"Data: `make_xmc_classification(n_train + n_test, {payload['n_features']}, L, "
+        f"length={payload.get('length', 50.0)}, "
+        f"labels_per_sample={payload.get('labels_per_sample', 3.0)}, "
         f"random_state={payload['seed']})`, defaults otherwise; n_train = "
         f"{payload['rows_per_label']} x L, n_test = min(n_train // 5, {payload['max_test']}). "
     )
@@ -319,6 +331,52 @@ def plot(payload: dict[str, Any], path: Path, generator: dict[str, Any] | None =
     print(f"wrote {path}")
 
 
+def project(payload: dict[str, Any], targets: list[int], names: list[str]) -> None:
+    """Power-law extrapolation ``y = y1 * (L / L1) ** b`` of each library's train time and
+    peak RSS from its two largest measured sizes, ``b`` the slope between them."""
+    import math
+
+    rows, records = [], []
+    for lib in LIBS:
+        pts = [
+            (s["n_labels"], s["libraries"][lib])
+            for s in payload["sizes"]
+            if s["libraries"].get(lib, {}).get("status") == "ok"
+        ]
+        if len(pts) < 2:
+            continue
+        (l0, r0), (l1, r1) = pts[-2], pts[-1]
+        for key, label in (("train_s", "train s"), ("peak_rss_mb", "peak RSS MB")):
+            b = math.log(r1[key] / r0[key]) / math.log(l1 / l0)
+            for target in targets:
+                value = r1[key] * (target / l1) ** b
+                record = {"library": lib, "quantity": key, "from": [l0, l1], "slope": b}
+                records.append({**record, "labels": target, "projected": value})
+                rows.append(
+                    {
+                        "library": xmc_linear.LIBRARIES.get(lib, lib),
+                        "quantity": label,
+                        f"measured at {l0:,} / {l1:,} labels": f"{r0[key]:.0f} / {r1[key]:.0f}",
+                        "slope b (y ~ L^b)": f"{b:.2f}",
+                        "labels": f"{target:,}",
+                        "train rows": f"{target * payload['rows_per_label']:,}",
+                        "projected": f"{value:.0f}",
+                    }
+                )
+    command = _command()
+    text = (
+        f"Command: `{command}`  \n**A projection, not a measurement**: each library's "
+        f"train time and peak RSS at its two largest measured sizes (results "
+        f"{', '.join(names)}), extended as a power law in the number of labels L with "
+        f"rows growing with L ({payload['rows_per_label']} x L) and the same generator "
+        f"settings; it ignores everything that changes with a real data set (features, "
+        f"labels per row, cluster sizes) and the machine's contention.\n\n"
+        + markdown_table(rows, list(rows[0]) if rows else [])
+    )
+    write_results(f"{names[0]}_projection", {"command": command, "projections": records}, text)
+    print(text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -333,6 +391,12 @@ def main() -> int:
     parser.add_argument("--n-features", type=int, default=100_000, help="features")
     parser.add_argument("--seed", type=int, default=0, help="random_state of the generator")
     parser.add_argument(
+        "--length", type=float, default=50.0, help="the generator's word tokens per row"
+    )
+    parser.add_argument(
+        "--labels-per-sample", type=float, default=3.0, help="the generator's labels per row"
+    )
+    parser.add_argument(
         "--libraries", nargs="+", default=list(LIBS), choices=LIBS, help="libraries to run"
     )
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per child run")
@@ -345,12 +409,28 @@ def main() -> int:
         help="also plot the generator's times from results/NAME.json (a --generate-only run)",
     )
     parser.add_argument(
+        "--also",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="with --replot: add the sizes of results/NAME.json (runs of the same settings)",
+    )
+    parser.add_argument(
+        "--project",
+        type=int,
+        nargs="+",
+        metavar="L",
+        help="with --replot: extrapolate train time and peak RSS to L labels from the two "
+        "largest sizes (a power law in L; rows grow with L as in the runs); writes "
+        "results/<name>_projection.{json,md}",
+    )
+    parser.add_argument(
         "--generate-only",
         action="store_true",
         help="only time the generator (no libraries, no plot); e.g. --name scale_generate",
     )
     args = parser.parse_args()
-    for opt in ("rows_per_label", "max_test", "n_features"):
+    for opt in ("rows_per_label", "max_test", "n_features", "length", "labels_per_sample"):
         if getattr(args, opt) < 1:
             parser.error(f"--{opt.replace('_', '-')} must be >= 1")
     if any(size < 1 for size in args.sizes):
@@ -359,7 +439,17 @@ def main() -> int:
     if args.with_generator:
         generator = json.loads((RESULTS / f"{args.with_generator}.json").read_text())
     if args.replot:
-        plot(json.loads((RESULTS / f"{args.name}.json").read_text()), args.plot, generator)
+        payload = json.loads((RESULTS / f"{args.name}.json").read_text())
+        for name in args.also:
+            other = json.loads((RESULTS / f"{name}.json").read_text())
+            keys = ("rows_per_label", "n_features", "length", "labels_per_sample", "seed")
+            if any(other.get(k) != payload.get(k) for k in keys):
+                parser.error(f"--also {name}: its settings differ from those of {args.name}")
+            payload["sizes"] += other["sizes"]
+        payload["sizes"].sort(key=lambda s: s["n_labels"])
+        plot(payload, args.plot, generator)
+        if args.project:
+            project(payload, args.project, [args.name, *args.also])
         return 0
 
     payload: dict[str, Any] = {
@@ -367,6 +457,8 @@ def main() -> int:
         "rows_per_label": args.rows_per_label,
         "max_test": args.max_test,
         "n_features": args.n_features,
+        "length": args.length,
+        "labels_per_sample": args.labels_per_sample,
         "seed": args.seed,
         "threads": xmc_linear.THREADS,
         "cpus": os.cpu_count(),

@@ -64,7 +64,12 @@ def run_size(n_labels: int, args: argparse.Namespace, client: Any) -> dict[str, 
     n_train = args.rows_per_label * n_labels
     n_test = min(n_train // 5, args.max_test)
     X, Y = make_xmc_classification(
-        n_train + n_test, args.n_features, n_labels, random_state=args.seed
+        n_train + n_test,
+        args.n_features,
+        n_labels,
+        length=args.length,
+        labels_per_sample=args.labels_per_sample,
+        random_state=args.seed,
     )
     X_tr, Y_tr, X_te = X[:n_train], Y[:n_train], X[n_train:]
     del X
@@ -127,6 +132,8 @@ def main() -> None:
     p.add_argument("--max-test", type=int, default=50_000)
     p.add_argument("--n-features", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--length", type=float, default=50.0, help="the generator's tokens per row")
+    p.add_argument("--labels-per-sample", type=float, default=3.0)
     p.add_argument("--negative-sampling", default="tfn", choices=["tfn", "tfn+man"])
     p.add_argument("--name", default="scale_dask")
     args = p.parse_args()
@@ -173,8 +180,9 @@ def main() -> None:
             ]
             md = [
                 f"Command: `{command}`  ",
-                "Data: the generated problem of `benchmarks/scale.py` (same defaults, seed "
-                f"{args.seed}), {args.n_features} features. Local: `n_jobs=2` threads. Dask: "
+                "Data: the generated problem of `benchmarks/scale.py` (seed "
+                f"{args.seed}, {args.n_features} features, length={args.length}, "
+                f"labels_per_sample={args.labels_per_sample}). Local: `n_jobs=2` threads. Dask: "
                 "`LocalCluster(n_workers=2, threads_per_worker=1)` worker processes on the "
                 f"same 2-core machine, `negative_sampling={args.negative_sampling!r}`; "
                 f"cluster start-up and warm-up {startup_s:.1f} s (not in the timings). The "

@@ -35,7 +35,10 @@ archive's members are stored uncompressed, so each array is a view of the file's
 read on first use and shared by every process that maps the file (a copy-on-write map:
 nothing can change the file). Estimators whose prediction needs derived structures save
 those too (XR-Linear's beam-search layout), so a mapped model predicts without building
-anything in memory.
+anything in memory. ``load(verify=...)`` chooses how much content the checks read: a
+mapped load skips the sha256 unless ``verify=True`` and still checks every array entry;
+``verify=False`` trusts the content and checks only sizes, headers, shapes and row
+pointers, so a mapped load reads almost nothing.
 
 ``save(model_card=...)`` adds ``README.md``, a model card in the Hugging Face style (front
 matter with ``library_name: skxmc``), listed in the manifest like the other files. A string
@@ -64,6 +67,7 @@ import sys
 import warnings
 import zipfile
 from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +113,17 @@ _OWNED_WITHOUT_MANIFEST = frozenset(
 _TMP_PATTERN = re.compile(r"\.(?P<name>.+)\.skxmc-(?P<pid>[0-9]+)-[0-9a-f]+\.tmp")
 
 _REGISTRY: dict[str, type] = {}
+# Whether the load in progress checks every entry of the arrays (``load(verify=False)``
+# turns it off); a context variable, so that concurrent loads in threads do not mix.
+_CHECK_ENTRIES: ContextVar[bool] = ContextVar("skxmc_check_entries", default=True)
+
+
+def checks_entries() -> bool:
+    """Whether the :func:`load` in progress checks every entry of the arrays (index ranges,
+    finite values); ``False`` under ``load(verify=False)``. Estimators' ``_load_state``
+    skip their checks whose cost grows with the weights when it is ``False``, and keep
+    those whose cost grows with the labels or tree nodes."""
+    return _CHECK_ENTRIES.get()
 
 
 def persistent(cls: type) -> type:
@@ -294,12 +309,13 @@ def _checked_sparse(
         )
     if np.any(np.diff(indptr) < 0):
         raise ValueError(f"{where}: indptr is not monotone (non-decreasing).")
-    if len(indices) and (indices.min() < 0 or indices.max() >= n_minor):
+    # Per entry: what keeps compiled code in bounds; skipped under load(verify=False).
+    if checks_entries() and len(indices) and (indices.min() < 0 or indices.max() >= n_minor):
         raise ValueError(
             f"{where}: indices range over [{indices.min()}, {indices.max()}], outside "
             f"[0, {n_minor}) for shape {tuple(shape)}."
         )
-    if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
+    if checks_entries() and data.dtype.kind == "f" and not np.all(np.isfinite(data)):
         raise ValueError(f"{where} holds NaN or infinite values.")
     cls = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
     return cls((data, indices, indptr), shape=tuple(shape))
@@ -646,9 +662,12 @@ def _owned_dirs(manifest: dict) -> set[PurePosixPath]:
     }
 
 
-def _verify_files(directory: Path, manifest: dict[str, dict], source: Path) -> None:
-    """Every listed file is there with its recorded size and hash, and the folders of the
-    model hold nothing else (a tokenizer reads any vocabulary file it finds in its folder)."""
+def _verify_files(
+    directory: Path, manifest: dict[str, dict], source: Path, *, hashes: bool = True
+) -> None:
+    """Every listed file is there with its recorded size (and hash, unless ``hashes`` is
+    False), and the folders of the model hold nothing else (a tokenizer reads any
+    vocabulary file it finds in its folder)."""
     for name, entry in manifest.items():
         path = directory / name
         if not path.is_file():
@@ -662,7 +681,7 @@ def _verify_files(directory: Path, manifest: dict[str, dict], source: Path) -> N
                 f"{path} has {size} bytes where {entry['size']} were saved: the file is "
                 f"truncated, damaged or was replaced."
             )
-        if _sha256(path) != entry["sha256"]:
+        if hashes and _sha256(path) != entry["sha256"]:
             raise ValueError(
                 f"{path} is not the file that was saved (its sha256 differs): the file is "
                 f"damaged or was replaced."
@@ -942,7 +961,7 @@ def refuse_foreign_entries(directory: Path) -> None:
         )
 
 
-def load(directory: str | os.PathLike, *, mmap: bool = False) -> Any:
+def load(directory: str | os.PathLike, *, mmap: bool = False, verify: bool | None = None) -> Any:
     """Load an estimator or pipeline saved with :func:`save`; never unpickles anything.
 
     Only classes registered by skxmc and scikit-learn's text vectorisers are created, so
@@ -953,8 +972,9 @@ def load(directory: str | os.PathLike, *, mmap: bool = False) -> Any:
     recorded in ``skxmc-model.json`` (present, same size and sha256, no unknown files in
     the model's sub-folders), every sparse matrix's structure is checked, the shapes and
     label counts are checked against each other, and the parameters are validated as
-    ``fit`` validates them. A directory saved by an skxmc without that list loads with a
-    warning (its files cannot be checked for completeness); save it again to add the list.
+    ``fit`` validates them; ``verify`` chooses how much of the files' content these
+    checks read. A directory saved by an skxmc without that list loads with a warning
+    (its files cannot be checked for completeness); save it again to add the list.
 
     A string that is not an existing path and reads as a Hugging Face repository id
     (``"user/repo"``) is resolved in the local Hugging Face cache, as ``from_pretrained``
@@ -971,12 +991,31 @@ def load(directory: str | os.PathLike, *, mmap: bool = False) -> Any:
         Map the arrays of ``arrays.npz`` into memory instead of reading them: an array's
         pages are read from disk when first used and are shared by every process that
         maps the same file, so several serving processes hold one copy of a large model.
-        The checks above still run (they read the arrays once). An
-        :class:`~skxmc.XRLinearClassifier` saved by this version also stores its
+        An :class:`~skxmc.XRLinearClassifier` saved by this version also stores its
         beam-search layout, so it predicts from the mapped arrays without building
         anything; older model directories load, but build that layout in memory.
         Recommended for serving large models from several processes; the map is
         copy-on-write, so nothing can change the files.
+    verify : bool or None, default=None
+        How much of the files' content is checked before use; the files' presence and
+        sizes (a truncated or extended file), the archive's headers, the shapes and the
+        structure whose size grows with the labels or tree nodes (row pointers) are
+        always checked.
+
+        - ``True``: also every file's sha256 against the list, and every entry of every
+          array (index ranges, finite values): the whole model is read once.
+        - ``None`` (the default): ``True`` without ``mmap``; with ``mmap``, every check
+          but the sha256. The entry checks keep compiled code in bounds whatever the
+          files hold (a crafted directory raises an error); the hash, which whoever edits
+          a directory can also rewrite, only guards against accidental damage. The load
+          still reads every array once.
+        - ``False``: no hash and no entry checks, so a mapped load reads only headers and
+          row pointers, and prediction reads only the pages it uses. The files' content
+          is trusted: a damaged or crafted file can make prediction return wrong scores
+          or crash the process. Use it only for model directories you saved yourself or
+          loaded once with ``verify=True`` (when deploying them, say), e.g.
+          ``load(path, mmap=True, verify=False)`` to start serving processes of a large
+          model in well under a second.
 
     Returns
     -------
@@ -1000,6 +1039,8 @@ def load(directory: str | os.PathLike, *, mmap: bool = False) -> Any:
     ...
     FileNotFoundError: no skxmc model in 'no/such/dir' (skxmc-model.json is missing).
     """
+    if verify not in (True, False, None):
+        raise ValueError(f"verify must be True, False or None; got {verify!r}.")
     directory = resolve_model_dir(directory)
     config_path = directory / CONFIG_NAME
     if not config_path.is_file():
@@ -1023,7 +1064,9 @@ def load(directory: str | os.PathLike, *, mmap: bool = False) -> Any:
     if not isinstance(config.get("model"), dict):
         raise ValueError(f"{config_path} describes no model (its 'model' entry is missing).")
     if MANIFEST_KEY in config:
-        _verify_files(directory, _checked_manifest(config[MANIFEST_KEY], config_path), config_path)
+        manifest = _checked_manifest(config[MANIFEST_KEY], config_path)
+        hashes = verify if verify is not None else not mmap
+        _verify_files(directory, manifest, config_path, hashes=hashes)
     else:
         warnings.warn(
             f"{config_path} lists no files (saved by an older skxmc), so the model directory "
@@ -1032,18 +1075,22 @@ def load(directory: str | os.PathLike, *, mmap: bool = False) -> Any:
             UserWarning,
             stacklevel=2,
         )
-    with _open_arrays(directory / ARRAYS_NAME) as npz:
-        arrays = (_MappedArrays if mmap else _Arrays)(npz, directory / ARRAYS_NAME)
-        try:
-            est = _decode(config["model"], arrays, directory)
-        except (KeyError, TypeError, IndexError) as exc:
-            raise ValueError(
-                f"{config_path} does not describe a model this skxmc can build "
-                f"({type(exc).__name__}: {exc}): damaged or edited?"
-            ) from exc
-        finally:
-            if mmap:
-                arrays.close()
+    entries = _CHECK_ENTRIES.set(verify is not False)
+    try:
+        with _open_arrays(directory / ARRAYS_NAME) as npz:
+            arrays = (_MappedArrays if mmap else _Arrays)(npz, directory / ARRAYS_NAME)
+            try:
+                est = _decode(config["model"], arrays, directory)
+            except (KeyError, TypeError, IndexError) as exc:
+                raise ValueError(
+                    f"{config_path} does not describe a model this skxmc can build "
+                    f"({type(exc).__name__}: {exc}): damaged or edited?"
+                ) from exc
+            finally:
+                if mmap:
+                    arrays.close()
+    finally:
+        _CHECK_ENTRIES.reset(entries)
     if "__estimator__" in config["model"] and hasattr(est, "_load_extra_files"):
         est._load_extra_files(directory)
     return est

@@ -8,9 +8,12 @@ of a model directory.
 from __future__ import annotations
 
 import json
+import shutil
+import struct
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -165,3 +168,96 @@ def test_mapped_load_in_a_new_process_maps_instead_of_reading(fitted):
         growth[mmap] = json.loads(out.stdout.strip().splitlines()[-1])
     # 5 private copies against 5 maps of one file
     assert growth["1"] < growth["0"] / 2, growth
+
+
+def _overwrite_entry(directory: Path, key: str, index: int, value: float) -> None:
+    """Overwrite entry ``index`` of the saved array ``key`` in place: same file size, valid
+    archive headers, only the array's bytes change (as a damaged disk block would)."""
+    npz = directory / "arrays.npz"
+    with zipfile.ZipFile(npz) as z:
+        info = z.getinfo(f"{key}.npy")
+    assert info.compress_type == zipfile.ZIP_STORED
+    with open(npz, "r+b") as f:
+        f.seek(info.header_offset + 26)
+        name_len, extra_len = struct.unpack("<HH", f.read(4))
+        f.seek(info.header_offset + 30 + name_len + extra_len)
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            _, _, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            _, _, dtype = np.lib.format.read_array_header_2_0(f)
+        f.seek(f.tell() + index * dtype.itemsize)
+        f.write(np.array([value], dtype=dtype).tobytes())
+
+
+@pytest.fixture
+def copied(fitted, tmp_path):
+    clf, path, X = fitted
+    return clf, Path(shutil.copytree(path, tmp_path / "model")), X
+
+
+LAYER2_DATA = "model.attributes.weights_.2.data"
+LAYER2_INDICES = "model.attributes.weights_.2.indices"
+
+
+def test_changed_value_is_caught_by_the_hash(copied):
+    # a finite weight changed in place: only the sha256 can tell
+    clf, path, _ = copied
+    _overwrite_entry(path, LAYER2_DATA, 0, 0.123)
+    for mmap in (False, True):
+        with pytest.raises(ValueError, match="sha256 differs"):
+            skxmc.load(path, mmap=mmap, verify=True)
+    with pytest.raises(ValueError, match="sha256 differs"):
+        skxmc.load(path)  # the default without mmap hashes
+    # a mapped load hashes only when asked, and maps what the file holds
+    for verify in (None, False):
+        model = skxmc.load(path, mmap=True, verify=verify)
+        assert model.weights_[2].data[0] == np.float32(0.123) != clf.weights_[2].data[0]
+
+
+def test_out_of_range_index_is_caught_without_the_hash(copied, monkeypatch):
+    # the entry checks that keep compiled code in bounds run by default with mmap too
+    from skxmc import _persistence
+
+    clf, path, _ = copied
+    _overwrite_entry(path, LAYER2_INDICES, 0, clf.weights_[2].shape[0] + 5)
+    with pytest.raises(ValueError, match="indices range over"):
+        skxmc.load(path, mmap=True)
+
+    def no_hash(path):
+        raise AssertionError(f"hashed {path}")
+
+    monkeypatch.setattr(_persistence, "_sha256", no_hash)
+    with pytest.raises(ValueError, match="indices range over"):
+        skxmc.load(path, mmap=True, verify=None)
+    # verify=False trusts the entries: the load reads neither the hash nor the index
+    model = skxmc.load(path, mmap=True, verify=False)
+    assert model.weights_[2].indices[0] == clf.weights_[2].shape[0] + 5
+    with pytest.raises(AssertionError, match="hashed"):
+        skxmc.load(path, mmap=True, verify=True)
+
+
+@pytest.mark.parametrize("verify", [True, None, False])
+@pytest.mark.parametrize("change", ["truncated", "extended"])
+def test_resized_file_is_caught_with_every_verify(copied, verify, change):
+    _, path, _ = copied
+    npz = path / "arrays.npz"
+    data = npz.read_bytes()
+    npz.write_bytes(data[:-1] if change == "truncated" else data + b"\0")
+    for mmap in (True, False):
+        with pytest.raises(ValueError, match="bytes where"):
+            skxmc.load(path, mmap=mmap, verify=verify)
+
+
+def test_trusted_mapped_load_predicts_the_same(copied):
+    clf, path, X = copied
+    model = skxmc.load(path, mmap=True, verify=False)
+    assert _mapped(model.weights_[-1].data)
+    for a, b in zip(clf.predict_topk(X), model.predict_topk(X)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_verify_must_be_a_bool_or_none(fitted):
+    _, path, _ = fitted
+    with pytest.raises(ValueError, match="verify must be True, False or None"):
+        skxmc.load(path, verify="yes")
