@@ -89,15 +89,13 @@ def _label_stats(Y_tr: sp.csr_matrix) -> dict[str, Any]:
     }
 
 
-def run_size(n_labels: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    """Generates one instance, runs the libraries on it, returns its record."""
+def generate(n_labels: int, args: argparse.Namespace) -> tuple[Any, Any, int, int]:
+    """The generated problem of one size (shared with scale_dask.py): ``(X, Y, n_train,
+    n_test)``, the last ``n_test`` rows being the test set."""
     from skxmc.datasets import make_xmc_classification
 
     n_train = args.rows_per_label * n_labels
     n_test = min(n_train // 5, args.max_test)
-    load_start = os.getloadavg()
-    before = peak_rss_mb()
-    start = time.perf_counter()
     X, Y = make_xmc_classification(
         n_train + n_test,
         args.n_features,
@@ -106,6 +104,15 @@ def run_size(n_labels: int, args: argparse.Namespace, workdir: Path) -> dict[str
         labels_per_sample=args.labels_per_sample,
         random_state=args.seed,
     )
+    return X, Y, n_train, n_test
+
+
+def run_size(n_labels: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """Generates one instance, runs the libraries on it, returns its record."""
+    load_start = os.getloadavg()
+    before = peak_rss_mb()
+    start = time.perf_counter()
+    X, Y, n_train, n_test = generate(n_labels, args)
     gen_s = time.perf_counter() - start
     growth = peak_rss_mb() - before
     output_mb = sum(a.nbytes for M in (X, Y) for a in (M.data, M.indices, M.indptr)) / 2**20

@@ -58,19 +58,9 @@ def _fit_predict(X_tr, Y_tr, X_te, args) -> tuple[Any, float, float, tuple]:
 
 def run_size(n_labels: int, args: argparse.Namespace, client: Any) -> dict[str, Any]:
     import joblib
+    from scale import generate
 
-    from skxmc.datasets import make_xmc_classification
-
-    n_train = args.rows_per_label * n_labels
-    n_test = min(n_train // 5, args.max_test)
-    X, Y = make_xmc_classification(
-        n_train + n_test,
-        args.n_features,
-        n_labels,
-        length=args.length,
-        labels_per_sample=args.labels_per_sample,
-        random_state=args.seed,
-    )
+    X, Y, n_train, n_test = generate(n_labels, args)
     X_tr, Y_tr, X_te = X[:n_train], Y[:n_train], X[n_train:]
     del X
     x_mb = sum(a.nbytes for a in (X_tr.data, X_tr.indices, X_tr.indptr)) / 2**20
