@@ -31,7 +31,7 @@ from ._base import MultiLabelRankerMixin
 from ._compat import HasMethods, Interval, StrOptions, _fit_context, _num_samples
 from ._logging import progress
 from ._persistence import PersistenceMixin, persistent
-from ._ranking import topk_from_sparse, topk_to_csr
+from ._ranking import topk_from_sparse, topk_to_csr, truth_hits
 from ._vectorizers import default_tfidf
 from .labels import LabelSpace, encode_target
 from .linear import LayerGroups, XRLinearClassifier, fit_layer
@@ -238,16 +238,18 @@ def _stage_precision_at_1(
 ) -> Any:
     """``scoring(trainer)``: the share of texts whose best-scored node of the stage's
     table (cosine of the text and node embeddings) holds one of their labels."""
-    targets = sp.csr_matrix(targets)
+    targets = sp.csr_matrix(targets, copy=True)
+    targets.eliminate_zeros()
+    targets.sort_indices()  # what truth_hits reads
 
     def scoring(trainer: Any) -> float:
         table = F.normalize(module.labels.weight.detach().float(), dim=-1)
         Z = batched_inference(
             module.text.features, tokens, batch_size=batch_size, device=trainer.device
         )
-        best = np.asarray((torch.as_tensor(Z).to(table.device) @ table.T).argmax(dim=1).cpu())
-        hits = np.asarray(targets[np.arange(len(best)), best.astype(np.int64)]).ravel()
-        return float(np.mean(hits > 0)) if len(best) else 0.0
+        scores = torch.as_tensor(Z).to(table.device) @ table.T
+        best = np.asarray(scores.argmax(dim=1).cpu(), dtype=np.int64)
+        return float(truth_hits(best[:, None], targets).mean()) if len(best) else 0.0
 
     return scoring
 

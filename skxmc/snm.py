@@ -28,7 +28,7 @@ from ._base import MultiLabelRankerMixin
 from ._compat import Interval, StrOptions, _fit_context, validate_data
 from ._memory import check_snm_fit
 from ._persistence import PersistenceMixin, persistent
-from ._ranking import topk_to_csr
+from ._ranking import topk_to_csr, truth_hits
 from ._search import SEARCH_METHODS, InnerProductIndex, resolve_search
 from .labels import LabelSpace, encode_target
 from .losses import (
@@ -650,17 +650,18 @@ class SNMClassifier(
     def _precision_at_1(self, X: Any, Y: sp.csr_matrix) -> Any:
         """``scoring(trainer)``: the share of ``X``'s rows whose best-scored label (exact
         inner products, in row batches) is one of their labels in ``Y``."""
-        Y = sp.csr_matrix(Y)
+        Y = sp.csr_matrix(Y, copy=True)
+        Y.eliminate_zeros()
+        Y.sort_indices()  # what truth_hits reads
 
         def scoring(trainer: Any) -> float:
-            module, hits = self.module_, 0
+            module, best = self.module_, []
             V = module.label_vectors()
             for lo in range(0, X.shape[0], self.batch_size):
-                idx = np.arange(lo, min(lo + self.batch_size, X.shape[0]))
-                h = module.embed(self._inputs(X[idx], trainer.device))
-                best = np.array((h @ V.T).argmax(dim=1).cpu(), dtype=np.int64)
-                hits += int(np.asarray(Y[idx, :][np.arange(len(idx)), best]).sum())
-            return hits / max(X.shape[0], 1)
+                h = module.embed(self._inputs(X[lo : lo + self.batch_size], trainer.device))
+                best.append(np.asarray((h @ V.T).argmax(dim=1).cpu(), dtype=np.int64))
+            top = np.concatenate(best)[:, None] if best else np.zeros((0, 1), np.int64)
+            return float(truth_hits(top, Y).mean()) if len(top) else 0.0
 
         return scoring
 
