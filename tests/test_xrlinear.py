@@ -353,3 +353,72 @@ def test_relevance_targets_are_normalised_counts():
     top, bottom = _relevance_targets(Y, [root, leaf])
     np.testing.assert_allclose(top.toarray(), [[1.0, 0.5], [0.0, 1.0]])
     np.testing.assert_array_equal(bottom.toarray(), Y.toarray())
+
+
+def _naive_chunked_layout(W: sp.csc_matrix, parents: sp.csr_matrix) -> dict:
+    """The ChunkedWeights arrays from their definition: per parent, the sorted features its
+    children use; per such feature, its (child position, weight) entries in child order."""
+    W = sp.csc_matrix(W)
+    out = {"features": [], "entry_start": [0], "entry_local": [], "entry_value": []}
+    feat_start = [0]
+    for p in range(parents.shape[0]):
+        kids = parents.indices[parents.indptr[p] : parents.indptr[p + 1]]
+        entries = {}
+        for local, c in enumerate(kids):
+            for q in range(W.indptr[c], W.indptr[c + 1]):
+                entries.setdefault(int(W.indices[q]), []).append((local, W.data[q]))
+        for f in sorted(entries):
+            out["features"].append(f)
+            for local, v in entries[f]:
+                out["entry_local"].append(local)
+                out["entry_value"].append(v)
+            out["entry_start"].append(len(out["entry_local"]))
+        feat_start.append(len(out["features"]))
+    dtypes = {"features": np.int32, "entry_start": np.int64, "entry_local": np.int32}
+    arrays = {k: np.asarray(v, dtype=dtypes.get(k, np.float32)) for k, v in out.items()}
+    return {**arrays, "feat_start": np.asarray(feat_start, dtype=np.int64)}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_chunked_layout_matches_naive_definition(seed):
+    rng = np.random.default_rng(seed)
+    n_features, n_parents = int(rng.integers(1, 60)), int(rng.integers(1, 8))
+    n_nodes = int(rng.integers(n_parents, 40))
+    parent_of = np.concatenate([np.arange(n_parents), rng.integers(0, n_parents, n_nodes)])
+    parent_of = rng.permutation(parent_of[:n_nodes])
+    parents = sp.csr_matrix(
+        (np.ones(n_nodes, np.float32), (parent_of, np.arange(n_nodes))), shape=(n_parents, n_nodes)
+    )
+    parents.sort_indices()
+    W = sp.random(
+        n_features, n_nodes, density=0.3, format="csc", dtype=np.float32, random_state=seed
+    )
+    if seed % 2:  # scipy's int64 index arrays take the same path
+        W.indptr, W.indices = W.indptr.astype(np.int64), W.indices.astype(np.int64)
+    chunks = ChunkedWeights(W, parents)
+    for name, expected in _naive_chunked_layout(W, parents).items():
+        got = getattr(chunks, name)
+        assert got.dtype == expected.dtype, name
+        np.testing.assert_array_equal(got, expected, err_msg=name)
+
+
+def test_prediction_blocks_follow_the_candidate_budget(fitted_demo, demo, monkeypatch):
+    from skxmc.linear import _xrlinear
+
+    X_test = demo[2][:300]
+    expected = fitted_demo.predict_topk(X_test)
+    parents = fitted_demo._search_cache.parents
+    widest = max(int(np.diff(P.indptr).max()) for P in parents)
+    monkeypatch.setattr(_xrlinear, "_PREDICT_BLOCK_CANDIDATES", 7 * fitted_demo.beam_size * widest)
+    assert _xrlinear._block_rows(parents, fitted_demo.beam_size) == 7
+    calls = []
+    search = _xrlinear.beam_search
+    monkeypatch.setattr(
+        _xrlinear,
+        "beam_search",
+        lambda Xb, *a, **k: calls.append(Xb.shape[0]) or search(Xb, *a, **k),
+    )
+    got = fitted_demo.predict_topk(X_test)
+    assert max(calls) == 7 and sum(calls) == 300
+    np.testing.assert_array_equal(expected[0], got[0])
+    np.testing.assert_array_equal(expected[1], got[1])

@@ -52,28 +52,33 @@ class ChunkedWeights:
     def __init__(self, W: sp.csc_matrix, parents: sp.csr_matrix) -> None:
         W = sp.csc_matrix(W)
         n_parents, n_nodes = parents.shape
-        parent_of = np.empty(n_nodes, dtype=np.int64)
-        local_of = np.empty(n_nodes, dtype=np.int64)
-        for p_lo, p_hi, p in zip(parents.indptr[:-1], parents.indptr[1:], range(n_parents)):
-            kids = parents.indices[p_lo:p_hi]
-            parent_of[kids] = p
-            local_of[kids] = np.arange(p_hi - p_lo)
-        cols = np.repeat(np.arange(n_nodes), np.diff(W.indptr))
-        feats = W.indices.astype(np.int64)
-        order = np.lexsort((cols, feats, parent_of[cols]))
-        p_sorted = parent_of[cols][order]
-        f_sorted = feats[order]
-        # A new (parent, feature) pair starts wherever either changes.
-        new_pair = np.ones(len(order), dtype=bool)
-        if len(order):
-            new_pair[1:] = (p_sorted[1:] != p_sorted[:-1]) | (f_sorted[1:] != f_sorted[:-1])
-        pair_start = np.flatnonzero(new_pair)
-        self.features = f_sorted[pair_start].astype(np.int32)
-        self.entry_start = np.append(pair_start, len(order)).astype(np.int64)
-        self.entry_local = local_of[cols][order].astype(np.int32)
-        self.entry_value = W.data[order].astype(np.float32)
-        pair_parent = p_sorted[pair_start]
-        self.feat_start = np.searchsorted(pair_parent, np.arange(n_parents + 1)).astype(np.int64)
+        if W.shape[1] != n_nodes:
+            raise ValueError(f"W has {W.shape[1]} columns but the parent map {n_nodes} nodes.")
+        w_indptr, w_indices, w_data = _csr_arrays(W)  # CSC arrays: same dtypes
+        p_indptr, p_indices, _ = _csr_arrays(parents)
+        nnz = int(w_indptr[-1])
+        features = np.empty(nnz, dtype=np.int32)
+        entry_start = np.empty(nnz + 1, dtype=np.int64)
+        self.entry_local = np.empty(nnz, dtype=np.int32)
+        self.entry_value = np.empty(nnz, dtype=np.float32)
+        self.feat_start = np.empty(n_parents + 1, dtype=np.int64)
+        with interruptible():
+            n_pairs = _chunk_layout_kernel(
+                w_indptr,
+                w_indices,
+                w_data,
+                p_indptr,
+                p_indices,
+                np.zeros(W.shape[0], dtype=np.int64),
+                features,
+                entry_start,
+                self.entry_local,
+                self.entry_value,
+                self.feat_start,
+            )
+        # one (parent, feature) pair per feature a parent's children use: trim the bounds
+        self.features = features[:n_pairs].copy()
+        self.entry_start = entry_start[: n_pairs + 1].copy()
         self.children_count = np.diff(parents.indptr).astype(np.int64)
         # Layers with few nodes are scored for all nodes at once from a feature-major copy
         # (no searching; a dense accumulator of n_nodes per thread), see score_candidates.
@@ -81,6 +86,58 @@ class ChunkedWeights:
         self.feature_major = (
             sp.csr_matrix(W, dtype=np.float32) if n_nodes <= DENSE_LAYER_MAX_NODES else None
         )
+
+
+@jit(nogil=True)
+def _chunk_layout_kernel(
+    w_indptr,
+    w_indices,
+    w_data,
+    p_indptr,
+    p_indices,
+    count,
+    features,
+    entry_start,
+    entry_local,
+    entry_value,
+    feat_start,
+):  # pragma: no cover - compiled
+    """Fill the :class:`ChunkedWeights` arrays from CSC weights in O(nnz): per parent, a
+    counting sort of its children's entries by feature (``count``: zeros of n_rows, left
+    zeroed), stable in child order. Returns the number of (parent, feature) pairs."""
+    n_pairs = 0
+    n_entries = 0
+    for p in range(len(p_indptr) - 1):
+        feat_start[p] = n_pairs
+        n_touched = 0
+        for j in range(p_indptr[p], p_indptr[p + 1]):
+            c = p_indices[j]
+            for q in range(w_indptr[c], w_indptr[c + 1]):
+                f = w_indices[q]
+                if count[f] == 0:
+                    features[n_pairs + n_touched] = f
+                    n_touched += 1
+                count[f] += 1
+        used = np.sort(features[n_pairs : n_pairs + n_touched])
+        for k in range(n_touched):
+            f = used[k]
+            features[n_pairs + k] = f
+            entry_start[n_pairs + k] = n_entries
+            n_entries += count[f]
+            count[f] = entry_start[n_pairs + k]  # now the write position of feature f
+        for j in range(p_indptr[p], p_indptr[p + 1]):
+            c = p_indices[j]
+            for q in range(w_indptr[c], w_indptr[c + 1]):
+                r = count[w_indices[q]]
+                entry_local[r] = j - p_indptr[p]
+                entry_value[r] = w_data[q]
+                count[w_indices[q]] = r + 1
+        for k in range(n_touched):
+            count[used[k]] = 0
+        n_pairs += n_touched
+    feat_start[len(p_indptr) - 1] = n_pairs
+    entry_start[n_pairs] = n_entries
+    return n_pairs
 
 
 @jit(nogil=True, inline="always")

@@ -239,22 +239,28 @@ def _check_model_state(state: dict) -> None:
         )
 
 
-# Rows per local beam search: the candidate matrices of a search grow with its rows, so
-# prediction on any number of rows keeps them to one block's (a few hundred MB at most
-# for beam_size=10 and a few hundred children per node); the output stays top_k per row.
+# Rows per local beam search: the candidate arrays of a search grow with its rows (about 40
+# bytes per candidate: a beam entry's child), so a prediction on any number of rows is
+# searched in blocks of at most _PREDICT_BLOCK_CANDIDATES candidates (about 80 MB of
+# temporaries), and of at most _PREDICT_BLOCK_ROWS rows; the output stays top_k per row.
 _PREDICT_BLOCK_ROWS = 65536
+_PREDICT_BLOCK_CANDIDATES = 1 << 21
 
 
-def _blockwise(X: sp.csr_matrix, search: Any) -> sp.csr_matrix:
-    """``search(X)`` computed on row blocks of ``_PREDICT_BLOCK_ROWS`` and stacked (the
-    search treats rows independently, so the result is the same)."""
+def _block_rows(parents: list, beam_size: int) -> int:
+    """Rows per search block: the widest layer expansion stays within the candidate
+    budget (at least one row)."""
+    widest = max((int(np.diff(P.indptr).max(initial=1)) for P in parents), default=1)
+    return max(1, min(_PREDICT_BLOCK_ROWS, _PREDICT_BLOCK_CANDIDATES // (beam_size * widest)))
+
+
+def _blockwise(X: sp.csr_matrix, search: Any, rows: int) -> sp.csr_matrix:
+    """``search(X)`` computed on blocks of ``rows`` rows and stacked (the search treats
+    rows independently, so the result is the same)."""
     n = X.shape[0]
-    if n <= _PREDICT_BLOCK_ROWS:
+    if n <= rows:
         return search(X)
-    return sp.vstack(
-        [search(X[lo : lo + _PREDICT_BLOCK_ROWS]) for lo in range(0, n, _PREDICT_BLOCK_ROWS)],
-        format="csr",
-    )
+    return sp.vstack([search(X[lo : lo + rows]) for lo in range(0, n, rows)], format="csr")
 
 
 def _cluster_session(label: str) -> Any:
@@ -727,7 +733,11 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
                 with session:
                     return session.search(X, chunks, parents, **kwargs)
         n_jobs = int(effective_n_jobs(self.n_jobs))
-        return _blockwise(X, lambda Xb: beam_search(Xb, chunks, parents, n_jobs=n_jobs, **kwargs))
+        return _blockwise(
+            X,
+            lambda Xb: beam_search(Xb, chunks, parents, n_jobs=n_jobs, **kwargs),
+            _block_rows(parents, self.beam_size),
+        )
 
     def _validate_X(self, X: Any) -> sp.csr_matrix:
         check_is_fitted(self)
