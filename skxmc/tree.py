@@ -52,6 +52,7 @@ from skxmc._kmeans import split_level, split_node_threaded
 from skxmc._logging import progress
 from skxmc._optional import require
 from skxmc._persistence import PersistenceMixin, persistent
+from skxmc._sparse_product import sorted_product
 from skxmc.labels import LabelSpace, encode_labels
 
 __all__ = ["HierarchicalLabelTree", "build_label_tree", "pifa_embeddings"]
@@ -110,17 +111,17 @@ def pifa_embeddings(
     return _pifa(X, Y_csr, instance_norm)
 
 
-def _pifa(X: sp.csr_matrix | np.ndarray, Y: sp.csr_matrix, instance_norm: str | None) -> Any:
+def _pifa(
+    X: sp.csr_matrix | np.ndarray, Y: sp.csr_matrix, instance_norm: str | None, n_jobs: int = 1
+) -> Any:
     """PIFA on validated float32 ``X`` and CSR float32 ``Y``."""
     if instance_norm is not None:
         Y = normalize(Y, norm=instance_norm)  # zero rows (unlabelled samples) stay zero
-    # CSR (L, n) @ CSR (n, d): scipy's sparse product; the result has one row per label.
-    E = sp.csr_matrix(Y.T) @ X
-    if sp.issparse(E):
-        E = sp.csr_matrix(E, dtype=np.float32)
-        E.sort_indices()
+    # CSR (L, n) @ (n, d): one row per label, sorted (what the tree's kernels read)
+    if sp.issparse(X):
+        E = sorted_product(sp.csr_matrix(Y.T), X, n_jobs=n_jobs)
     else:
-        E = np.ascontiguousarray(E, dtype=np.float32)
+        E = np.ascontiguousarray(sp.csr_matrix(Y.T) @ X, dtype=np.float32)
     return normalize(E, norm="l2", copy=False)
 
 
@@ -617,7 +618,7 @@ matrix or estimator, default="pifa"
         self._check_n_labels(len(classes))
         if method != "pifa":  # without gensim, fail before PIFA (minutes on large data)
             require("gensim", "label2vec", f"HierarchicalLabelTree(label_embedding={method!r})")
-        E = _pifa(X, Y_csr, "l2") if uses_pifa else None
+        E = _pifa(X, Y_csr, "l2", effective_n_jobs(self.n_jobs)) if uses_pifa else None
         if method == "pifa":
             return E, classes
 

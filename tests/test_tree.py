@@ -585,3 +585,24 @@ def test_real_slice_delicious():
     leaf_Y = tree.cluster_label_matrices(Y)[-2]
     has_label = Y.getnnz(axis=1) > 0
     np.testing.assert_array_equal(leaf_Y.getnnz(axis=1) > 0, has_label)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_sorted_product_matches_scipy(seed):
+    from skxmc._sparse_product import sorted_product
+
+    rng = np.random.default_rng(seed)
+    m, n, d = (int(v) for v in rng.integers(1, 60, size=3))
+    A = sp.random(m, n, density=0.3, format="csr", dtype=np.float32, random_state=seed)
+    B = sp.random(n, d, density=0.3, format="csr", dtype=np.float32, random_state=seed + 50)
+    B.data -= 0.5  # products that cancel: scipy drops entries that sum to zero
+    B.data[::4] = 0.0
+    if seed % 2:
+        B.indptr, B.indices = B.indptr.astype(np.int64), B.indices.astype(np.int64)
+    expected = sp.csr_matrix(A @ B, dtype=np.float32)
+    expected.sort_indices()
+    got = sorted_product(A, B, n_jobs=1 + seed % 3)
+    assert got.has_sorted_indices and got.dtype == np.float32
+    np.testing.assert_array_equal(got.indptr, expected.indptr)
+    np.testing.assert_array_equal(got.indices, expected.indices)
+    np.testing.assert_array_equal(got.data, expected.data)  # same float32 sums, same order
