@@ -365,7 +365,14 @@ class _numba_threads:
 def combine_scores(raw: np.ndarray, parent: np.ndarray, post_processor: str) -> np.ndarray:
     """Path score of a node from its linear score and its parent's path score."""
     if post_processor == "l3-hinge":
-        return np.exp(-(np.maximum(1.0 - raw, 0.0) ** 3)) * parent
+        # exp(-max(1 - raw, 0) ** 3) * parent, the same operations in place
+        out = np.subtract(1.0, raw, dtype=raw.dtype)
+        np.maximum(out, 0.0, out=out)
+        np.power(out, 3, out=out)
+        np.negative(out, out=out)
+        np.exp(out, out=out)
+        out *= parent
+        return out
     if post_processor == "sigmoid":
         return parent / (1.0 + np.exp(-raw))
     if post_processor == "noop":
@@ -381,28 +388,35 @@ def keep_topk(scores: sp.csr_matrix, k: int) -> sp.csr_matrix:
     return sp.csr_matrix((val[keep].astype(np.float32), idx[keep], indptr), shape=scores.shape)
 
 
+@jit(nogil=True)
+def _expand_kernel(
+    path_indptr, path_indices, path_data, p_indptr, p_indices, out_indptr, out_indices, out_data
+):  # pragma: no cover - compiled
+    k = 0
+    out_indptr[0] = 0
+    for i in range(len(path_indptr) - 1):
+        for e in range(path_indptr[i], path_indptr[i + 1]):
+            parent = path_indices[e]
+            for c in range(p_indptr[parent], p_indptr[parent + 1]):
+                out_indices[k] = p_indices[c]
+                out_data[k] = path_data[e]
+                k += 1
+        out_indptr[i + 1] = k
+
+
 def expand_children(path: sp.csr_matrix, parents: sp.csr_matrix) -> sp.csr_matrix:
     """Candidates of the next layer: the children of each row's beam, carrying the parent's
     path score. Built structurally (not by a sparse product, which would drop a candidate
     whose parent score underflowed to zero)."""
     path = path.tocsr()
-    row_of_entry = np.repeat(np.arange(path.shape[0]), np.diff(path.indptr))
-    n_children = np.diff(parents.indptr)[path.indices]
-    total = int(n_children.sum())
-    entry_of = np.repeat(np.arange(path.nnz), n_children)
-    first = np.cumsum(n_children) - n_children
-    offset = np.arange(total) - first[entry_of]
-    cols = parents.indices[parents.indptr[path.indices][entry_of] + offset]
-    counts = (
-        np.bincount(row_of_entry[entry_of], minlength=path.shape[0])
-        if total
-        else np.zeros(path.shape[0], np.int64)
-    )
-    indptr = np.concatenate([[0], np.cumsum(counts)])
-    return sp.csr_matrix(
-        (path.data[entry_of].astype(np.float32), cols, indptr),
-        shape=(path.shape[0], parents.shape[1]),
-    )
+    path_indptr, path_indices, path_data = _csr_arrays(path)
+    p_indptr, p_indices, _ = _csr_arrays(parents)
+    total = int(np.diff(p_indptr)[path_indices].sum())
+    indptr = np.empty(path.shape[0] + 1, dtype=np.int64)
+    cols = np.empty(total, dtype=np.int32)
+    data = np.empty(total, dtype=np.float32)
+    _expand_kernel(path_indptr, path_indices, path_data, p_indptr, p_indices, indptr, cols, data)
+    return sp.csr_matrix((data, cols, indptr), shape=(path.shape[0], parents.shape[1]))
 
 
 def beam_search(
@@ -459,7 +473,9 @@ def beam_search(
         raw = score_candidates(
             X, path, chunks[t], candidates.nnz, bias=bias, n_jobs=n_jobs, candidates=candidates
         )
-        candidates.data = combine_scores(raw, candidates.data, post_processor).astype(np.float32)
+        candidates.data = combine_scores(raw, candidates.data, post_processor).astype(
+            np.float32, copy=False
+        )
         keep = top_k if t == n_total - 1 else beam_size
         path = candidates if keep is None else keep_topk(candidates, keep)
     return path
