@@ -22,6 +22,7 @@ cluster's client) and each worker's own VmHWM.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import time
@@ -47,7 +48,9 @@ def _worker_peak_mb() -> float:
 def _fit_predict(X_tr, Y_tr, X_te, args) -> tuple[Any, float, float, tuple]:
     from skxmc import XRLinearClassifier
 
-    clf = XRLinearClassifier(n_jobs=2, negative_sampling=args.negative_sampling)
+    clf = XRLinearClassifier(
+        n_jobs=2, negative_sampling=args.negative_sampling, random_state=args.random_state
+    )
     t0 = time.perf_counter()
     clf.fit(X_tr, Y_tr)
     fit_s = time.perf_counter() - t0
@@ -60,16 +63,33 @@ def run_size(n_labels: int, args: argparse.Namespace, client: Any) -> dict[str, 
     import joblib
     from scale import generate
 
+    import skxmc
+    from skxmc.metrics import precision_at_k
+
     X, Y, n_train, n_test = generate(n_labels, args)
-    X_tr, Y_tr, X_te = X[:n_train], Y[:n_train], X[n_train:]
+    X_tr, Y_tr, X_te, Y_te = X[:n_train], Y[:n_train], X[n_train:], Y[n_train:]
     del X
     x_mb = sum(a.nbytes for a in (X_tr.data, X_tr.indices, X_tr.indptr)) / 2**20
     load = os.getloadavg()[0]
     local, local_fit, local_pred, local_top = _fit_predict(X_tr, Y_tr, X_te, args)
     print(f"  local: fit {local_fit:.1f} s, predict {local_pred:.1f} s", flush=True)
+    if args.keep_model is not None:
+        # the local model waits on disk during the cluster's fit (at 1M labels the two
+        # models and the workers' copies would not fit in memory together); it is compared
+        # from a memory-mapped load, and the folder serves benchmarks/mmap_load.py
+        keep = Path(args.keep_model) / f"xrlinear_{n_labels}"
+        skxmc.save(local, keep, overwrite=True)
+        del local
+        gc.collect()
     with joblib.parallel_config(backend="dask"):
         remote, dask_fit, dask_pred, dask_top = _fit_predict(X_tr, Y_tr, X_te, args)
     print(f"  dask:  fit {dask_fit:.1f} s, predict {dask_pred:.1f} s", flush=True)
+    if args.keep_model is not None:
+        local = skxmc.load(keep, mmap=True, verify=False)
+    precision = {
+        name: {f"P@{k}": round(100 * float(precision_at_k(Y_te, top, k=k)), 2) for k in (1, 5)}
+        for name, top in (("local", local_top), ("dask", dask_top))
+    }
     same_pattern = all(
         np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices)
         for a, b in zip(local.weights_, remote.weights_)
@@ -107,6 +127,7 @@ def run_size(n_labels: int, args: argparse.Namespace, client: Any) -> dict[str, 
         "same_top10": bool(
             np.array_equal(local_top[0], dask_top[0]) and np.array_equal(local_top[1], dask_top[1])
         ),
+        "precision": precision,
         "layers": layers,
         "load_average_start": load,
         "load_average_end": os.getloadavg()[0],
@@ -125,6 +146,12 @@ def main() -> None:
     p.add_argument("--length", type=float, default=50.0, help="the generator's tokens per row")
     p.add_argument("--labels-per-sample", type=float, default=3.0)
     p.add_argument("--negative-sampling", default="tfn", choices=["tfn", "tfn+man"])
+    p.add_argument("--random-state", type=int, default=0, help="XRLinearClassifier's random_state")
+    p.add_argument(
+        "--keep-model",
+        type=Path,
+        help="save the local model under this folder (xrlinear_<L>) and keep it",
+    )
     p.add_argument("--name", default="scale_dask")
     args = p.parse_args()
 
@@ -162,6 +189,8 @@ def main() -> None:
                     "same model": f"{r['same_sparsity_pattern']} (max diff "
                     f"{r['max_abs_weight_difference']:.1e})",
                     "same top-10": r["same_top10"],
+                    "local P@1 / P@5": "{P@1} / {P@5}".format(**r["precision"]["local"]),
+                    "dask P@1 / P@5": "{P@1} / {P@5}".format(**r["precision"]["dask"]),
                     "client / worker peak RSS MB": f"{r['client_peak_rss_mb']:.0f} / "
                     + " / ".join(f"{v:.0f}" for v in r["worker_peak_rss_mb"]),
                     "load avg": f"{r['load_average_start']:.1f}-{r['load_average_end']:.1f}",
@@ -174,7 +203,8 @@ def main() -> None:
                 f"{args.seed}, {args.n_features} features, length={args.length}, "
                 f"labels_per_sample={args.labels_per_sample}). Local: `n_jobs=2` threads. Dask: "
                 "`LocalCluster(n_workers=2, threads_per_worker=1)` worker processes on the "
-                f"same 2-core machine, `negative_sampling={args.negative_sampling!r}`; "
+                f"same 2-core machine, `negative_sampling={args.negative_sampling!r}`, "
+                f"`random_state={args.random_state}`; "
                 f"cluster start-up and warm-up {startup_s:.1f} s (not in the timings). The "
                 "machine was shared with other jobs (load averages in the table): timings "
                 "are indicative.",
