@@ -220,12 +220,6 @@ class _MappedArrays(_Arrays):
     def close(self) -> None:
         # the arrays keep the map alive (numpy holds a reference); only the file goes
         self._file.close()
-        if self._map is not None and hasattr(mmap, "MADV_RANDOM"):
-            # From here on a prediction reads scattered pieces of the weights; the kernel's
-            # readahead around each would read (and map) megabytes no query needs. Only
-            # pages not yet in the page cache are affected; the load's own sequential
-            # reads (the entry checks) happened before.
-            self._map.madvise(mmap.MADV_RANDOM)
 
     def __getitem__(self, key: str) -> np.ndarray:
         if key in self._cache:

@@ -261,22 +261,3 @@ def test_verify_must_be_a_bool_or_none(fitted):
     _, path, _ = fitted
     with pytest.raises(ValueError, match="verify must be True, False or None"):
         skxmc.load(path, verify="yes")
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
-def test_mapped_model_is_advised_for_random_reads(fitted):
-    # after the load, the mapping carries MADV_RANDOM ("rr" in smaps' VmFlags): serving
-    # reads scattered chunks, and readahead around each would read what no query needs
-    _, path, _ = fitted
-    model = skxmc.load(path, mmap=True)
-    target = str((path / "arrays.npz").resolve())
-    flags = []
-    block = None
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        if line.split()[-1:] == [target] and "-" in line.split()[0]:
-            block = True
-        elif block and line.startswith("VmFlags:"):
-            flags.append(line.split()[1:])
-            block = None
-    assert flags and all("rr" in f for f in flags), flags
-    assert model.predict_topk(fitted[2])[0].shape[0] == fitted[2].shape[0]
