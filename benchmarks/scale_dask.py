@@ -172,7 +172,10 @@ def main() -> None:
         _fit_predict(Xw, Yw, Xw[:100], args)
     startup_s = time.perf_counter() - t0
     records = []
-    command = "python benchmarks/scale_dask.py " + " ".join(sys.argv[1:])
+    # no machine paths in results: the kept model's folder is DIR
+    argv = ["DIR" if a == str(args.keep_model) else a for a in sys.argv[1:]]
+    command = "python benchmarks/scale_dask.py " + " ".join(argv)
+    config = {k: ("DIR" if isinstance(v, Path) else v) for k, v in vars(args).items()}
     try:
         for L in args.sizes:
             print(f"== L={L}", flush=True)
@@ -220,7 +223,7 @@ def main() -> None:
                     "",
                     markdown_table(r["layers"], list(r["layers"][0])),
                 ]
-            payload = {"command": command, "config": vars(args), "records": records}
+            payload = {"command": command, "config": config, "records": records}
             write_results(args.name, {**payload, "startup_s": startup_s}, "\n".join(md))
             print("\n".join(md), flush=True)
     finally:
