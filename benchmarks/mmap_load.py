@@ -17,7 +17,11 @@ a full load (``skxmc.load(path)``: sha256 and entry checks), a mapped load with 
 default checks (``mmap=True``: entry checks, no sha256) and a trusted mapped load
 (``mmap=True, verify=False``: sizes, headers and row pointers only). The model directory's
 size is reported beside them. The page cache is warm (the model was just written or read),
-as on a serving machine after the first start.
+as on a serving machine after the first start. ``--cold-cache`` (Linux, root) adds trusted
+mapped loads that start with the page cache dropped, as on a machine that has just
+received the model: as loaded (the kernel's normal readahead), and with the map advised
+``MADV_RANDOM`` after the load (no readahead: fewer pages read and mapped, but one disk
+read per touched page).
 
     python benchmarks/mmap_load.py --labels 100000
 """
@@ -61,13 +65,23 @@ CHILD = textwrap.dedent(
 
     imports_s = time.perf_counter() - t_start
     path, queries, mode = sys.argv[1], sys.argv[2], sys.argv[3]
-    kwargs = {"full": {}, "mmap": {"mmap": True}, "trusted": {"mmap": True, "verify": False}}
+    trusted = {"mmap": True, "verify": False}
+    kwargs = {"full": {}, "mmap": {"mmap": True}, "trusted": trusted,
+              "trusted-cold": trusted, "trusted-cold-random": trusted}
     z = np.load(queries)
     X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
     before = mem()
     t0 = time.perf_counter()
     model = skxmc.load(path, **kwargs[mode])
     load_s = time.perf_counter() - t0
+    if mode.endswith("-random"):
+        # advise the kernel of random reads (no readahead) on the model's map: the buffer
+        # under the weights' arrays
+        import mmap
+        base = model._search_cache.chunks[-1].entry_value
+        while isinstance(base, np.ndarray):
+            base = base.base
+        base.obj.madvise(mmap.MADV_RANDOM)
     t0 = time.perf_counter()
     labels, scores = model.predict_topk(X, k=10)
     predict_s = time.perf_counter() - t0
@@ -83,6 +97,16 @@ MODES = {
     "mmap": "mmap=True (entries, no sha256)",
     "trusted": "mmap=True, verify=False",
 }
+# --cold-cache: the page cache is dropped before each of these processes
+COLD_MODES = {
+    "trusted-cold": "mmap=True, verify=False, cold page cache",
+    "trusted-cold-random": "the same, map advised MADV_RANDOM after the load",
+}
+
+
+def _drop_page_cache() -> None:
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("1\n")  # needs root
 
 
 def _fit_and_save(args: argparse.Namespace, path: Path, queries: Path) -> float | None:
@@ -134,8 +158,14 @@ def main() -> None:
         default="fitted by an earlier run",
         help="where a reused --model-dir came from, for the results",
     )
+    p.add_argument(
+        "--cold-cache",
+        action="store_true",
+        help="also run mapped loads after dropping the page cache (Linux, root)",
+    )
     p.add_argument("--name", default="mmap_load")
     args = p.parse_args()
+    modes = {**MODES, **(COLD_MODES if args.cold_cache else {})}
 
     tmp = tempfile.TemporaryDirectory()
     path = args.model_dir if args.model_dir is not None else Path(tmp.name) / "model"
@@ -148,10 +178,12 @@ def main() -> None:
         print(f"model in {path} (fit s: {fit_s})", flush=True)
     size_mb = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    runs: dict[str, list] = {mode: [] for mode in MODES}
+    runs: dict[str, list] = {mode: [] for mode in modes}
     try:
         for _ in range(args.repeats):
-            for mode in MODES:
+            for mode in modes:
+                if mode in COLD_MODES:
+                    _drop_page_cache()
                 out = subprocess.run(
                     [sys.executable, "-c", CHILD, str(path), str(queries), mode],
                     capture_output=True,
@@ -173,7 +205,7 @@ def main() -> None:
 
         rows.append(
             {
-                "load": MODES[mode],
+                "load": modes[mode],
                 "imports s": med(lambda r: r["imports_s"]),
                 "load s": med(lambda r: r["load_s"]),
                 f"predict {args.rows} rows s": med(lambda r: r["predict_s"]),
@@ -202,7 +234,9 @@ def main() -> None:
         f"length={args.length}, labels_per_sample={args.labels_per_sample}, "
         f"random_state={args.seed}) minus the last {args.rows} rows ({fitted}); model "
         f"directory {size_mb:.0f} MB. Medians of {args.repeats} fresh processes per mode "
-        f"(modes interleaved), warm page cache; same predictions in every process: "
+        f"(modes interleaved), warm page cache unless the mode says cold (then the page "
+        f"cache was dropped just before the process started); same predictions in every "
+        f"process: "
         f"{len(checks) == 1}. `imports s`: `import skxmc` and the estimator's modules "
         f"(scikit-learn, numba), from the first statement of the process (interpreter "
         f"start-up not included); `load s`: `skxmc.load` after them. `RSS after`: VmRSS "
