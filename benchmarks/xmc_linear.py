@@ -398,9 +398,10 @@ def _run_skxmc(lib, X_tr, Y_tr, X_te, workdir, extra):
     return times["train"][1], times["predict"][1], peak, first[0], first[1]
 
 
-def _pecos_train(X_tr, Y_tr, logs: _LogTimes):
-    """PIFA -> hierarchical k-means -> XLinearModel.train, in memory, with stage times
-    (PECOS logs "Training Layer t" at INFO when each layer starts)."""
+def _pecos_train(X_tr, Y_tr, logs: _LogTimes, seed: int = 0):
+    """PIFA -> hierarchical k-means (``seed``: PECOS's default 0) -> XLinearModel.train, in
+    memory, with stage times (PECOS logs "Training Layer t" at INFO when each layer
+    starts)."""
     from pecos.xmc import Indexer, LabelEmbeddingFactory
     from pecos.xmc.xlinear.model import XLinearModel
 
@@ -412,6 +413,7 @@ def _pecos_train(X_tr, Y_tr, logs: _LogTimes):
         indexer_type="hierarchicalkmeans",
         nr_splits=16,
         max_leaf_size=100,
+        seed=seed,
         threads=THREADS,
     )
     t2 = time.perf_counter()
