@@ -22,6 +22,7 @@ from numba import prange
 
 from .._numba import interruptible, jit
 from .._ranking import topk_from_sparse
+from .._sparse_product import radix_sort
 
 POST_PROCESSORS = ("l3-hinge", "sigmoid", "noop")
 
@@ -70,6 +71,10 @@ class ChunkedWeights:
                 p_indptr,
                 p_indices,
                 np.zeros(W.shape[0], dtype=np.int64),
+                np.empty(W.shape[0], dtype=np.int64),
+                np.empty(W.shape[0], dtype=np.int64),
+                np.empty(2049, dtype=np.int64),
+                max(1, int(W.shape[0] - 1).bit_length()),  # features are below 2 ** n_bits
                 features,
                 entry_start,
                 self.entry_local,
@@ -96,6 +101,10 @@ def _chunk_layout_kernel(
     p_indptr,
     p_indices,
     count,
+    touched,
+    tmp,
+    radix_counts,
+    n_bits,
     features,
     entry_start,
     entry_local,
@@ -109,18 +118,18 @@ def _chunk_layout_kernel(
     n_entries = 0
     for p in range(len(p_indptr) - 1):
         feat_start[p] = n_pairs
-        n_touched = 0
+        n_touched = np.int64(0)  # int64 from the start, as radix_sort's other callers
         for j in range(p_indptr[p], p_indptr[p + 1]):
             c = p_indices[j]
             for q in range(w_indptr[c], w_indptr[c + 1]):
                 f = w_indices[q]
                 if count[f] == 0:
-                    features[n_pairs + n_touched] = f
+                    touched[n_touched] = f
                     n_touched += 1
                 count[f] += 1
-        used = np.sort(features[n_pairs : n_pairs + n_touched])
+        radix_sort(touched, n_touched, tmp, radix_counts, n_bits)
         for k in range(n_touched):
-            f = used[k]
+            f = touched[k]
             features[n_pairs + k] = f
             entry_start[n_pairs + k] = n_entries
             n_entries += count[f]
@@ -133,7 +142,7 @@ def _chunk_layout_kernel(
                 entry_value[r] = w_data[q]
                 count[w_indices[q]] = r + 1
         for k in range(n_touched):
-            count[used[k]] = 0
+            count[touched[k]] = 0
         n_pairs += n_touched
     feat_start[len(p_indptr) - 1] = n_pairs
     entry_start[n_pairs] = n_entries

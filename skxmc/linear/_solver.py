@@ -58,6 +58,7 @@ from joblib import effective_n_jobs
 from sklearn.utils import check_random_state
 
 from .._numba import interruptible, jit
+from .._sparse_product import radix_sort
 
 __all__ = [
     "LayerGroups",
@@ -389,37 +390,6 @@ def _solve(
 
 
 @jit(nogil=True)
-def _radix_sort(a, n, tmp, counts, n_bits):  # pragma: no cover - compiled
-    """Sort ``a[:n]`` (non-negative ints below ``2**n_bits``) in place; LSD radix sort.
-
-    O(n) per 11-bit digit; used instead of ``np.sort``, whose compiled quicksort costs
-    ~1.5 s of compile time. ``tmp`` has length >= n, ``counts`` length 2049.
-    """
-    src = a
-    dst = tmp
-    shift = np.int64(0)
-    n_pass = 0
-    while shift < n_bits:
-        counts[:] = 0
-        for i in range(n):
-            counts[((src[i] >> shift) & 2047) + 1] += 1
-        for k in range(2048):
-            counts[k + 1] += counts[k]
-        for i in range(n):
-            key = (src[i] >> shift) & 2047
-            dst[counts[key]] = src[i]
-            counts[key] += 1
-        src, dst = dst, src
-        shift += 11
-        n_pass += 1
-    if n_pass % 2 == 1:
-        # a loop, not ``a[:n] = tmp[:n]``: numba's slice assignment checks shapes with an
-        # error message whose string formatting costs seconds of compilation
-        for i in range(n):
-            a[i] = tmp[i]
-
-
-@jit(nogil=True)
 def _fit_items(
     x_indptr,
     x_indices,
@@ -522,7 +492,7 @@ def _fit_items(
         if feats.shape[0] < min(nnz, n_features):
             feats = np.empty(min(nnz, n_features), np.int64)
             feats_tmp = np.empty(feats.shape[0], np.int64)
-        # int64 from the start: a literal 0 here would also compile _radix_sort for it
+        # int64 from the start: a literal 0 here would also compile radix_sort for it
         nf = np.int64(0)
         for k in range(m):
             r = grows[k]
@@ -534,7 +504,7 @@ def _fit_items(
                     fmap[f] = 0
                     feats[nf] = f
                     nf += 1
-        _radix_sort(feats, nf, feats_tmp, counts, feat_bits)
+        radix_sort(feats, nf, feats_tmp, counts, feat_bits)
         if compact_mode < 0:
             compact = nnz <= _COMPACT_MAX_NNZ_FRACTION * x_indptr[n_rows]
         else:
@@ -621,7 +591,7 @@ def _fit_items(
                 cap = max(2 * out_rows.shape[0], used + nf + 1)
                 new_rows = np.empty(cap, np.int32)
                 new_vals = np.empty(cap, np.float32)
-                for q in range(used):  # a loop: see _radix_sort
+                for q in range(used):  # a loop: see radix_sort
                     new_rows[q] = out_rows[q]
                     new_vals[q] = out_vals[q]
                 out_rows = new_rows
