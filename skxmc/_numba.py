@@ -62,8 +62,8 @@ __all__ = ["NumbaCacheWarning", "interruptible", "jit", "warmup"]
 
 logger = logging.getLogger(__name__)
 
-# benchmarks/first_run.py on the idle 2-core development machine: 6 s of compilation in
-# the README demo's first fit, about 2 s more in its first prediction (results/first_run.md);
+# benchmarks/first_run.py on the idle 2-core development machine: 8.5 s of compilation in
+# the README demo's first fit (results/first_run.md), more in its first prediction;
 # rounded up, as busy machines take longer.
 COMPILE_SECONDS = 10
 COMPILE_MESSAGE = (
