@@ -62,7 +62,7 @@ __all__ = ["NumbaCacheWarning", "interruptible", "jit", "warmup"]
 
 logger = logging.getLogger(__name__)
 
-# benchmarks/first_run.py on the idle 2-core development machine: 8.5 s of compilation in
+# benchmarks/first_run.py on the idle 2-core development machine: 6.6 s of compilation in
 # the README demo's first fit (results/first_run.md), more in its first prediction;
 # rounded up, as busy machines take longer.
 COMPILE_SECONDS = 10
@@ -194,6 +194,7 @@ def _run_every_kernel() -> None:
 
     from . import metrics
     from ._ranking import topk_from_dense
+    from ._sparse_product import sorted_product
     from .linear import XRLinearClassifier
     from .linear._beam import ChunkedWeights, score_candidates
     from .linear._solver import fit_binary
@@ -220,6 +221,8 @@ def _run_every_kernel() -> None:
     # (dense label embeddings, e.g. label2vec trees, reach the tree kernels with the same
     # dtypes as sparse ones: no separate call needed)
     fit_binary(X, np.arange(n) % 3 == 0, loss="logistic")
+    # PIFA's threaded product, which fits on small data leave to scipy
+    sorted_product(sp.csr_matrix(X.T), X, n_jobs=2, min_work=0)
     # layers above DENSE_LAYER_MAX_NODES nodes are scored parent by parent
     W = sp.random(d + 1, 6, density=0.5, format="csc", random_state=rng, dtype=np.float32)
     parents = sp.csr_matrix(np.kron(np.eye(2), np.ones((1, 3))), dtype=np.float32)

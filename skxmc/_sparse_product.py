@@ -22,6 +22,11 @@ from ._numba import interruptible, jit
 
 __all__ = ["radix_sort", "sorted_product"]
 
+# Below this many multiply-adds, scipy's product and a sort take milliseconds, less than
+# compiling _product_rows costs the first fit after an install (benchmarks/first_run.py);
+# both give the same matrix.
+_KERNEL_MIN_WORK = 1 << 20
+
 # Row blocks per thread: blocks of equal estimated work, several per thread taken from a
 # shared queue, as the estimate ignores cache effects.
 _BLOCKS_PER_THREAD = 8
@@ -127,7 +132,9 @@ def _arrays(M: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
-def sorted_product(A: sp.csr_matrix, B: sp.csr_matrix, *, n_jobs: int = 1) -> sp.csr_matrix:
+def sorted_product(
+    A: sp.csr_matrix, B: sp.csr_matrix, *, n_jobs: int = 1, min_work: int = _KERNEL_MIN_WORK
+) -> sp.csr_matrix:
     """``A @ B`` as a float32 CSR matrix with sorted, duplicate-free rows.
 
     Parameters
@@ -136,6 +143,9 @@ def sorted_product(A: sp.csr_matrix, B: sp.csr_matrix, *, n_jobs: int = 1) -> sp
     B : csr_matrix of shape (n, d)
     n_jobs : int, default=1
         Threads.
+    min_work : int, default=2**20
+        Products with fewer multiply-adds are left to scipy (and sorted), which is faster
+        than compiling the kernel; ``skxmc warmup`` passes 0 to compile it.
 
     Returns
     -------
@@ -152,6 +162,10 @@ def sorted_product(A: sp.csr_matrix, B: sp.csr_matrix, *, n_jobs: int = 1) -> sp
     n_threads = max(1, min(int(n_jobs), m))
     # blocks of about equal work: a row costs the entries of the rows of B it adds
     work = np.cumsum(A @ np.diff(B.indptr).astype(np.float64))
+    if not m or work[-1] < min_work:
+        C = sp.csr_matrix(A @ B, dtype=np.float32)
+        C.sort_indices()
+        return C
     n_blocks = n_threads * _BLOCKS_PER_THREAD if n_threads > 1 else 1
     targets = np.linspace(0, work[-1] if m else 0, n_blocks + 1)[1:-1]
     bounds = np.concatenate([[0], np.searchsorted(work, targets), [m]]).astype(np.int64)

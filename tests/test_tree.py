@@ -587,8 +587,9 @@ def test_real_slice_delicious():
     np.testing.assert_array_equal(leaf_Y.getnnz(axis=1) > 0, has_label)
 
 
+@pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "scipy-below-min-work"])
 @pytest.mark.parametrize("seed", range(8))
-def test_sorted_product_matches_scipy(seed):
+def test_sorted_product_matches_scipy(seed, kernel):
     from skxmc._sparse_product import sorted_product
 
     rng = np.random.default_rng(seed)
@@ -601,7 +602,8 @@ def test_sorted_product_matches_scipy(seed):
         B.indptr, B.indices = B.indptr.astype(np.int64), B.indices.astype(np.int64)
     expected = sp.csr_matrix(A @ B, dtype=np.float32)
     expected.sort_indices()
-    got = sorted_product(A, B, n_jobs=1 + seed % 3)
+    # these products are small: min_work=0 forces the threaded kernel
+    got = sorted_product(A, B, n_jobs=1 + seed % 3, min_work=0 if kernel else 1 << 20)
     assert got.has_sorted_indices and got.dtype == np.float32
     np.testing.assert_array_equal(got.indptr, expected.indptr)
     np.testing.assert_array_equal(got.indices, expected.indices)
