@@ -1,5 +1,6 @@
 """``A @ B`` for CSR float32 matrices, threaded, with sorted rows (PIFA's ``Y.T @ X``), and
-the radix sort that skxmc's kernels use instead of ``np.sort``.
+what skxmc's sparse kernels share: the radix sort they use instead of ``np.sort`` and the
+one dtype set (``csr_arrays``) their arguments are converted to.
 
 scipy's sparse product is single-threaded and leaves each row's columns in the order they
 were first reached, so a caller that needs canonical rows (the label tree's kernels do)
@@ -20,7 +21,7 @@ import scipy.sparse as sp
 
 from ._numba import interruptible, jit
 
-__all__ = ["radix_sort", "sorted_product"]
+__all__ = ["csr_arrays", "radix_bits", "radix_sort", "sorted_product"]
 
 # Below this many multiply-adds, scipy's product and a sort take milliseconds, less than
 # compiling _product_rows costs the first fit after an install (benchmarks/first_run.py);
@@ -124,12 +125,23 @@ def _product_rows(
                 out_data[base + k] = acc[touched[k]]
 
 
-def _arrays(M: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def csr_arrays(M: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr int64, indices int32, data float32)`` of a CSR matrix.
+
+    One dtype set for the compiled kernels, which then compile once: scipy stores int32
+    or int64 indices depending on the matrix size and how it was built. Copies only what
+    has another dtype (in practice the ``n + 1`` entries of an int32 ``indptr``).
+    """
     return (
         M.indptr.astype(np.int64, copy=False),
         M.indices.astype(np.int32, copy=False),
         M.data.astype(np.float32, copy=False),
     )
+
+
+def radix_bits(n: int) -> int:
+    """Bits that :func:`radix_sort` needs for keys in ``[0, n)``."""
+    return max(1, int(n - 1).bit_length())
 
 
 def sorted_product(
@@ -158,7 +170,7 @@ def sorted_product(
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"shapes {A.shape} and {B.shape} do not align")
     m, d = A.shape[0], B.shape[1]
-    a, b = _arrays(A), _arrays(B)
+    a, b = csr_arrays(A), csr_arrays(B)
     n_threads = max(1, min(int(n_jobs), m))
     # blocks of about equal work: a row costs the entries of the rows of B it adds
     work = np.cumsum(A @ np.diff(B.indptr).astype(np.float64))
@@ -174,7 +186,7 @@ def sorted_product(
     indptr = np.zeros(m + 1, dtype=np.int64)
     out = {"indices": np.empty(0, np.int32), "data": np.empty(0, np.float32)}
     # per-thread scratch, handed out by a queue of free buffers
-    n_bits = max(1, int(d - 1).bit_length())  # columns are below 2 ** n_bits
+    n_bits = radix_bits(d)
     free = [
         (
             np.zeros(d, np.int64),  # mark

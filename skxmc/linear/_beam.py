@@ -22,7 +22,7 @@ from numba import prange
 
 from .._numba import interruptible, jit
 from .._ranking import topk_from_sparse
-from .._sparse_product import radix_sort
+from .._sparse_product import csr_arrays, radix_bits, radix_sort
 
 POST_PROCESSORS = ("l3-hinge", "sigmoid", "noop")
 
@@ -55,8 +55,8 @@ class ChunkedWeights:
         n_parents, n_nodes = parents.shape
         if W.shape[1] != n_nodes:
             raise ValueError(f"W has {W.shape[1]} columns but the parent map {n_nodes} nodes.")
-        w_indptr, w_indices, w_data = _csr_arrays(W)  # CSC arrays: same dtypes
-        p_indptr, p_indices, _ = _csr_arrays(parents)
+        w_indptr, w_indices, w_data = csr_arrays(W)  # CSC arrays: same dtypes
+        p_indptr, p_indices, _ = csr_arrays(parents)
         nnz = int(w_indptr[-1])
         features = np.empty(nnz, dtype=np.int32)
         entry_start = np.empty(nnz + 1, dtype=np.int64)
@@ -74,7 +74,7 @@ class ChunkedWeights:
                 np.empty(W.shape[0], dtype=np.int64),
                 np.empty(W.shape[0], dtype=np.int64),
                 np.empty(2049, dtype=np.int64),
-                max(1, int(W.shape[0] - 1).bit_length()),  # features are below 2 ** n_bits
+                radix_bits(W.shape[0]),
                 features,
                 entry_start,
                 self.entry_local,
@@ -295,10 +295,10 @@ def score_candidates(
     out = np.zeros(n_candidates, dtype=np.float32)
     if n_candidates == 0:
         return out
-    x_indptr, x_indices, x_data = _csr_arrays(X)
+    x_indptr, x_indices, x_data = csr_arrays(X)
     if chunks.feature_major is not None and candidates is not None:
-        w_indptr, w_indices, w_data = _csr_arrays(chunks.feature_major)
-        c_indptr, c_indices, _ = _csr_arrays(candidates)
+        w_indptr, w_indices, w_data = csr_arrays(chunks.feature_major)
+        c_indptr, c_indices, _ = csr_arrays(candidates)
         with _numba_threads(n_jobs):
             _score_dense_kernel(
                 x_indptr,
@@ -341,20 +341,6 @@ def score_candidates(
             out,
         )
     return out
-
-
-def _csr_arrays(M: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(indptr int64, indices int32, data float32)`` of a CSR matrix.
-
-    One dtype set for the compiled kernels, which then compile once: scipy stores int32
-    or int64 indices depending on the matrix size and how it was built. Copies only what
-    has another dtype (in practice the ``n + 1`` entries of an int32 ``indptr``).
-    """
-    return (
-        M.indptr.astype(np.int64, copy=False),
-        M.indices.astype(np.int32, copy=False),
-        M.data.astype(np.float32, copy=False),
-    )
 
 
 class _numba_threads:
@@ -418,8 +404,8 @@ def expand_children(path: sp.csr_matrix, parents: sp.csr_matrix) -> sp.csr_matri
     path score. Built structurally (not by a sparse product, which would drop a candidate
     whose parent score underflowed to zero)."""
     path = path.tocsr()
-    path_indptr, path_indices, path_data = _csr_arrays(path)
-    p_indptr, p_indices, _ = _csr_arrays(parents)
+    path_indptr, path_indices, path_data = csr_arrays(path)
+    p_indptr, p_indices, _ = csr_arrays(parents)
     total = int(np.diff(p_indptr)[path_indices].sum())
     indptr = np.empty(path.shape[0] + 1, dtype=np.int64)
     cols = np.empty(total, dtype=np.int32)
