@@ -1133,7 +1133,6 @@ def fit_layer(
     cum = np.concatenate(([0], np.cumsum(row_nnz[groups.row_indices])))
     group_cost = cum[groups.row_indptr[1:]] - cum[groups.row_indptr[:-1]]
     n_threads = max(1, int(effective_n_jobs(n_jobs)))
-    chunks = _make_items(groups, group_cost, n_threads)
 
     # _compact (private, for tests and benchmarks): None lets _fit_items decide per group,
     # True / False force the copied local CSR or the indexing through X
