@@ -114,7 +114,9 @@ def main() -> None:
             }
         )
     peak = max(r for _, r in samples)
-    command = "python benchmarks/xmc_linear_memory.py " + " ".join(sys.argv[1:])
+    # no machine paths in results: another checkout is DIR
+    argv = ["DIR" if a == str(args.source) else a for a in sys.argv[1:]]
+    command = "python benchmarks/xmc_linear_memory.py " + " ".join(argv)
     md = [
         f"Command: `{command}`  ",
         f"skxmc at {commit or 'unknown'}; {args.dataset}: {X_tr.shape[0]} train rows, "
