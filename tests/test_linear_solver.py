@@ -14,6 +14,7 @@ from skxmc.linear._solver import (
     fit_layer,
     label_seeds,
     row_squared_norms,
+    solver_view,
 )
 
 TIGHT = {"tol": 1e-9, "max_iter": 100_000}
@@ -198,6 +199,37 @@ def test_layer_matches_per_label_solver(loss, compact):
     ref = _per_label_reference(X, Y, groups, label_seeds(3, Y.shape[1]), **params)
     assert W.shape == (X.shape[1] + 1, Y.shape[1])
     np.testing.assert_allclose(W.toarray(), ref, rtol=1e-6, atol=1e-7)
+
+
+def test_solver_view_ranks_features_by_frequency():
+    X, _, _ = _layer_problem(seed=4)
+    _, ranked, data, sqn, d, feature_of = solver_view(X)
+    counts = np.bincount(X.indices, minlength=X.shape[1])
+    # rank r holds the r-th most frequent feature (ties by id), and the ids map back
+    np.testing.assert_array_equal(feature_of, np.argsort(-counts, kind="stable"))
+    np.testing.assert_array_equal(feature_of[ranked], X.indices)
+    assert ranked.dtype == np.uint32 and d == X.shape[1]
+    np.testing.assert_array_equal(data, X.data)
+    np.testing.assert_allclose(sqn, row_squared_norms(X))
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_frequency_ranks_do_not_change_the_weights(compact):
+    """The ranked view must give the weights of the original ids, bit for bit, in sorted
+    columns: compare with a view whose ranks are the ids themselves."""
+    X, Y, parent = _layer_problem(seed=11, d=300)
+    X = sp.csr_matrix(X)
+    groups = LayerGroups.from_matrices(Y, parent)
+    indptr, _, data, sqn, d, feature_of = solver_view(X)
+    assert not np.array_equal(feature_of, np.arange(d))  # the test needs a real reordering
+    identity = (indptr, X.indices.view(np.uint32), data, sqn, d, np.arange(d))
+    kw = {"weight_threshold": 0.05, "random_state": 1, "_compact": compact}
+    W = fit_layer(X, Y, groups, **kw)
+    W_id = fit_layer(X, Y, groups, _view=identity, **kw)
+    fresh = sp.csc_matrix((W.data, W.indices, W.indptr), shape=W.shape)
+    assert fresh.has_sorted_indices and W.nnz > 0
+    for a, b in ((W.indptr, W_id.indptr), (W.indices, W_id.indices), (W.data, W_id.data)):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_layer_relevance_weighted_positives():

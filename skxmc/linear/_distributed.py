@@ -57,7 +57,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._beam import beam_search
-from ._solver import LayerTask, _check_X, run_chunk
+from ._solver import LayerTask, run_chunk, solver_view
 
 logger = logging.getLogger(__name__)
 
@@ -100,8 +100,8 @@ def _nbytes(obj: Any) -> int:
 
 class _SharedX:
     """The training matrix and its row norms, scattered once per fit. The solver's view of
-    it (``_check_X`` arrays) is derived where it is used and never pickled, so that the
-    feature ids travel once (the solver's ``uint32`` ids are a view of scipy's)."""
+    it (:func:`~skxmc.linear._solver.solver_view`, frequency-ranked feature ids) is derived
+    on each worker and never pickled, so that the feature ids travel once."""
 
     def __init__(self, csr: sp.csr_matrix, sqnorms: np.ndarray) -> None:
         self.csr = csr
@@ -111,8 +111,7 @@ class _SharedX:
     @property
     def x(self) -> tuple:
         if self._x is None:
-            indptr, indices, data, (_, d) = _check_X(self.csr)
-            self._x = (indptr, indices, data, self.sqnorms, d)
+            self._x = solver_view(self.csr, self.sqnorms)
         return self._x
 
     def __getstate__(self) -> dict:

@@ -24,7 +24,7 @@ from ..labels import LabelSpace, encode_target
 from ..tree import HierarchicalLabelTree
 from ._beam import DENSE_LAYER_MAX_NODES, POST_PROCESSORS, ChunkedWeights, beam_search
 from ._select import selected_search
-from ._solver import LayerGroups, fit_layer, row_squared_norms
+from ._solver import LayerGroups, fit_layer, row_squared_norms, solver_view
 
 logger = logging.getLogger(__name__)
 
@@ -544,6 +544,9 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         try:
             if cluster is not None:
                 cluster.share_x(X, sqnorms)
+                view = None
+            else:
+                view = solver_view(X, sqnorms)
             for t, (C, Y_t) in enumerate(zip(tree.cluster_chain_, targets)):
                 t_layer = time.perf_counter()
                 if t == 0:
@@ -572,6 +575,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
                     n_jobs=n_jobs,
                     row_sqnorms=sqnorms,
                     _executor=cluster,
+                    _view=view,
                 )
                 weights.append(W)
                 share = _empty_node_share(W, Y_t)
