@@ -1078,7 +1078,9 @@ class MatchXMLClassifier(
         every ``predict`` call (not stored in the model). An object with
         ``encode(texts) -> (n, d) array`` (such as a :class:`skxmc.text.SentenceEncoder`
         shared by several estimators) is used as is; such a model pickles but cannot be
-        ``save``-d.
+        ``save``-d. With a short fine-tuning budget, compare against None on a dev split:
+        the static embeddings can lower the ranker's precision (see the MatchXML
+        benchmark page).
     sentence_max_length : int or None, default=None
         Truncation of the sentence encoder; None keeps its own.
     memory : str, path-like, joblib.Memory or None, default=None
