@@ -196,7 +196,7 @@ def _run_every_kernel() -> None:
     from ._ranking import topk_from_dense
     from ._sparse_product import sorted_product
     from .linear import XRLinearClassifier
-    from .linear._beam import ChunkedWeights, score_candidates
+    from .linear._beam import ChunkedWeights, check_blocks, score_candidates
     from .linear._solver import fit_binary
     from .tree import HierarchicalLabelTree
 
@@ -230,6 +230,8 @@ def _run_every_kernel() -> None:
     chunks.feature_major = None
     path = sp.csr_matrix(np.ones((n, 2), dtype=np.float32))
     score_candidates(X, path, chunks, 6 * n, bias=1.0, n_jobs=2)
+    # a saved layout's checks (skxmc.load)
+    check_blocks(chunks.block_start, chunks.feat_count, chunks.blocks, d + 1, chunks.children_count)
     # metrics: ranking, hits, propensity-scored ideal rankings
     Y = sp.csr_matrix(
         (

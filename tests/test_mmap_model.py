@@ -53,12 +53,12 @@ def test_mmap_load_predicts_the_same_from_mapped_arrays(fitted):
         np.testing.assert_array_equal(expected[1], got[1])
         chunks = model._search_cache.chunks
         for c in chunks:
-            assert _mapped(c.entry_value) == mmap and _mapped(c.features) == mmap
+            assert _mapped(c.blocks) == mmap and _mapped(c.values) == mmap
         assert _mapped(model.weights_[-1].data) == mmap
     # the loaded layout is the one a fresh build gives
     model = skxmc.load(path, mmap=True)
     for a, b in zip(clf._search_cache.chunks, model._search_cache.chunks):
-        for name in ("features", "feat_start", "entry_start", "entry_local", "entry_value"):
+        for name in ("block_start", "feat_count", "blocks"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
         np.testing.assert_array_equal(a.children_count, b.children_count)
         assert (a.feature_major is None) == (b.feature_major is None)
@@ -110,24 +110,87 @@ def test_model_without_a_saved_layout_still_loads(fitted, tmp_path, monkeypatch)
     np.testing.assert_array_equal(clf.predict_topk(X)[0], model.predict_topk(X)[0])
 
 
-@pytest.mark.parametrize(
-    ("edit", "message"),
-    [
-        ("entry_local", "child positions beyond"),
-        ("features", "feature ids outside"),
-        ("feat_start", "does not match"),
-    ],
-)
-def test_crafted_layout_is_refused(fitted, tmp_path, monkeypatch, edit, message):
+def _five_array_layout(layer: dict) -> dict:
+    """A layer's layout as skxmc stored it before the one-block-per-parent layout."""
+    out = {"features": [], "entry_start": [0], "entry_local": [], "entry_value": []}
+    feat_start = [0]
+    blocks, values = layer["blocks"], layer["blocks"].view(np.float32)
+    for b, n, e in zip(layer["block_start"][:-1], layer["feat_count"], layer["block_start"][1:]):
+        out["features"] += blocks[b : b + n].tolist()
+        offsets = blocks[b + n : b + 2 * n + 1]
+        out["entry_start"] += (out["entry_start"][-1] + offsets[1:]).tolist()
+        out["entry_local"] += blocks[b + 2 * n + 1 : e : 2].tolist()
+        out["entry_value"] += values[b + 2 * n + 2 : e : 2].tolist()
+        feat_start.append(len(out["features"]))
+    dtypes = {"features": np.int32, "entry_start": np.int64, "entry_local": np.int32}
+    old = {k: np.asarray(v, dtype=dtypes.get(k, np.float32)) for k, v in out.items()}
+    old["feat_start"] = np.asarray(feat_start, dtype=np.int64)
+    if "feature_major" in layer:
+        old["feature_major"] = layer["feature_major"]
+    return old
+
+
+def test_model_with_the_older_five_array_layout_still_loads(fitted, tmp_path, monkeypatch):
+    # model directories saved before the block layout: the layout is rebuilt from the
+    # weights, with the same predictions, mapped or not
+    clf, _, X = fitted
+    original = XRLinearClassifier._save_state
+
+    def older(self):
+        attributes, arrays = original(self)
+        arrays["_search_layout"] = [_five_array_layout(lay) for lay in arrays["_search_layout"]]
+        return attributes, arrays
+
+    monkeypatch.setattr(XRLinearClassifier, "_save_state", older)
+    path = skxmc.save(clf, tmp_path / "older")
+    monkeypatch.undo()
+    expected = clf.predict_topk(X)
+    for mmap in (False, True):
+        model = skxmc.load(path, mmap=mmap)
+        got = model.predict_topk(X)
+        np.testing.assert_array_equal(expected[0], got[0])
+        np.testing.assert_array_equal(expected[1], got[1])
+        for a, b in zip(clf._search_cache.chunks, model._search_cache.chunks):
+            np.testing.assert_array_equal(a.blocks, b.blocks)
+
+
+def _last_feature_word(layer: dict) -> int:
+    p = int(np.flatnonzero(layer["feat_count"])[-1])
+    return int(layer["block_start"][p])
+
+
+def _first_offset_word(layer: dict) -> int:
+    p = int(np.flatnonzero(layer["feat_count"])[-1])
+    return int(layer["block_start"][p] + layer["feat_count"][p])
+
+
+_NAN_BITS = int(np.array(np.nan, dtype=np.float32).view(np.int32))
+
+# (array, word index from the layer, new value, error); the last entry of the last block is
+# a (child position, weight) pair at words -2 and -1
+_CRAFTED = {
+    "child position": ("blocks", lambda lay: -2, 10_000, "child positions beyond"),
+    "feature id": ("blocks", _last_feature_word, 10**6, "feature ids outside"),
+    "weight": ("blocks", lambda lay: -1, _NAN_BITS, "NaN or infinite"),
+    "feature order": ("blocks", lambda lay: _last_feature_word(lay) + 1, 0, "not increasing"),
+    "offsets": ("blocks", _first_offset_word, 1, "unordered entry offsets"),
+    "feature count": ("feat_count", lambda lay: -1, 10_000, "does not match"),
+    "block start": ("block_start", lambda lay: 1, -5, "does not match"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CRAFTED))
+def test_crafted_layout_is_refused(fitted, tmp_path, monkeypatch, case):
     clf, _, _ = fitted
     original = XRLinearClassifier._save_state
+    name, where, value, message = _CRAFTED[case]
 
     def crafted(self):
         attributes, arrays = original(self)
         layer = dict(arrays["_search_layout"][-1])
-        a = layer[edit].copy()
-        a[-1] = a[-1] + 10_000  # past the children / features / entries
-        layer[edit] = a
+        a = layer[name].copy()
+        a[where(layer)] = value
+        layer[name] = a
         arrays["_search_layout"] = [*arrays["_search_layout"][:-1], layer]
         return attributes, arrays
 

@@ -356,27 +356,33 @@ def test_relevance_targets_are_normalised_counts():
 
 
 def _naive_chunked_layout(W: sp.csc_matrix, parents: sp.csr_matrix) -> dict:
-    """The ChunkedWeights arrays from their definition: per parent, the sorted features its
-    children use; per such feature, its (child position, weight) entries in child order."""
+    """The ChunkedWeights arrays from their definition: per parent one block of the sorted
+    features its children use, their entry offsets, then per such feature its (child
+    position, weight bits) entries in child order."""
     W = sp.csc_matrix(W)
-    out = {"features": [], "entry_start": [0], "entry_local": [], "entry_value": []}
-    feat_start = [0]
+    blocks, block_start, feat_count = [], [0], []
     for p in range(parents.shape[0]):
         kids = parents.indices[parents.indptr[p] : parents.indptr[p + 1]]
         entries = {}
         for local, c in enumerate(kids):
             for q in range(W.indptr[c], W.indptr[c + 1]):
                 entries.setdefault(int(W.indices[q]), []).append((local, W.data[q]))
-        for f in sorted(entries):
-            out["features"].append(f)
-            for local, v in entries[f]:
-                out["entry_local"].append(local)
-                out["entry_value"].append(v)
-            out["entry_start"].append(len(out["entry_local"]))
-        feat_start.append(len(out["features"]))
-    dtypes = {"features": np.int32, "entry_start": np.int64, "entry_local": np.int32}
-    arrays = {k: np.asarray(v, dtype=dtypes.get(k, np.float32)) for k, v in out.items()}
-    return {**arrays, "feat_start": np.asarray(feat_start, dtype=np.int64)}
+        features = sorted(entries)
+        offsets = np.cumsum([0] + [len(entries[f]) for f in features]).tolist()
+        words = [
+            w
+            for f in features
+            for local, v in entries[f]
+            for w in (local, int(np.float32(v).view(np.int32)))
+        ]
+        blocks += features + offsets + words
+        feat_count.append(len(features))
+        block_start.append(len(blocks))
+    return {
+        "blocks": np.asarray(blocks, dtype=np.int32),
+        "block_start": np.asarray(block_start, dtype=np.int64),
+        "feat_count": np.asarray(feat_count, dtype=np.int64),
+    }
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -34,12 +34,22 @@ DENSE_LAYER_MAX_NODES = 2048
 class ChunkedWeights:
     """One layer's weights regrouped by parent node, for fast beam-search scoring.
 
-    For every parent ``p`` the non-zero weights of its children are stored feature-major:
-    ``features[feat_start[p]:feat_start[p + 1]]`` are the sorted feature ids used by any
-    child of ``p``; entry range ``entry_start[j]:entry_start[j + 1]`` of such a feature
-    ``j`` lists ``(child position within p, weight)``. Scoring a query against ``p`` then
-    costs ``nnz(x) * log(#features of p)`` plus the touched weights, instead of every weight
-    of every child (PECOS's chunked layout serves the same purpose).
+    The non-zero weights of the children of parent ``p`` form one contiguous block of
+    ``blocks`` (int32 words), ``blocks[block_start[p]:block_start[p + 1]]``. With
+    ``n = feat_count[p]`` and ``b = block_start[p]``, the block holds
+
+    - ``blocks[b:b + n]``: the sorted ids of the features that any child of ``p`` uses;
+    - ``blocks[b + n:b + 2 * n + 1]``: entry offsets, from 0 to the block's entry count
+      ``m``; feature ``j`` of the block owns entries ``offsets[j]:offsets[j + 1]``;
+    - ``blocks[b + 2 * n + 1:]``: ``m`` entries of two words, the child's position within
+      ``p`` and the weight's float32 bits (:attr:`values` is ``blocks`` read as float32),
+      in child order within a feature.
+
+    Scoring a query against ``p`` then costs ``nnz(x) * log(#features of p)`` plus the
+    touched weights, instead of every weight of every child (PECOS's chunked layout serves
+    the same purpose). One block per parent, rather than one array per field, keeps what
+    the search reads of a parent on the fewest pages: a memory-mapped model
+    (``skxmc.load(mmap=True)``) then maps little beyond the parents that queries reach.
 
     Parameters
     ----------
@@ -57,33 +67,54 @@ class ChunkedWeights:
             raise ValueError(f"W has {W.shape[1]} columns but the parent map {n_nodes} nodes.")
         w_indptr, w_indices, w_data = csr_arrays(W)  # CSC arrays: same dtypes
         p_indptr, p_indices, _ = csr_arrays(parents)
-        nnz = int(w_indptr[-1])
-        features = np.empty(nnz, dtype=np.int32)
-        entry_start = np.empty(nnz + 1, dtype=np.int64)
-        self.entry_local = np.empty(nnz, dtype=np.int32)
-        self.entry_value = np.empty(nnz, dtype=np.float32)
-        self.feat_start = np.empty(n_parents + 1, dtype=np.int64)
+        n_rows = W.shape[0]
+        scratch = (
+            np.zeros(n_rows, dtype=np.int64),
+            np.empty(n_rows, dtype=np.int64),
+            np.empty(n_rows, dtype=np.int64),
+            np.empty(2049, dtype=np.int64),
+            radix_bits(n_rows),
+        )
+        self.feat_count = np.zeros(n_parents, dtype=np.int64)
+        self.block_start = np.zeros(n_parents + 1, dtype=np.int64)
+        none = np.empty(0, dtype=np.int32)
         with interruptible():
-            n_pairs = _chunk_layout_kernel(
+            # Two passes: block sizes first, so that the blocks are allocated at their
+            # final size (no trimmed copy at the fit's memory peak).
+            _chunk_layout_kernel(
                 w_indptr,
                 w_indices,
                 w_data,
                 p_indptr,
                 p_indices,
-                np.zeros(W.shape[0], dtype=np.int64),
-                np.empty(W.shape[0], dtype=np.int64),
-                np.empty(W.shape[0], dtype=np.int64),
-                np.empty(2049, dtype=np.int64),
-                radix_bits(W.shape[0]),
-                features,
-                entry_start,
-                self.entry_local,
-                self.entry_value,
-                self.feat_start,
+                *scratch,
+                True,
+                self.feat_count,
+                self.block_start,
+                none,
+                none.view(np.float32),
             )
-        # one (parent, feature) pair per feature a parent's children use: trim the bounds
-        self.features = features[:n_pairs].copy()
-        self.entry_start = entry_start[: n_pairs + 1].copy()
+            entries = (np.diff(self.block_start) - 1) // 2 - self.feat_count
+            if entries.size and entries.max() >= 2**31:
+                raise ValueError(
+                    "a parent's children hold 2**31 weights or more, beyond what the "
+                    "beam-search layout indexes; use a label tree with smaller clusters."
+                )
+            np.cumsum(self.block_start, out=self.block_start)
+            self.blocks = np.empty(int(self.block_start[-1]), dtype=np.int32)
+            _chunk_layout_kernel(
+                w_indptr,
+                w_indices,
+                w_data,
+                p_indptr,
+                p_indices,
+                *scratch,
+                False,
+                self.feat_count,
+                self.block_start,
+                self.blocks,
+                self.values,
+            )
         self.children_count = np.diff(parents.indptr).astype(np.int64)
         # Layers with few nodes are scored for all nodes at once from a feature-major copy
         # (no searching; a dense accumulator of n_nodes per thread), see score_candidates.
@@ -91,6 +122,11 @@ class ChunkedWeights:
         self.feature_major = (
             sp.csr_matrix(W, dtype=np.float32) if n_nodes <= DENSE_LAYER_MAX_NODES else None
         )
+
+    @property
+    def values(self) -> np.ndarray:
+        """``blocks`` read as float32: the entries' weight words."""
+        return self.blocks.view(np.float32)
 
 
 @jit(nogil=True)
@@ -105,20 +141,19 @@ def _chunk_layout_kernel(
     tmp,
     radix_counts,
     n_bits,
-    features,
-    entry_start,
-    entry_local,
-    entry_value,
-    feat_start,
+    sizes_only,
+    feat_count,
+    block_start,
+    blocks,
+    values,
 ):  # pragma: no cover - compiled
     """Fill the :class:`ChunkedWeights` arrays from CSC weights in O(nnz): per parent, a
     counting sort of its children's entries by feature (``count``: zeros of n_rows, left
-    zeroed), stable in child order. Returns the number of (parent, feature) pairs."""
-    n_pairs = 0
-    n_entries = 0
+    zeroed), stable in child order. With ``sizes_only``, only ``feat_count[p]`` and the
+    block size (in ``block_start[p + 1]``) of every parent."""
     for p in range(len(p_indptr) - 1):
-        feat_start[p] = n_pairs
         n_touched = np.int64(0)  # int64 from the start, as radix_sort's other callers
+        n_entries = np.int64(0)
         for j in range(p_indptr[p], p_indptr[p + 1]):
             c = p_indices[j]
             for q in range(w_indptr[c], w_indptr[c + 1]):
@@ -127,26 +162,91 @@ def _chunk_layout_kernel(
                     touched[n_touched] = f
                     n_touched += 1
                 count[f] += 1
-        radix_sort(touched, n_touched, tmp, radix_counts, n_bits)
-        for k in range(n_touched):
-            f = touched[k]
-            features[n_pairs + k] = f
-            entry_start[n_pairs + k] = n_entries
-            n_entries += count[f]
-            count[f] = entry_start[n_pairs + k]  # now the write position of feature f
-        for j in range(p_indptr[p], p_indptr[p + 1]):
-            c = p_indices[j]
-            for q in range(w_indptr[c], w_indptr[c + 1]):
-                r = count[w_indices[q]]
-                entry_local[r] = j - p_indptr[p]
-                entry_value[r] = w_data[q]
-                count[w_indices[q]] = r + 1
+            n_entries += w_indptr[c + 1] - w_indptr[c]
+        if sizes_only:
+            feat_count[p] = n_touched
+            block_start[p + 1] = 2 * n_touched + 1 + 2 * n_entries
+        else:
+            radix_sort(touched, n_touched, tmp, radix_counts, n_bits)
+            b = block_start[p]
+            off = b + n_touched
+            ent = off + n_touched + 1
+            pos = np.int64(0)
+            for k in range(n_touched):
+                f = touched[k]
+                blocks[b + k] = f
+                blocks[off + k] = pos
+                n_f = count[f]
+                count[f] = pos  # now the write position of feature f
+                pos += n_f
+            blocks[off + n_touched] = pos
+            for j in range(p_indptr[p], p_indptr[p + 1]):
+                c = p_indices[j]
+                for q in range(w_indptr[c], w_indptr[c + 1]):
+                    r = count[w_indices[q]]
+                    blocks[ent + 2 * r] = j - p_indptr[p]
+                    values[ent + 2 * r + 1] = w_data[q]
+                    count[w_indices[q]] = r + 1
         for k in range(n_touched):
             count[touched[k]] = 0
-        n_pairs += n_touched
-    feat_start[len(p_indptr) - 1] = n_pairs
-    entry_start[n_pairs] = n_entries
-    return n_pairs
+
+
+@jit(nogil=True)
+def _check_blocks_kernel(
+    block_start, feat_count, blocks, values, n_rows, children_count
+):  # pragma: no cover - compiled
+    """0 if every block is well formed, else the code of the first fault: 1 a feature id
+    outside ``[0, n_rows)``, 2 features not increasing, 3 offsets not increasing from 0
+    to the block's entry count, 4 a child position outside the parent's children, 5 a
+    NaN or infinite weight."""
+    for p in range(len(feat_count)):
+        b = block_start[p]
+        n = feat_count[p]
+        for k in range(b, b + n):
+            if blocks[k] < 0 or blocks[k] >= n_rows:
+                return 1
+            if k > b and blocks[k] <= blocks[k - 1]:
+                return 2
+        off = b + n
+        m = (block_start[p + 1] - off - n - 1) // 2
+        if blocks[off] != 0 or blocks[off + n] != m:
+            return 3
+        for k in range(off, off + n):
+            if blocks[k + 1] <= blocks[k]:
+                return 3
+        ent = off + n + 1
+        for r in range(m):
+            if blocks[ent + 2 * r] < 0 or blocks[ent + 2 * r] >= children_count[p]:
+                return 4
+            if not np.isfinite(values[ent + 2 * r + 1]):
+                return 5
+    return 0
+
+
+_BLOCK_FAULTS = {
+    1: "feature ids outside [0, {n_rows})",
+    2: "feature ids not increasing within a parent",
+    3: "empty or unordered entry offsets",
+    4: "child positions beyond a parent's children",
+    5: "NaN or infinite weights",
+}
+
+
+def check_blocks(
+    block_start: np.ndarray,
+    feat_count: np.ndarray,
+    blocks: np.ndarray,
+    n_rows: int,
+    children_count: np.ndarray,
+) -> str | None:
+    """What is wrong with a layer's blocks (see :class:`ChunkedWeights`), or None.
+
+    ``block_start`` and ``feat_count`` must already be consistent (block sizes at least
+    ``2 * feat_count + 1`` words, odd); this reads every word of ``blocks``."""
+    code = _check_blocks_kernel(
+        block_start, feat_count, blocks, blocks.view(np.float32), n_rows, children_count
+    )
+    return _BLOCK_FAULTS[code].format(n_rows=n_rows) if code else None
 
 
 @jit(nogil=True, inline="always")
@@ -159,16 +259,16 @@ def _score_entry(
     x_data,
     bias,
     n_features,
-    feat_start,
-    features,
-    entry_start,
-    entry_local,
-    entry_value,
+    block_start,
+    feat_count,
+    blocks,
+    values,
     out,
 ):  # pragma: no cover - compiled
-    lo = feat_start[p]
-    hi = feat_start[p + 1]
-    # Features of x and of the chunk are both sorted: merge with a galloping search, so
+    lo = block_start[p]
+    hi = lo + feat_count[p]
+    ent = hi + feat_count[p] + 1  # the block's first entry word
+    # Features of x and of the block are both sorted: merge with a galloping search, so
     # that each probe stays near the previous match.
     for q in range(x_indptr[i], x_indptr[i + 1] + 1):
         if lo >= hi:
@@ -181,20 +281,22 @@ def _score_entry(
             v = bias
         a = lo
         step = 1
-        while a + step < hi and features[a + step] < f:
+        while a + step < hi and blocks[a + step] < f:
             a += step
             step *= 2
         b = min(a + step + 1, hi)
         while a < b:
             mid = (a + b) >> 1
-            if features[mid] < f:
+            if blocks[mid] < f:
                 a = mid + 1
             else:
                 b = mid
         lo = a
-        if a < hi and features[a] == f:
-            for r in range(entry_start[a], entry_start[a + 1]):
-                out[base + entry_local[r]] += entry_value[r] * v
+        if a < hi and blocks[a] == f:
+            k = a + feat_count[p]  # its offset word
+            for r in range(blocks[k], blocks[k + 1]):
+                e = ent + 2 * r
+                out[base + blocks[e]] += values[e + 1] * v
 
 
 @jit(parallel=True)
@@ -209,11 +311,10 @@ def _score_chunks_kernel(
     entry_parent,
     cand_start,
     block,
-    feat_start,
-    features,
-    entry_start,
-    entry_local,
-    entry_value,
+    block_start,
+    feat_count,
+    blocks,
+    values,
     out,
 ):  # pragma: no cover - compiled
     n_entries = len(entry_order)
@@ -233,11 +334,10 @@ def _score_chunks_kernel(
                 x_data,
                 bias,
                 n_features,
-                feat_start,
-                features,
-                entry_start,
-                entry_local,
-                entry_value,
+                block_start,
+                feat_count,
+                blocks,
+                values,
                 out,
             )
 
@@ -333,11 +433,10 @@ def score_candidates(
             parent,
             cand_start,
             64,
-            chunks.feat_start,
-            chunks.features,
-            chunks.entry_start,
-            chunks.entry_local,
-            chunks.entry_value,
+            chunks.block_start,
+            chunks.feat_count,
+            chunks.blocks,
+            chunks.values,
             out,
         )
     return out

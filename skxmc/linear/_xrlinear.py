@@ -22,7 +22,13 @@ from .._persistence import PersistenceMixin, checks_entries, persistent
 from .._ranking import topk_from_sparse
 from ..labels import LabelSpace, encode_target
 from ..tree import HierarchicalLabelTree
-from ._beam import DENSE_LAYER_MAX_NODES, POST_PROCESSORS, ChunkedWeights, beam_search
+from ._beam import (
+    DENSE_LAYER_MAX_NODES,
+    POST_PROCESSORS,
+    ChunkedWeights,
+    beam_search,
+    check_blocks,
+)
 from ._select import selected_search
 from ._solver import LayerGroups, fit_layer, row_squared_norms, solver_view
 
@@ -98,14 +104,10 @@ def _search_structures(tree: HierarchicalLabelTree, weights: list, classes: Any)
 
 
 # The arrays of a ChunkedWeights that a saved model stores (its beam-search layout), so that
-# loading, memory-mapped or not, builds nothing: name -> dtype.
-_LAYOUT_ARRAYS = {
-    "features": np.int32,
-    "feat_start": np.int64,
-    "entry_start": np.int64,
-    "entry_local": np.int32,
-    "entry_value": np.float32,
-}
+# loading, memory-mapped or not, builds nothing: name -> dtype. Model directories of skxmc
+# before the one-block-per-parent layout stored five arrays per layer instead (their
+# layout is rebuilt from the weights at load).
+_LAYOUT_ARRAYS = {"block_start": np.int64, "feat_count": np.int64, "blocks": np.int32}
 
 
 def _layout_arrays(chunked: ChunkedWeights) -> dict:
@@ -119,12 +121,19 @@ def _monotone_from_zero(a: np.ndarray, end: int) -> bool:
     return a.shape[0] >= 1 and a[0] == 0 and a[-1] == end and not np.any(a[1:] < a[:-1])
 
 
+def _is_block_layout(layout: Any) -> bool:
+    """Whether a saved layer layout is this version's (not the five-array one)."""
+    return isinstance(layout, dict) and "features" not in layout
+
+
 def _chunked_from_layout(
     layout: Any, W: sp.spmatrix, parents: sp.csr_matrix, t: int
 ) -> ChunkedWeights:
     """A layer's ChunkedWeights from its saved layout, after checking every index the
     compiled search reads (a damaged or crafted file must raise, not read out of bounds);
-    under ``skxmc.load(verify=False)`` only the checks that do not grow with the weights."""
+    under ``skxmc.load(verify=False)`` only the checks that do not grow with the weights
+    (they read the per-parent arrays, never the blocks, which a mapped load leaves on
+    disk until a search reaches them)."""
     where = f"the saved beam-search layout of layer {t}"
     if not isinstance(layout, dict) or any(k not in layout for k in _LAYOUT_ARRAYS):
         raise ValueError(f"{where} is incomplete (expected {sorted(_LAYOUT_ARRAYS)}).")
@@ -136,36 +145,24 @@ def _chunked_from_layout(
         arr[name] = a
     n_rows, n_nodes = W.shape
     n_parents = parents.shape[0]
-    features, feat_start = arr["features"], arr["feat_start"]
-    entry_start, entry_local = arr["entry_start"], arr["entry_local"]
+    block_start, feat_count, blocks = arr["block_start"], arr["feat_count"], arr["blocks"]
     children = np.diff(parents.indptr).astype(np.int64)
-    n_entries = entry_local.shape[0]
-    entries = checks_entries()
+    mismatch = ValueError(f"{where} does not match the layer's weights and tree.")
+    if block_start.shape[0] != n_parents + 1 or feat_count.shape[0] != n_parents:
+        raise mismatch
+    spare = np.diff(block_start) - 2 * feat_count - 1  # twice each parent's entry count
     if (
-        feat_start.shape[0] != n_parents + 1
-        or not _monotone_from_zero(feat_start, features.shape[0])
-        or entry_start.shape[0] != features.shape[0] + 1
-        or entry_start[0] != 0
-        or entry_start[-1] != n_entries
-        or (entries and not _monotone_from_zero(entry_start, n_entries))
-        or arr["entry_value"].shape[0] != n_entries
-        or n_entries != W.nnz
+        not _monotone_from_zero(block_start, blocks.shape[0])
+        or np.any(feat_count < 0)
+        or np.any(spare < 0)
+        or np.any(spare % 2)
+        or int(spare.sum()) // 2 != W.nnz
     ):
-        raise ValueError(f"{where} does not match the layer's weights and tree.")
-    # Per entry (skipped under skxmc.load(verify=False), which trusts the file):
-    if entries and features.size and (features.min() < 0 or features.max() >= n_rows):
-        raise ValueError(f"{where}: feature ids outside [0, {n_rows}).")
-    if entries and n_entries:
-        if np.any(entry_start[1:] == entry_start[:-1]) or entry_local.min() < 0:
-            raise ValueError(f"{where}: empty or negative entries.")
-        # the largest child position under each parent must be below its child count
-        per_feature = np.maximum.reduceat(entry_local, entry_start[:-1])
-        has = feat_start[1:] > feat_start[:-1]
-        per_parent = np.maximum.reduceat(per_feature, feat_start[:-1][has])
-        if np.any(per_parent >= children[has]):
-            raise ValueError(f"{where}: child positions beyond a parent's children.")
-        if not np.all(np.isfinite(arr["entry_value"])):
-            raise ValueError(f"{where} holds NaN or infinite weights.")
+        raise mismatch
+    if checks_entries():  # per entry; skipped under skxmc.load(verify=False)
+        fault = check_blocks(block_start, feat_count, blocks, n_rows, children)
+        if fault is not None:
+            raise ValueError(f"{where}: {fault}.")
     major = layout.get("feature_major")
     expect_major = n_nodes <= DENSE_LAYER_MAX_NODES
     if expect_major != (major is not None) or (
@@ -695,7 +692,14 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         layout = arrays.pop("_search_layout", None)  # absent in older model directories
         super()._load_state(attributes, arrays)
         self._check_complete()
-        if layout is None:
+        if layout is None or (
+            isinstance(layout, list) and not all(_is_block_layout(lay) for lay in layout)
+        ):
+            if layout is not None:
+                logger.info(
+                    "this model directory holds the beam-search layout of an older skxmc; "
+                    "it is rebuilt in memory (save the model again to load it mapped)."
+                )
             self._build_search_structures()
             return
         parents = [C.T.tocsr() for C in self.tree_.cluster_chain_]
