@@ -21,7 +21,9 @@ as on a serving machine after the first start. ``--cold-cache`` (Linux, root) ad
 mapped loads that start with the page cache dropped, as on a machine that has just
 received the model: as loaded (the kernel's normal readahead), and with the map advised
 ``MADV_RANDOM`` after the load (no readahead: fewer pages read and mapped, but one disk
-read per touched page).
+read per touched page). ``--shared N`` (default 4) adds rounds of N trusted mapped
+processes at once, which measure their memory while all of them map the model: their
+proportional set size (PSS) is what each serving process costs when several share it.
 
     python benchmarks/mmap_load.py --labels 100000
 """
@@ -61,13 +63,17 @@ CHILD = textwrap.dedent(
             key = line.split(":")[0]
             if key in ("VmRSS", "RssAnon", "RssFile"):
                 out[key] = int(line.split()[1]) / 1024
+        for line in open("/proc/self/smaps_rollup"):
+            if line.startswith("Pss:"):
+                out["Pss"] = int(line.split()[1]) / 1024
         return out
 
     imports_s = time.perf_counter() - t_start
     path, queries, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     trusted = {"mmap": True, "verify": False}
     kwargs = {"full": {}, "mmap": {"mmap": True}, "trusted": trusted,
-              "trusted-cold": trusted, "trusted-cold-random": trusted}
+              "trusted-cold": trusted, "trusted-cold-random": trusted,
+              "trusted-shared": trusted}
     z = np.load(queries)
     X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
     before = mem()
@@ -85,9 +91,16 @@ CHILD = textwrap.dedent(
     t0 = time.perf_counter()
     labels, scores = model.predict_topk(X, k=10)
     predict_s = time.perf_counter() - t0
+    if mode == "trusted-shared":
+        # the other serving processes have loaded and predicted too: measure together
+        print("ready", flush=True)
+        sys.stdin.readline()
     after = mem()
     print(json.dumps({"imports_s": imports_s, "load_s": load_s, "predict_s": predict_s,
-                      "before": before, "after": after, "checksum": float(np.nansum(scores))}))
+                      "before": before, "after": after, "checksum": float(np.nansum(scores))}),
+          flush=True)
+    if mode == "trusted-shared":
+        sys.stdin.readline()  # stay mapped until every process has measured
     """
 )
 
@@ -102,6 +115,34 @@ COLD_MODES = {
     "trusted-cold": "mmap=True, verify=False, cold page cache",
     "trusted-cold-random": "the same, map advised MADV_RANDOM after the load",
 }
+
+
+def _shared_run(cmd: list, env: dict, n: int) -> list:
+    """``n`` trusted mapped serving processes at once: each loads and predicts, then all
+    measure their memory while every one of them still maps the model."""
+    procs = [
+        subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        for _ in range(n)
+    ]
+    try:
+        for proc in procs:
+            while proc.stdout.readline().strip() != "ready":
+                if proc.poll() is not None:
+                    raise RuntimeError(f"a serving process exited with {proc.returncode}")
+        outs = []
+        for proc in procs:
+            proc.stdin.write("measure\n")
+            proc.stdin.flush()
+            outs.append(json.loads(proc.stdout.readline()))
+        for proc in procs:
+            proc.stdin.write("exit\n")
+            proc.stdin.flush()
+            proc.wait(timeout=60)
+        return outs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
 
 
 def _drop_page_cache() -> None:
@@ -163,9 +204,18 @@ def main() -> None:
         action="store_true",
         help="also run mapped loads after dropping the page cache (Linux, root)",
     )
+    p.add_argument(
+        "--shared",
+        type=int,
+        default=4,
+        help="also run this many trusted mapped processes at once (their PSS: each one's "
+        "share of the pages they map together); 0 or 1: not",
+    )
     p.add_argument("--name", default="mmap_load")
     args = p.parse_args()
     modes = {**MODES, **(COLD_MODES if args.cold_cache else {})}
+    if args.shared > 1:
+        modes["trusted-shared"] = f"mmap=True, verify=False, {args.shared} processes at once"
 
     tmp = tempfile.TemporaryDirectory()
     path = args.model_dir if args.model_dir is not None else Path(tmp.name) / "model"
@@ -184,20 +234,19 @@ def main() -> None:
             for mode in modes:
                 if mode in COLD_MODES:
                     _drop_page_cache()
-                out = subprocess.run(
-                    [sys.executable, "-c", CHILD, str(path), str(queries), mode],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                    env=env,
-                )
-                runs[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                cmd = [sys.executable, "-c", CHILD, str(path), str(queries), mode]
+                if mode == "trusted-shared":
+                    runs[mode].extend(_shared_run(cmd, env, args.shared))
+                else:
+                    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
+                    runs[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))
                 print(mode, runs[mode][-1], flush=True)
     finally:
         tmp.cleanup()
     checks = {r["checksum"] for rs in runs.values() for r in rs}
     rows = []
     full_rss = statistics.median(r["after"]["VmRSS"] for r in runs["full"])
+    full_pss = statistics.median(r["after"]["Pss"] for r in runs["full"])
     for mode, rs in runs.items():
 
         def med(f, rs=rs):
@@ -215,6 +264,8 @@ def main() -> None:
                 ),
                 "RSS after MB": med(lambda r: r["after"]["VmRSS"]),
                 "RSS / full load": round(med(lambda r: r["after"]["VmRSS"]) / full_rss, 3),
+                "PSS after MB": med(lambda r: r["after"]["Pss"]),
+                "PSS / full load": round(med(lambda r: r["after"]["Pss"]) / full_pss, 3),
                 "private (RssAnon) growth MB": med(
                     lambda r: r["after"]["RssAnon"] - r["before"]["RssAnon"]
                 ),
@@ -241,7 +292,11 @@ def main() -> None:
         f"(scikit-learn, numba), from the first statement of the process (interpreter "
         f"start-up not included); `load s`: `skxmc.load` after them. `RSS after`: VmRSS "
         f"after the prediction, private and file-backed pages together (the file-backed "
-        f"ones are shared with the page cache and every process that maps the file). The "
+        f"ones are shared with the page cache and every process that maps the file); "
+        f"`PSS after`: the proportional set size after the prediction (private pages, plus "
+        f"each shared page divided by the number of processes that map it: what a serving "
+        f"process costs when several map the same model). `RSS / full load` and `PSS / "
+        f"full load` divide by the full loads' medians. The "
         f"machine was shared with other jobs (load average {os.getloadavg()[0]:.1f} at "
         f"the end).\n\n" + markdown_table(rows, list(rows[0]))
     )
