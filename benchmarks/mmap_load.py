@@ -21,7 +21,11 @@ as on a serving machine after the first start. ``--cold-cache`` (Linux, root) ad
 mapped loads that start with the page cache dropped, as on a machine that has just
 received the model: as loaded (the kernel's normal readahead), and with the map advised
 ``MADV_RANDOM`` after the load (no readahead: fewer pages read and mapped, but one disk
-read per touched page). ``--shared N`` (default 4) adds rounds of N trusted mapped
+read per touched page), and a trusted mapped load right after that one, whose page cache
+holds only the single pages the MADV_RANDOM process read: without large page-cache folios,
+the kernel maps around each touched page at most its 64 KiB fault-around window, where
+with large folios (a file just written or read in large blocks) recent kernels map whole
+folios. ``--shared N`` (default 4) adds rounds of N trusted mapped
 processes at once, which measure their memory while all of them map the model: their
 proportional set size (PSS) is what each serving process costs when several share it.
 
@@ -73,7 +77,7 @@ CHILD = textwrap.dedent(
     trusted = {"mmap": True, "verify": False}
     kwargs = {"full": {}, "mmap": {"mmap": True}, "trusted": trusted,
               "trusted-cold": trusted, "trusted-cold-random": trusted,
-              "trusted-shared": trusted}
+              "trusted-shared": trusted, "trusted-after-random": trusted}
     z = np.load(queries)
     X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
     before = mem()
@@ -84,7 +88,7 @@ CHILD = textwrap.dedent(
         # advise the kernel of random reads (no readahead) on the model's map: the buffer
         # under the weights' arrays
         import mmap
-        base = model._search_cache.chunks[-1].entry_value
+        base = model._search_cache.chunks[-1].blocks
         while isinstance(base, np.ndarray):
             base = base.base
         base.obj.madvise(mmap.MADV_RANDOM)
@@ -114,6 +118,8 @@ MODES = {
 COLD_MODES = {
     "trusted-cold": "mmap=True, verify=False, cold page cache",
     "trusted-cold-random": "the same, map advised MADV_RANDOM after the load",
+    # no drop: the page cache as the previous (MADV_RANDOM) process left it
+    "trusted-after-random": "mmap=True, verify=False, page cache filled by the previous row",
 }
 
 
@@ -205,6 +211,12 @@ def main() -> None:
         help="also run mapped loads after dropping the page cache (Linux, root)",
     )
     p.add_argument(
+        "--cold-only",
+        action="store_true",
+        help="only the full load and the --cold-cache modes (no warm or shared modes, "
+        "whose page cache would then hold what the cold modes left in it)",
+    )
+    p.add_argument(
         "--shared",
         type=int,
         default=4,
@@ -214,7 +226,9 @@ def main() -> None:
     p.add_argument("--name", default="mmap_load")
     args = p.parse_args()
     modes = {**MODES, **(COLD_MODES if args.cold_cache else {})}
-    if args.shared > 1:
+    if args.cold_only:  # the full load stays: it is what the others are compared with
+        modes = {"full": MODES["full"], **COLD_MODES}
+    elif args.shared > 1:
         modes["trusted-shared"] = f"mmap=True, verify=False, {args.shared} processes at once"
 
     tmp = tempfile.TemporaryDirectory()
@@ -232,7 +246,7 @@ def main() -> None:
     try:
         for _ in range(args.repeats):
             for mode in modes:
-                if mode in COLD_MODES:
+                if mode in COLD_MODES and mode != "trusted-after-random":
                     _drop_page_cache()
                 cmd = [sys.executable, "-c", CHILD, str(path), str(queries), mode]
                 if mode == "trusted-shared":
