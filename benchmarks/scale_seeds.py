@@ -11,7 +11,13 @@ run one after the other in this process and their times are not reported.
     python benchmarks/scale_seeds.py --sizes 10000 100000 --seeds 0 1 2 3 4 \
         --rows-per-label 1 --length 57 --labels-per-sample 6.3 --name scale_seeds
 
-Needs the benchmark environment (libpecos: numpy < 2). Writes
+Needs the benchmark environment (libpecos: numpy < 2). ``--merge NAME ...`` fits nothing
+and joins the per-seed results of earlier runs into one table (a ``benchmarks/scale.py``
+results file gives seed 0, which its fits use in both libraries)::
+
+    python benchmarks/scale_seeds.py --merge scale_issue_1m scale_seeds_1m_s12 \
+        --sizes 1000000 --name scale_seeds_1m
+ Writes
 ``benchmarks/results/<--name>.{json,md}``: per size and library, P@1 / P@5 (x100) per seed
 and their mean and sample standard deviation (ddof=1), and the paired per-seed
 difference skxmc - libpecos.
@@ -59,6 +65,84 @@ def _pecos(X_tr, Y_tr, X_te, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return _pairs_from_csr(P, TOP_K)
 
 
+def _rows(record: dict) -> list[dict[str, Any]]:
+    """One size's table rows: per library and the paired difference, P@1 / P@5 per seed
+    and mean ± sample std (ddof=1)."""
+    per, L, n_test = record["per_seed"], record["n_labels"], record["n_test"]
+    rows = []
+    for lib in ("skxmc", "libpecos", "skxmc - libpecos"):
+        row: dict[str, Any] = {"labels": L, "test rows": n_test, "library": lib}
+        for m in ("P@1", "P@5"):
+            if lib == "skxmc - libpecos":
+                v = np.array([a[m] - b[m] for a, b in zip(per["skxmc"], per["libpecos"])])
+            else:
+                v = np.array([r[m] for r in per[lib]])
+            row[f"{m} per seed"] = " ".join(f"{x:.2f}" for x in v)
+            row[m] = f"{v.mean():.2f} ± {v.std(ddof=1):.2f}" if len(v) > 1 else f"{v[0]:.2f}"
+        rows.append(row)
+    return rows
+
+
+def _from_scale(name: str, L: int) -> dict:
+    """Seed 0 of one size from a ``benchmarks/scale.py`` results file: its fits use tree
+    seed 0 in both libraries (skxmc's default ``random_state=0``, PECOS's default seed)."""
+    import json
+
+    payload = json.loads((BENCH_DIR / "results" / f"{name}.json").read_text())
+    found = [r for r in payload["sizes"] if r["n_labels"] == L]
+    if len(found) != 1:
+        raise SystemExit(f"--merge: {name} has no results for {L} labels")
+    size = found[0]
+    per = {
+        lib: [{f"P@{k}": size["libraries"][lib]["metrics"][f"precision@{k}"] for k in (1, 5)}]
+        for lib in ("skxmc", "libpecos")
+    }
+    return {"n_labels": L, "n_train": size["n_train"], "n_test": size["n_test"], "per_seed": per}
+
+
+def _merge(args: argparse.Namespace, command: str) -> None:
+    """Join per-seed results of earlier runs (``--merge``) into one table per size."""
+    import json
+
+    records = []
+    for L in args.sizes:
+        parts = []
+        for name in args.merge:
+            payload = json.loads((BENCH_DIR / "results" / f"{name}.json").read_text())
+            if "sizes" in payload:  # a scale.py file: seed 0
+                parts.append(([0], _from_scale(name, L)))
+            else:
+                found = [r for r in payload["records"] if r["n_labels"] == L]
+                if len(found) != 1:
+                    raise SystemExit(f"--merge: {name} has no results for {L} labels")
+                parts.append((payload["config"]["seeds"], found[0]))
+        order = sorted(range(len(parts)), key=lambda i: parts[i][0][0])
+        seeds = [s for i in order for s in parts[i][0]]
+        if len(set(seeds)) != len(seeds):
+            raise SystemExit(f"--merge: seed repeated among {seeds}")
+        first = parts[order[0]][1]
+        per = {
+            lib: [r for i in order for r in parts[i][1]["per_seed"][lib]]
+            for lib in first["per_seed"]
+        }
+        records.append({**first, "per_seed": per, "seeds": seeds})
+    rows = [row for rec in records for row in _rows(rec)]
+    md = [
+        f"Command: `{command}`  ",
+        f"Per-seed P@1 / P@5 (x100) of the runs {', '.join(args.merge)} joined by tree seed "
+        f"(seeds {records[0]['seeds']}; a `benchmarks/scale.py` file gives seed 0, its "
+        "figures rounded to two decimals there). Same generated data and protocol as in "
+        "each run's own file; mean ± sample std (ddof=1) over the seeds; the last row of "
+        "each size is the per-seed difference (same seed number, not the same tree).",
+        "",
+        markdown_table(rows, list(rows[0])),
+    ]
+    write_results(
+        args.name, {"command": command, "config": vars(args), "records": records}, "\n".join(md)
+    )
+    print("\n".join(md), flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[10_000])
@@ -69,11 +153,21 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0, help="random_state of the generator")
     p.add_argument("--length", type=float, default=50.0)
     p.add_argument("--labels-per-sample", type=float, default=3.0)
+    p.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="NAME",
+        help="fit nothing: join the per-seed results of these earlier runs (results "
+        "names; a benchmarks/scale.py file counts as seed 0) into one table per --sizes",
+    )
     p.add_argument("--name", default="scale_seeds")
     args = p.parse_args()
+    command = "python benchmarks/scale_seeds.py " + " ".join(sys.argv[1:])
+    if args.merge:
+        _merge(args, command)
+        return
     from scale import generate
 
-    command = "python benchmarks/scale_seeds.py " + " ".join(sys.argv[1:])
     records: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     for L in args.sizes:
@@ -86,16 +180,7 @@ def main() -> None:
                 print(f"L={L} seed={s} {lib}: {per[lib][-1]}", flush=True)
         record = {"n_labels": L, "n_train": n_train, "n_test": n_test, "per_seed": per}
         records.append(record)
-        for lib in ("skxmc", "libpecos", "skxmc - libpecos"):
-            row: dict[str, Any] = {"labels": L, "test rows": n_test, "library": lib}
-            for m in ("P@1", "P@5"):
-                if lib == "skxmc - libpecos":
-                    v = np.array([a[m] - b[m] for a, b in zip(per["skxmc"], per["libpecos"])])
-                else:
-                    v = np.array([r[m] for r in per[lib]])
-                row[f"{m} per seed"] = " ".join(f"{x:.2f}" for x in v)
-                row[m] = f"{v.mean():.2f} ± {v.std(ddof=1):.2f}" if len(v) > 1 else f"{v[0]:.2f}"
-            rows.append(row)
+        rows.extend(_rows(record))
         md = [
             f"Command: `{command}`  ",
             f"Data: the generated problem of `benchmarks/scale.py` (generator seed "
