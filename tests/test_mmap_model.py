@@ -43,14 +43,20 @@ def _mapped(a: np.ndarray) -> bool:
     return isinstance(a, memoryview)
 
 
+def _load_and_compare(path: Path, mmap: bool, expected: tuple, X) -> XRLinearClassifier:
+    """Loads the model and checks that it predicts ``expected`` (labels and scores)."""
+    model = skxmc.load(path, mmap=mmap)
+    got = model.predict_topk(X)
+    np.testing.assert_array_equal(expected[0], got[0])
+    np.testing.assert_array_equal(expected[1], got[1])
+    return model
+
+
 def test_mmap_load_predicts_the_same_from_mapped_arrays(fitted):
     clf, path, X = fitted
     expected = clf.predict_topk(X)
     for mmap in (False, True):
-        model = skxmc.load(path, mmap=mmap)
-        got = model.predict_topk(X)
-        np.testing.assert_array_equal(expected[0], got[0])
-        np.testing.assert_array_equal(expected[1], got[1])
+        model = _load_and_compare(path, mmap, expected, X)
         chunks = model._search_cache.chunks
         for c in chunks:
             assert _mapped(c.blocks) == mmap and _mapped(c.values) == mmap
@@ -146,10 +152,7 @@ def test_model_with_the_older_five_array_layout_still_loads(fitted, tmp_path, mo
     monkeypatch.undo()
     expected = clf.predict_topk(X)
     for mmap in (False, True):
-        model = skxmc.load(path, mmap=mmap)
-        got = model.predict_topk(X)
-        np.testing.assert_array_equal(expected[0], got[0])
-        np.testing.assert_array_equal(expected[1], got[1])
+        model = _load_and_compare(path, mmap, expected, X)
         for a, b in zip(clf._search_cache.chunks, model._search_cache.chunks):
             np.testing.assert_array_equal(a.blocks, b.blocks)
 

@@ -77,10 +77,8 @@ class ChunkedWeights:
         )
         self.feat_count = np.zeros(n_parents, dtype=np.int64)
         self.block_start = np.zeros(n_parents + 1, dtype=np.int64)
-        none = np.empty(0, dtype=np.int32)
-        with interruptible():
-            # Two passes: block sizes first, so that the blocks are allocated at their
-            # final size (no trimmed copy at the fit's memory peak).
+
+        def layout(sizes_only: bool, blocks: np.ndarray) -> None:
             _chunk_layout_kernel(
                 w_indptr,
                 w_indices,
@@ -88,12 +86,17 @@ class ChunkedWeights:
                 p_indptr,
                 p_indices,
                 *scratch,
-                True,
+                sizes_only,
                 self.feat_count,
                 self.block_start,
-                none,
-                none.view(np.float32),
+                blocks,
+                blocks.view(np.float32),
             )
+
+        with interruptible():
+            # Two passes: block sizes first, so that the blocks are allocated at their
+            # final size (no trimmed copy at the fit's memory peak).
+            layout(True, np.empty(0, dtype=np.int32))
             entries = (np.diff(self.block_start) - 1) // 2 - self.feat_count
             if entries.size and entries.max() >= 2**31:
                 raise ValueError(
@@ -102,19 +105,7 @@ class ChunkedWeights:
                 )
             np.cumsum(self.block_start, out=self.block_start)
             self.blocks = np.empty(int(self.block_start[-1]), dtype=np.int32)
-            _chunk_layout_kernel(
-                w_indptr,
-                w_indices,
-                w_data,
-                p_indptr,
-                p_indices,
-                *scratch,
-                False,
-                self.feat_count,
-                self.block_start,
-                self.blocks,
-                self.values,
-            )
+            layout(False, self.blocks)
         self.children_count = np.diff(parents.indptr).astype(np.int64)
         # Layers with few nodes are scored for all nodes at once from a feature-major copy
         # (no searching; a dense accumulator of n_nodes per thread), see score_candidates.
