@@ -97,7 +97,8 @@ class ChunkedWeights:
             # Two passes: block sizes first, so that the blocks are allocated at their
             # final size (no trimmed copy at the fit's memory peak).
             layout(True, np.empty(0, dtype=np.int32))
-            entries = (np.diff(self.block_start) - 1) // 2 - self.feat_count
+            # block_start[p + 1] still holds parent p's block size (not yet summed)
+            entries = (self.block_start[1:] - 1) // 2 - self.feat_count
             if entries.size and entries.max() >= 2**31:
                 raise ValueError(
                     "a parent's children hold 2**31 weights or more, beyond what the "
