@@ -11,6 +11,12 @@ as a dev split, trains on the rest and reports dev and test scores side by side:
 settings of ``SharpReCLClassifier`` are decided on dev, never on test. ``±`` is the sample
 standard deviation (ddof=1) over the seeds.
 
+``--tune PARAM V1 V2 ...`` chooses ``PARAM`` per data set and seed the way a user would:
+``GridSearchCV`` over the values, scored by macro-F1 on one stratified dev split of the
+training texts (``--dev-fraction``, default 0.25, split by the seed), then refitted with
+the chosen value on all the training texts and scored on test. The dev score of every
+value and the chosen one are kept in the results.
+
 The full protocol takes hours on a CPU; smoke-run it with, e.g.::
 
     python benchmarks/sharprecl.py --datasets sharprecl_trec --seeds 0 --epochs 1 \
@@ -145,6 +151,9 @@ COLUMNS = [
     "time vs CE both views",
 ]
 DEV_COLUMNS = ["dataset", "row", "dev accuracy", "dev macro-F1", "accuracy", "macro-F1", "s/epoch"]
+# --tune: the chosen values (one per seed), test scores after the refit, and the seconds of
+# the whole search (every value on the dev split's training part, then the refit)
+TUNE_COLUMNS = ["dataset", "row", "chosen", "accuracy", "macro-F1", "search + refit s"]
 
 
 def mean_std(values: list[float]) -> str:
@@ -166,7 +175,35 @@ def report(
         for r in rows:
             if r["dataset"] in base:
                 r[column] = f"{r['s/epoch'] / base[r['dataset']]:.2f}x"
-    report_runs(args, rows, records, DEV_COLUMNS if args.dev_fraction else COLUMNS, final)
+    columns = TUNE_COLUMNS if args.tune else DEV_COLUMNS if args.dev_fraction else COLUMNS
+    report_runs(args, rows, records, columns, final)
+
+
+def tuned(clf: SharpReCLClassifier, tune: list[str], dev_fraction: float, seed: int) -> Any:
+    """``GridSearchCV`` over ``tune`` = [PARAM, V1, V2, ...] with one stratified dev split."""
+    from sklearn.model_selection import GridSearchCV, StratifiedShuffleSplit
+
+    values = [json.loads(v) for v in tune[1:]]
+    return GridSearchCV(
+        clf,
+        {tune[0]: values},
+        scoring="f1_macro",
+        cv=StratifiedShuffleSplit(n_splits=1, test_size=dev_fraction, random_state=seed),
+        refit=True,
+        error_score="raise",
+    )
+
+
+def tune_record(search: Any, param: str) -> dict[str, Any]:
+    """The chosen value and each value's dev macro-F1 of a fitted ``tuned`` search."""
+    results = search.cv_results_
+    return {
+        "chosen": search.best_params_[param],
+        "dev_f1s": {
+            json.dumps(p[param]): round(float(s), 4)
+            for p, s in zip(results["params"], results["mean_test_score"])
+        },
+    }
 
 
 def pool(out: str, names: list[str]) -> str:
@@ -252,7 +289,19 @@ def main(argv: list[str] | None = None) -> None:
         help="SharpReCLClassifier parameters for every row (JSON values), "
         "e.g. contrastive_weight=0.5",
     )
+    parser.add_argument(
+        "--tune",
+        nargs="+",
+        default=None,
+        metavar="PARAM V",
+        help="choose PARAM among the values (JSON) by GridSearchCV on a dev split, "
+        "e.g. --tune contrastive_weight 0.1 0.3 1",
+    )
     args = parser.parse_args(argv)
+    if args.tune is not None and len(args.tune) < 3:
+        parser.error("--tune needs a parameter and at least two values")
+    if args.tune is not None and args.dev_fraction is None:
+        args.dev_fraction = 0.25
     overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
     if args.threads:
         import torch
@@ -266,7 +315,9 @@ def main(argv: list[str] | None = None) -> None:
             scores: dict[str, list[float]] = {"acc": [], "f1": [], "dev_acc": [], "dev_f1": []}
             epoch_secs = []
             for seed in args.seeds:
-                data = load(dataset, args.max_train, args.max_test, seed, args.dev_fraction)
+                # with --tune the dev split is GridSearchCV's, taken from the training texts
+                dev_fraction = None if args.tune else args.dev_fraction
+                data = load(dataset, args.max_train, args.max_test, seed, dev_fraction)
                 params = dict(
                     encoder=encoder,
                     pooling="mean",
@@ -285,10 +336,16 @@ def main(argv: list[str] | None = None) -> None:
                 fit_kw = {}
                 if data["X_aug"] is not None and params.get("augmentation") is not None:
                     fit_kw["X_augmented"] = data["X_aug"]
-                start = time.perf_counter()
-                clf.fit(data["X"], data["y"], **fit_kw)
-                seconds = time.perf_counter() - start
                 record = {"dataset": dataset, "row": row, "seed": seed}
+                start = time.perf_counter()
+                if args.tune:
+                    search = tuned(clf, args.tune, args.dev_fraction, seed)
+                    search.fit(data["X"], data["y"], **fit_kw)
+                    record.update(tune_record(search, args.tune[0]))
+                    clf = search.best_estimator_
+                else:
+                    clf.fit(data["X"], data["y"], **fit_kw)
+                seconds = time.perf_counter() - start
                 for split, key in (("test", ""), ("dev", "dev_")):
                     if data[f"X_{split}"] is None:
                         continue
@@ -309,6 +366,8 @@ def main(argv: list[str] | None = None) -> None:
                     if "dev_accuracy" in record
                     else ""
                 )
+                if args.tune:
+                    dev = f"chose {args.tune[0]}={record['chosen']} (dev F1 {record['dev_f1s']}), "
                 print(
                     f"{dataset:26s} {row:18s} seed {seed}: {dev}acc {record['accuracy']:.4f} "
                     f"F1 {record['macro_f1']:.4f} ({seconds:.1f} s)",
@@ -324,6 +383,10 @@ def main(argv: list[str] | None = None) -> None:
             if scores["dev_f1"]:
                 summary["dev accuracy"] = mean_std(scores["dev_acc"])
                 summary["dev macro-F1"] = mean_std(scores["dev_f1"])
+            if args.tune:
+                runs = [r for r in records if (r["dataset"], r["row"]) == (dataset, row)]
+                summary["chosen"] = " ".join(json.dumps(r["chosen"]) for r in runs)
+                summary["search + refit s"] = float(np.mean([r["fit_seconds"] for r in runs]))
             rows.append(summary)
             report(rows, records, args, final=False)  # after every row: a stopped run keeps it
     report(rows, records, args, final=True)
