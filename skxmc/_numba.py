@@ -226,8 +226,7 @@ def _run_every_kernel() -> None:
     # layers above DENSE_LAYER_MAX_NODES nodes are scored parent by parent
     W = sp.random(d + 1, 6, density=0.5, format="csc", random_state=rng, dtype=np.float32)
     parents = sp.csr_matrix(np.kron(np.eye(2), np.ones((1, 3))), dtype=np.float32)
-    chunks = ChunkedWeights(W, parents)
-    chunks.feature_major = None
+    chunks = ChunkedWeights(W, parents, dense=False)
     path = sp.csr_matrix(np.ones((n, 2), dtype=np.float32))
     score_candidates(X, path, chunks, 6 * n, bias=1.0, n_jobs=2)
     # a saved layout's checks (skxmc.load)

@@ -29,10 +29,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
+    from skxmc.linear import _beam
+
     X, Y = make_xmc_classification(n_samples=1500, n_features=3000, n_labels=300, random_state=0)
-    # several layers, so that the layout of inner and leaf layers is saved
+    # several layers, so that the layout of inner and leaf layers is saved; the 300-node
+    # leaf layer is searched parent by parent (blocks), the smaller ones from their
+    # feature-major copies, as in a model with a leaf layer above DENSE_LAYER_MAX_NODES
     tree = HierarchicalLabelTree(max_leaf_size=8, branching_factor=4, random_state=0)
-    clf = XRLinearClassifier(tree=tree, random_state=0, top_k=5).fit(X[:1200], Y[:1200])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_beam, "DENSE_LAYER_MAX_NODES", 100)
+        clf = XRLinearClassifier(tree=tree, random_state=0, top_k=5).fit(X[:1200], Y[:1200])
+    chunks = clf._search_cache.chunks
+    assert chunks[-1].blocks is not None and chunks[0].feature_major is not None
     path = skxmc.save(clf, tmp_path_factory.mktemp("m") / "model")
     return clf, path, X[1200:]
 
@@ -59,36 +67,62 @@ def test_mmap_load_predicts_the_same_from_mapped_arrays(fitted):
         model = _load_and_compare(path, mmap, expected, X)
         chunks = model._search_cache.chunks
         for c in chunks:
-            assert _mapped(c.blocks) == mmap and _mapped(c.values) == mmap
+            if c.blocks is not None:
+                assert _mapped(c.blocks) == mmap and _mapped(c.values) == mmap
+            else:
+                assert _mapped(c.feature_major.data) == mmap
         assert _mapped(model.weights_[-1].data) == mmap
-    # the loaded layout is the one a fresh build gives
+    # the loaded layout is the one the fit built, whatever DENSE_LAYER_MAX_NODES is now
     model = skxmc.load(path, mmap=True)
     for a, b in zip(clf._search_cache.chunks, model._search_cache.chunks):
         for name in ("block_start", "feat_count", "blocks"):
-            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+            if getattr(a, name) is None:
+                assert getattr(b, name) is None
+            else:
+                np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
         np.testing.assert_array_equal(a.children_count, b.children_count)
         assert (a.feature_major is None) == (b.feature_major is None)
 
 
-def test_layout_of_large_layers_without_a_feature_major_copy(fitted, tmp_path, monkeypatch):
-    # layers above DENSE_LAYER_MAX_NODES keep no feature-major copy; the saved layout
-    # must say so and load as such
-    from skxmc.linear import _beam, _xrlinear
+def test_each_layer_is_saved_in_one_search_form(fitted):
+    # blocks for the layers searched parent by parent, the feature-major copy alone for
+    # the small ones: never both
+    _, path, _ = fitted
+    with zipfile.ZipFile(path / "arrays.npz") as z:
+        names = [n for n in z.namelist() if "_search_layout" in n]
+    layers = {}
+    for name in names:
+        t, field = name.split("_search_layout.")[1].split(".")[:2]
+        layers.setdefault(int(t), set()).add(field)
+    assert len(layers) >= 3
+    for t, fields in layers.items():
+        assert fields in ({"feature_major"}, {"block_start", "feat_count", "blocks"}), (t, fields)
+    assert fields == {"block_start", "feat_count", "blocks"}  # the leaf layer
+
+
+def test_first_block_layout_with_blocks_of_small_layers_still_loads(fitted, tmp_path, monkeypatch):
+    # the first block layout stored the blocks of feature-major layers too: they are not read
+    from skxmc.linear._beam import ChunkedWeights
 
     clf, _, X = fitted
-    monkeypatch.setattr(_beam, "DENSE_LAYER_MAX_NODES", 100)
-    monkeypatch.setattr(_xrlinear, "DENSE_LAYER_MAX_NODES", 100)
-    clf._build_search_structures()
-    try:
-        assert clf._search_cache.chunks[-1].feature_major is None
-        expected = clf.predict_topk(X)
-        path = skxmc.save(clf, tmp_path / "m")
-        model = skxmc.load(path, mmap=True)
-        assert model._search_cache.chunks[-1].feature_major is None
-        np.testing.assert_array_equal(expected[0], model.predict_topk(X)[0])
-    finally:
-        monkeypatch.undo()
-        clf._build_search_structures()
+    original = XRLinearClassifier._save_state
+
+    def first_block_layout(self):
+        attributes, arrays = original(self)
+        for lay, W, P in zip(arrays["_search_layout"], self.weights_, self._search_cache.parents):
+            if "feature_major" in lay:
+                c = ChunkedWeights(W, P, dense=False)
+                lay.update(block_start=c.block_start, feat_count=c.feat_count, blocks=c.blocks)
+        return attributes, arrays
+
+    monkeypatch.setattr(XRLinearClassifier, "_save_state", first_block_layout)
+    path = skxmc.save(clf, tmp_path / "first")
+    monkeypatch.undo()
+    expected = clf.predict_topk(X)
+    for mmap in (False, True):
+        model = _load_and_compare(path, mmap, expected, X)
+        for c in model._search_cache.chunks:
+            assert (c.blocks is None) == (c.feature_major is not None)
 
 
 def test_mapped_model_cannot_change_the_file(fitted):
@@ -143,8 +177,15 @@ def test_model_with_the_older_five_array_layout_still_loads(fitted, tmp_path, mo
     original = XRLinearClassifier._save_state
 
     def older(self):
+        from skxmc.linear._beam import ChunkedWeights
+
         attributes, arrays = original(self)
-        arrays["_search_layout"] = [_five_array_layout(lay) for lay in arrays["_search_layout"]]
+        layout = arrays["_search_layout"]
+        for lay, W, P in zip(layout, self.weights_, self._search_cache.parents):
+            if "blocks" not in lay:  # that layout stored every layer's entries
+                c = ChunkedWeights(W, P, dense=False)
+                lay.update(block_start=c.block_start, feat_count=c.feat_count, blocks=c.blocks)
+        arrays["_search_layout"] = [_five_array_layout(lay) for lay in layout]
         return attributes, arrays
 
     monkeypatch.setattr(XRLinearClassifier, "_save_state", older)
@@ -153,8 +194,10 @@ def test_model_with_the_older_five_array_layout_still_loads(fitted, tmp_path, mo
     expected = clf.predict_topk(X)
     for mmap in (False, True):
         model = _load_and_compare(path, mmap, expected, X)
-        for a, b in zip(clf._search_cache.chunks, model._search_cache.chunks):
-            np.testing.assert_array_equal(a.blocks, b.blocks)
+        # rebuilt in memory, each layer in the form this version gives it: every layer
+        # has at most DENSE_LAYER_MAX_NODES nodes, so all are scored from their copies
+        for c in model._search_cache.chunks:
+            assert c.blocks is None and not _mapped(c.feature_major.data)
 
 
 def _last_feature_word(layer: dict) -> int:

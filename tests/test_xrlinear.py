@@ -401,11 +401,34 @@ def test_chunked_layout_matches_naive_definition(seed):
     )
     if seed % 2:  # scipy's int64 index arrays take the same path
         W.indptr, W.indices = W.indptr.astype(np.int64), W.indices.astype(np.int64)
-    chunks = ChunkedWeights(W, parents)
+    chunks = ChunkedWeights(W, parents, dense=False)
     for name, expected in _naive_chunked_layout(W, parents).items():
         got = getattr(chunks, name)
         assert got.dtype == expected.dtype, name
         np.testing.assert_array_equal(got, expected, err_msg=name)
+
+
+def test_each_layer_keeps_one_search_form(monkeypatch):
+    # a small layer keeps its feature-major copy and no blocks, a large one the reverse;
+    # the copy cannot score without the expanded candidates
+    from skxmc.linear._beam import score_candidates
+
+    monkeypatch.setattr(_beam, "DENSE_LAYER_MAX_NODES", 5)
+    W = sp.random(9, 6, density=0.5, format="csc", dtype=np.float32, random_state=0)
+    parents = sp.csr_matrix(np.kron(np.eye(2), np.ones((1, 3))), dtype=np.float32)
+    large = ChunkedWeights(W, parents)
+    assert large.feature_major is None and large.blocks is not None
+    small = ChunkedWeights(W, parents, dense=True)
+    assert small.blocks is None and small.values is None and small.feature_major.nnz == W.nnz
+    X = sp.random(4, 8, density=0.5, format="csr", dtype=np.float32, random_state=1)
+    path = sp.csr_matrix(np.ones((4, 2), dtype=np.float32))
+    with pytest.raises(ValueError, match="needs the candidates"):
+        score_candidates(X, path, small, 24, bias=1.0)
+    np.testing.assert_allclose(
+        score_candidates(X, path, large, 24, bias=1.0),
+        (sp.hstack([X, np.ones((4, 1))]) @ W).toarray().ravel(),
+        rtol=1e-6,
+    )
 
 
 def test_prediction_blocks_follow_the_candidate_budget(fitted_demo, demo, monkeypatch):

@@ -51,6 +51,12 @@ class ChunkedWeights:
     the search reads of a parent on the fewest pages: a memory-mapped model
     (``skxmc.load(mmap=True)``) then maps little beyond the parents that queries reach.
 
+    A layer of at most ``DENSE_LAYER_MAX_NODES`` nodes is scored for all its nodes at once
+    from a feature-major copy instead (:attr:`feature_major`, see :func:`score_candidates`):
+    such a layer keeps that copy and no blocks (``block_start``, ``feat_count`` and
+    ``blocks`` are ``None``), so that a fit, a saved model and a full load hold one search
+    form per layer, never both.
+
     Parameters
     ----------
     W : csc_matrix of shape (n_features + 1, K_t)
@@ -58,13 +64,27 @@ class ChunkedWeights:
     parents : csr_matrix of shape (K_{t-1}, K_t)
         Transposed parent map with sorted indices; the children of ``p`` in column order
         define the child positions.
+    dense : bool or None, default=None
+        The search form: ``True`` the feature-major copy, ``False`` the blocks, ``None``
+        the copy for layers of at most ``DENSE_LAYER_MAX_NODES`` nodes.
     """
 
-    def __init__(self, W: sp.csc_matrix, parents: sp.csr_matrix) -> None:
+    def __init__(
+        self, W: sp.csc_matrix, parents: sp.csr_matrix, *, dense: bool | None = None
+    ) -> None:
         W = sp.csc_matrix(W)
         n_parents, n_nodes = parents.shape
         if W.shape[1] != n_nodes:
             raise ValueError(f"W has {W.shape[1]} columns but the parent map {n_nodes} nodes.")
+        self.children_count = np.diff(parents.indptr).astype(np.int64)
+        self.n_nodes = n_nodes
+        if dense is None:
+            dense = n_nodes <= DENSE_LAYER_MAX_NODES
+        if dense:
+            self.feature_major = sp.csr_matrix(W, dtype=np.float32)
+            self.block_start = self.feat_count = self.blocks = None
+            return
+        self.feature_major = None
         w_indptr, w_indices, w_data = csr_arrays(W)  # CSC arrays: same dtypes
         p_indptr, p_indices, _ = csr_arrays(parents)
         n_rows = W.shape[0]
@@ -107,18 +127,11 @@ class ChunkedWeights:
             np.cumsum(self.block_start, out=self.block_start)
             self.blocks = np.empty(int(self.block_start[-1]), dtype=np.int32)
             layout(False, self.blocks)
-        self.children_count = np.diff(parents.indptr).astype(np.int64)
-        # Layers with few nodes are scored for all nodes at once from a feature-major copy
-        # (no searching; a dense accumulator of n_nodes per thread), see score_candidates.
-        self.n_nodes = n_nodes
-        self.feature_major = (
-            sp.csr_matrix(W, dtype=np.float32) if n_nodes <= DENSE_LAYER_MAX_NODES else None
-        )
 
     @property
-    def values(self) -> np.ndarray:
-        """``blocks`` read as float32: the entries' weight words."""
-        return self.blocks.view(np.float32)
+    def values(self) -> np.ndarray | None:
+        """``blocks`` read as float32: the entries' weight words (``None``: no blocks)."""
+        return None if self.blocks is None else self.blocks.view(np.float32)
 
 
 @jit(nogil=True)
@@ -387,8 +400,10 @@ def score_candidates(
     out = np.zeros(n_candidates, dtype=np.float32)
     if n_candidates == 0:
         return out
+    if chunks.feature_major is not None and candidates is None:
+        raise ValueError("a layer scored from its feature-major copy needs the candidates.")
     x_indptr, x_indices, x_data = csr_arrays(X)
-    if chunks.feature_major is not None and candidates is not None:
+    if chunks.feature_major is not None:
         w_indptr, w_indices, w_data = csr_arrays(chunks.feature_major)
         c_indptr, c_indices, _ = csr_arrays(candidates)
         with _numba_threads(n_jobs):

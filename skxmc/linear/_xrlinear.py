@@ -23,7 +23,6 @@ from .._ranking import topk_from_sparse
 from ..labels import LabelSpace, encode_target
 from ..tree import HierarchicalLabelTree
 from ._beam import (
-    DENSE_LAYER_MAX_NODES,
     POST_PROCESSORS,
     ChunkedWeights,
     beam_search,
@@ -104,17 +103,18 @@ def _search_structures(tree: HierarchicalLabelTree, weights: list, classes: Any)
 
 
 # The arrays of a ChunkedWeights that a saved model stores (its beam-search layout), so that
-# loading, memory-mapped or not, builds nothing: name -> dtype. Model directories of skxmc
-# before the one-block-per-parent layout stored five arrays per layer instead (their
-# layout is rebuilt from the weights at load).
+# loading, memory-mapped or not, builds nothing: name -> dtype, or the feature-major copy
+# alone for a layer scored from it. Model directories of skxmc before the
+# one-block-per-parent layout stored five arrays per layer instead (their layout is
+# rebuilt from the weights at load); those of the first block layout stored the blocks of
+# feature-major layers too (not read).
 _LAYOUT_ARRAYS = {"block_start": np.int64, "feat_count": np.int64, "blocks": np.int32}
 
 
 def _layout_arrays(chunked: ChunkedWeights) -> dict:
-    out = {name: getattr(chunked, name) for name in _LAYOUT_ARRAYS}
     if chunked.feature_major is not None:
-        out["feature_major"] = chunked.feature_major
-    return out
+        return {"feature_major": chunked.feature_major}
+    return {name: getattr(chunked, name) for name in _LAYOUT_ARRAYS}
 
 
 def _monotone_from_zero(a: np.ndarray, end: int) -> bool:
@@ -135,18 +135,34 @@ def _chunked_from_layout(
     (they read the per-parent arrays, never the blocks, which a mapped load leaves on
     disk until a search reaches them)."""
     where = f"the saved beam-search layout of layer {t}"
-    if not isinstance(layout, dict) or any(k not in layout for k in _LAYOUT_ARRAYS):
-        raise ValueError(f"{where} is incomplete (expected {sorted(_LAYOUT_ARRAYS)}).")
+    if not isinstance(layout, dict):
+        raise ValueError(f"{where} is not a dict of arrays.")
+    n_rows, n_nodes = W.shape
+    children = np.diff(parents.indptr).astype(np.int64)
+    major = layout.get("feature_major")
+    if major is not None:
+        # scored from the feature-major copy (the persistence layer has checked its CSR
+        # structure); any blocks beside it are not read
+        if not sp.isspmatrix_csr(major) or major.shape != W.shape or major.nnz != W.nnz:
+            raise ValueError(f"{where}: feature_major must be a CSR copy of the weights.")
+        out = ChunkedWeights.__new__(ChunkedWeights)
+        out.__dict__.update(dict.fromkeys(_LAYOUT_ARRAYS))
+        out.children_count = children
+        out.n_nodes = n_nodes
+        out.feature_major = major
+        return out
+    if any(k not in layout for k in _LAYOUT_ARRAYS):
+        raise ValueError(
+            f"{where} is incomplete (expected {sorted(_LAYOUT_ARRAYS)} or feature_major)."
+        )
     arr = {}
     for name, dtype in _LAYOUT_ARRAYS.items():
         a = layout[name]
         if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype != dtype:
             raise ValueError(f"{where}: {name} must be a 1-D {np.dtype(dtype).name} array.")
         arr[name] = a
-    n_rows, n_nodes = W.shape
     n_parents = parents.shape[0]
     block_start, feat_count, blocks = arr["block_start"], arr["feat_count"], arr["blocks"]
-    children = np.diff(parents.indptr).astype(np.int64)
     mismatch = ValueError(f"{where} does not match the layer's weights and tree.")
     if block_start.shape[0] != n_parents + 1 or feat_count.shape[0] != n_parents:
         raise mismatch
@@ -163,17 +179,11 @@ def _chunked_from_layout(
         fault = check_blocks(block_start, feat_count, blocks, n_rows, children)
         if fault is not None:
             raise ValueError(f"{where}: {fault}.")
-    major = layout.get("feature_major")
-    expect_major = n_nodes <= DENSE_LAYER_MAX_NODES
-    if expect_major != (major is not None) or (
-        major is not None and (not sp.isspmatrix_csr(major) or major.shape != W.shape)
-    ):
-        raise ValueError(f"{where}: feature_major must be a CSR copy of W iff the layer is small.")
     out = ChunkedWeights.__new__(ChunkedWeights)
     out.__dict__.update(arr)
     out.children_count = children
     out.n_nodes = n_nodes
-    out.feature_major = major
+    out.feature_major = None
     return out
 
 
