@@ -100,24 +100,39 @@ def test_each_layer_is_saved_in_one_search_form(fitted):
     assert fields == {"block_start", "feat_count", "blocks"}  # the leaf layer
 
 
-def test_first_block_layout_with_blocks_of_small_layers_still_loads(fitted, tmp_path, monkeypatch):
-    # the first block layout stored the blocks of feature-major layers too: they are not read
-    from skxmc.linear._beam import ChunkedWeights
-
-    clf, _, X = fitted
+def _saved_with(clf, path: Path, edit) -> Path:
+    """Saves ``clf`` to ``path`` with ``edit(clf, arrays)`` applied to the arrays its
+    ``_save_state`` gives (a directory of an older version, or a crafted one)."""
     original = XRLinearClassifier._save_state
 
-    def first_block_layout(self):
+    def edited(self):
         attributes, arrays = original(self)
-        for lay, W, P in zip(arrays["_search_layout"], self.weights_, self._search_cache.parents):
-            if "feature_major" in lay:
-                c = ChunkedWeights(W, P, dense=False)
-                lay.update(block_start=c.block_start, feat_count=c.feat_count, blocks=c.blocks)
+        edit(self, arrays)
         return attributes, arrays
 
-    monkeypatch.setattr(XRLinearClassifier, "_save_state", first_block_layout)
-    path = skxmc.save(clf, tmp_path / "first")
-    monkeypatch.undo()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(XRLinearClassifier, "_save_state", edited)
+        return skxmc.save(clf, path)
+
+
+def _with_blocks_everywhere(clf: XRLinearClassifier, layout: list) -> list:
+    """Adds the blocks of the layers scored from their feature-major copies to a saved
+    layout (in place), as older skxmc versions stored them."""
+    from skxmc.linear._beam import ChunkedWeights
+
+    for lay, W, P in zip(layout, clf.weights_, clf._search_cache.parents):
+        if "blocks" not in lay:
+            c = ChunkedWeights(W, P, dense=False)
+            lay.update(block_start=c.block_start, feat_count=c.feat_count, blocks=c.blocks)
+    return layout
+
+
+def test_first_block_layout_with_blocks_of_small_layers_still_loads(fitted, tmp_path):
+    # the first block layout stored the blocks of feature-major layers too: they are not read
+    clf, _, X = fitted
+    path = _saved_with(
+        clf, tmp_path / "first", lambda self, a: _with_blocks_everywhere(self, a["_search_layout"])
+    )
     expected = clf.predict_topk(X)
     for mmap in (False, True):
         model = _load_and_compare(path, mmap, expected, X)
@@ -134,18 +149,9 @@ def test_mapped_model_cannot_change_the_file(fitted):
     assert skxmc.load(path).weights_[0].data.max() != 123.0
 
 
-def test_model_without_a_saved_layout_still_loads(fitted, tmp_path, monkeypatch):
+def test_model_without_a_saved_layout_still_loads(fitted, tmp_path):
     clf, _, X = fitted
-    original = XRLinearClassifier._save_state
-
-    def without_layout(self):
-        attributes, arrays = original(self)
-        arrays.pop("_search_layout")
-        return attributes, arrays
-
-    monkeypatch.setattr(XRLinearClassifier, "_save_state", without_layout)
-    path = skxmc.save(clf, tmp_path / "old")
-    monkeypatch.undo()
+    path = _saved_with(clf, tmp_path / "old", lambda self, arrays: arrays.pop("_search_layout"))
     model = skxmc.load(path, mmap=True)
     np.testing.assert_array_equal(clf.predict_topk(X)[0], model.predict_topk(X)[0])
 
@@ -170,27 +176,16 @@ def _five_array_layout(layer: dict) -> dict:
     return old
 
 
-def test_model_with_the_older_five_array_layout_still_loads(fitted, tmp_path, monkeypatch):
+def test_model_with_the_older_five_array_layout_still_loads(fitted, tmp_path):
     # model directories saved before the block layout: the layout is rebuilt from the
     # weights, with the same predictions, mapped or not
     clf, _, X = fitted
-    original = XRLinearClassifier._save_state
 
-    def older(self):
-        from skxmc.linear._beam import ChunkedWeights
-
-        attributes, arrays = original(self)
-        layout = arrays["_search_layout"]
-        for lay, W, P in zip(layout, self.weights_, self._search_cache.parents):
-            if "blocks" not in lay:  # that layout stored every layer's entries
-                c = ChunkedWeights(W, P, dense=False)
-                lay.update(block_start=c.block_start, feat_count=c.feat_count, blocks=c.blocks)
+    def older(self, arrays):
+        layout = _with_blocks_everywhere(self, arrays["_search_layout"])  # every layer's entries
         arrays["_search_layout"] = [_five_array_layout(lay) for lay in layout]
-        return attributes, arrays
 
-    monkeypatch.setattr(XRLinearClassifier, "_save_state", older)
-    path = skxmc.save(clf, tmp_path / "older")
-    monkeypatch.undo()
+    path = _saved_with(clf, tmp_path / "older", older)
     expected = clf.predict_topk(X)
     for mmap in (False, True):
         model = _load_and_compare(path, mmap, expected, X)
@@ -226,23 +221,18 @@ _CRAFTED = {
 
 
 @pytest.mark.parametrize("case", sorted(_CRAFTED))
-def test_crafted_layout_is_refused(fitted, tmp_path, monkeypatch, case):
+def test_crafted_layout_is_refused(fitted, tmp_path, case):
     clf, _, _ = fitted
-    original = XRLinearClassifier._save_state
     name, where, value, message = _CRAFTED[case]
 
-    def crafted(self):
-        attributes, arrays = original(self)
+    def crafted(self, arrays):
         layer = dict(arrays["_search_layout"][-1])
         a = layer[name].copy()
         a[where(layer)] = value
         layer[name] = a
         arrays["_search_layout"] = [*arrays["_search_layout"][:-1], layer]
-        return attributes, arrays
 
-    monkeypatch.setattr(XRLinearClassifier, "_save_state", crafted)
-    path = skxmc.save(clf, tmp_path / "crafted")
-    monkeypatch.undo()
+    path = _saved_with(clf, tmp_path / "crafted", crafted)
     for mmap in (False, True):
         with pytest.raises(ValueError, match=message):
             skxmc.load(path, mmap=mmap)
