@@ -128,6 +128,26 @@ class ChunkedWeights:
             self.blocks = np.empty(int(self.block_start[-1]), dtype=np.int32)
             layout(False, self.blocks)
 
+    @classmethod
+    def from_arrays(
+        cls,
+        children_count: np.ndarray,
+        n_nodes: int,
+        *,
+        feature_major: sp.csr_matrix | None = None,
+        block_start: np.ndarray | None = None,
+        feat_count: np.ndarray | None = None,
+        blocks: np.ndarray | None = None,
+    ) -> ChunkedWeights:
+        """A layer assembled from arrays already checked by the caller (a saved model's
+        layout): either ``feature_major`` or the three block arrays."""
+        out = cls.__new__(cls)
+        out.children_count = children_count
+        out.n_nodes = n_nodes
+        out.feature_major = feature_major
+        out.block_start, out.feat_count, out.blocks = block_start, feat_count, blocks
+        return out
+
     @property
     def values(self) -> np.ndarray | None:
         """``blocks`` read as float32: the entries' weight words (``None``: no blocks)."""

@@ -145,12 +145,7 @@ def _chunked_from_layout(
         # structure); any blocks beside it are not read
         if not sp.isspmatrix_csr(major) or major.shape != W.shape or major.nnz != W.nnz:
             raise ValueError(f"{where}: feature_major must be a CSR copy of the weights.")
-        out = ChunkedWeights.__new__(ChunkedWeights)
-        out.__dict__.update(dict.fromkeys(_LAYOUT_ARRAYS))
-        out.children_count = children
-        out.n_nodes = n_nodes
-        out.feature_major = major
-        return out
+        return ChunkedWeights.from_arrays(children, n_nodes, feature_major=major)
     if any(k not in layout for k in _LAYOUT_ARRAYS):
         raise ValueError(
             f"{where} is incomplete (expected {sorted(_LAYOUT_ARRAYS)} or feature_major)."
@@ -179,12 +174,7 @@ def _chunked_from_layout(
         fault = check_blocks(block_start, feat_count, blocks, n_rows, children)
         if fault is not None:
             raise ValueError(f"{where}: {fault}.")
-    out = ChunkedWeights.__new__(ChunkedWeights)
-    out.__dict__.update(arr)
-    out.children_count = children
-    out.n_nodes = n_nodes
-    out.feature_major = None
-    return out
+    return ChunkedWeights.from_arrays(children, n_nodes, **arr)
 
 
 def _empty_node_share(W: sp.csc_matrix, Y_t: sp.csr_matrix) -> float:
