@@ -431,6 +431,71 @@ def test_each_layer_keeps_one_search_form(monkeypatch):
     )
 
 
+@pytest.mark.parametrize("dense", [True, False], ids=["feature-major", "blocks"])
+@pytest.mark.parametrize("post_processor", ["l3-hinge", "sigmoid", "noop"])
+def test_score_candidates_applies_the_post_processor(dense, post_processor):
+    # the kernels combine each child's linear score with its beam entry's path score in
+    # the scoring pass: check against the definitions in float64, with unequal path scores
+    from skxmc.linear._beam import expand_children, score_candidates
+
+    rng = np.random.default_rng(3)
+    W = sp.random(9, 6, density=0.6, format="csc", dtype=np.float32, random_state=0)
+    W.data = (W.data * 4 - 2).astype(np.float32)  # raw scores on both sides of 1
+    parents = sp.csr_matrix(np.kron(np.eye(2), np.ones((1, 3))), dtype=np.float32)
+    chunks = ChunkedWeights(W, parents, dense=dense)
+    X = sp.random(5, 8, density=0.5, format="csr", dtype=np.float32, random_state=1)
+    path = sp.csr_matrix(rng.uniform(0.1, 1, size=(5, 2)).astype(np.float32))
+    path.data[3] = 0.0  # a parent whose path score underflowed still gets its children
+    path = path.tocsr()
+    candidates = expand_children(path, parents)
+    got = score_candidates(
+        X,
+        path,
+        chunks,
+        candidates.nnz,
+        bias=1.0,
+        candidates=candidates,
+        post_processor=post_processor,
+        n_jobs=2,
+    )
+    raw = (sp.hstack([X, np.ones((5, 1))]).toarray() @ W.toarray()).astype(np.float64)
+    rows = np.repeat(np.arange(5), np.diff(candidates.indptr))
+    v = raw[rows, candidates.indices]
+    parent_score = candidates.data.astype(np.float64)
+    expected = {
+        "l3-hinge": np.exp(-(np.maximum(1 - v, 0) ** 3)) * parent_score,
+        "sigmoid": parent_score / (1 + np.exp(-v)),
+        "noop": v,
+    }[post_processor]
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="post_processor must be one of"):
+        score_candidates(
+            X, path, chunks, candidates.nnz, bias=1.0, candidates=candidates, post_processor="relu"
+        )
+
+
+@pytest.mark.parametrize("k", [1, 3, 50])
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_keep_topk_matches_a_naive_ranking(k, n_jobs):
+    # best first, ties to the lower column, rows with fewer than k entries kept whole
+    from skxmc.linear._beam import keep_topk
+
+    S = sp.random(40, 30, density=0.3, format="csr", dtype=np.float32, random_state=2)
+    S.data = np.round(S.data * 4).astype(np.float32)  # many ties
+    S = S.tolil()
+    S[5, :] = 0  # an empty row
+    S = S.tocsr()
+    S.eliminate_zeros()
+    out = keep_topk(S, k, n_jobs=n_jobs)
+    assert out.shape == S.shape and out.dtype == np.float32
+    for i in range(S.shape[0]):
+        row = S[i]
+        order = np.lexsort((row.indices, -row.data))[:k]
+        assert out[i].indices.tolist() == row.indices[order].tolist()
+        np.testing.assert_array_equal(out[i].data, row.data[order])
+
+
 def test_prediction_blocks_follow_the_candidate_budget(fitted_demo, demo, monkeypatch):
     from skxmc.linear import _xrlinear
 

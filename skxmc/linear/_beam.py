@@ -21,10 +21,11 @@ import scipy.sparse as sp
 from numba import prange
 
 from .._numba import interruptible, jit
-from .._ranking import topk_from_sparse
 from .._sparse_product import csr_arrays, radix_bits, radix_sort
 
 POST_PROCESSORS = ("l3-hinge", "sigmoid", "noop")
+# codes the scoring kernels get for each post-processor (0: the raw score)
+_POST_CODES = {"noop": 0, "l3-hinge": 1, "sigmoid": 2}
 
 # Layers with at most this many nodes score every node of a query with a dense accumulator
 # (cost: the query's weights, no search); larger layers score only the beam's children.
@@ -275,6 +276,20 @@ def check_blocks(
 
 
 @jit(nogil=True, inline="always")
+def _combine(raw, parent, code):  # pragma: no cover - compiled
+    """A node's path score from its linear score ``raw`` and its parent's path score
+    (``code``: see ``_POST_CODES``), in float32."""
+    if code == 1:
+        v = np.float32(1.0) - raw
+        if v < np.float32(0.0):
+            v = np.float32(0.0)
+        return np.float32(np.exp(-(v * v * v))) * parent
+    if code == 2:
+        return parent / (np.float32(1.0) + np.float32(np.exp(-raw)))
+    return raw
+
+
+@jit(nogil=True, inline="always")
 def _score_entry(
     i,
     p,
@@ -340,6 +355,9 @@ def _score_chunks_kernel(
     feat_count,
     blocks,
     values,
+    entry_score,
+    children_count,
+    code,
     out,
 ):  # pragma: no cover - compiled
     n_entries = len(entry_order)
@@ -365,6 +383,11 @@ def _score_chunks_kernel(
                 values,
                 out,
             )
+            if code != 0:
+                base = cand_start[e]
+                parent_score = entry_score[e]
+                for c in range(base, base + children_count[entry_parent[e]]):
+                    out[c] = _combine(out[c], parent_score, code)
 
 
 @jit(parallel=True)
@@ -380,6 +403,8 @@ def _score_dense_kernel(
     n_nodes,
     c_indptr,
     c_indices,
+    c_data,
+    code,
     n_blocks,
     out,
 ):  # pragma: no cover - compiled
@@ -396,7 +421,7 @@ def _score_dense_kernel(
             for r in range(w_indptr[n_features], w_indptr[n_features + 1]):
                 acc[w_indices[r]] += w_data[r] * bias
             for q in range(c_indptr[i], c_indptr[i + 1]):
-                out[q] = acc[c_indices[q]]
+                out[q] = _combine(acc[c_indices[q]], c_data[q], code)
             acc[:] = 0.0
 
 
@@ -410,13 +435,23 @@ def score_candidates(
     bias: float,
     n_jobs: int = 1,
     candidates: sp.csr_matrix | None = None,
+    post_processor: str = "noop",
 ) -> np.ndarray:
-    """Linear scores ``[x_i, bias] . w_c`` of the children of every beam entry of ``path``,
-    in the order :func:`expand_children` lists them (float32, length ``n_candidates``).
+    """Scores of the children of every beam entry of ``path``, in the order
+    :func:`expand_children` lists them (float32, length ``n_candidates``): the linear
+    scores ``[x_i, bias] . w_c`` with ``post_processor="noop"``, else the path scores that
+    the post-processor makes of them and of the entry's path score (``path.data``), in the
+    same pass.
 
     Small layers (``chunks.feature_major`` set) are scored with a dense per-thread
-    accumulator over all nodes and need ``candidates`` (the expanded CSR); large layers
-    merge each query with the chunk of each beam entry's parent."""
+    accumulator over all nodes and need ``candidates`` (the expanded CSR, whose data are
+    the parents' path scores); large layers merge each query with the chunk of each beam
+    entry's parent."""
+    if post_processor not in _POST_CODES:
+        raise ValueError(
+            f"post_processor must be one of {POST_PROCESSORS}, got {post_processor!r}."
+        )
+    code = _POST_CODES[post_processor]
     out = np.zeros(n_candidates, dtype=np.float32)
     if n_candidates == 0:
         return out
@@ -425,7 +460,7 @@ def score_candidates(
     x_indptr, x_indices, x_data = csr_arrays(X)
     if chunks.feature_major is not None:
         w_indptr, w_indices, w_data = csr_arrays(chunks.feature_major)
-        c_indptr, c_indices, _ = csr_arrays(candidates)
+        c_indptr, c_indices, c_data = csr_arrays(candidates)
         with _numba_threads(n_jobs):
             _score_dense_kernel(
                 x_indptr,
@@ -439,6 +474,8 @@ def score_candidates(
                 chunks.n_nodes,
                 c_indptr,
                 c_indices,
+                c_data,
+                code,
                 max(1, min(X.shape[0], 4 * n_jobs)),
                 out,
             )
@@ -464,6 +501,9 @@ def score_candidates(
             chunks.feat_count,
             chunks.blocks,
             chunks.values,
+            np.asarray(path.data, dtype=np.float32),
+            chunks.children_count,
+            code,
             out,
         )
     return out
@@ -483,30 +523,62 @@ class _numba_threads:
         numba.set_num_threads(self.previous)
 
 
-def combine_scores(raw: np.ndarray, parent: np.ndarray, post_processor: str) -> np.ndarray:
-    """Path score of a node from its linear score and its parent's path score."""
-    if post_processor == "l3-hinge":
-        # exp(-max(1 - raw, 0) ** 3) * parent, the same operations in place
-        out = np.subtract(1.0, raw, dtype=raw.dtype)
-        np.maximum(out, 0.0, out=out)
-        np.power(out, 3, out=out)
-        np.negative(out, out=out)
-        np.exp(out, out=out)
-        out *= parent
-        return out
-    if post_processor == "sigmoid":
-        return parent / (1.0 + np.exp(-raw))
-    if post_processor == "noop":
-        return raw
-    raise ValueError(f"post_processor must be one of {POST_PROCESSORS}, got {post_processor!r}.")
+@jit(parallel=True)
+def _keep_topk_kernel(
+    indptr, indices, data, out_indptr, out_indices, out_data, n_blocks
+):  # pragma: no cover - compiled
+    # Row blocks in parallel; each row's best entries are kept by insertion into the row's
+    # own output slice, which holds min(k, row's entries) of them (ties: lower column).
+    n_rows = len(indptr) - 1
+    block = (n_rows + n_blocks - 1) // n_blocks
+    for b in prange(n_blocks):
+        for i in range(b * block, min((b + 1) * block, n_rows)):
+            o = out_indptr[i]
+            cap = out_indptr[i + 1] - o
+            filled = 0
+            for p in range(indptr[i], indptr[i + 1]):
+                col = indices[p]
+                s = data[p]
+                pos = filled
+                while pos > 0:
+                    prev_s = out_data[o + pos - 1]
+                    if s > prev_s or (s == prev_s and col < out_indices[o + pos - 1]):
+                        pos -= 1
+                    else:
+                        break
+                if pos >= cap:
+                    continue
+                last = filled if filled < cap else cap - 1
+                for q in range(last, pos, -1):
+                    out_data[o + q] = out_data[o + q - 1]
+                    out_indices[o + q] = out_indices[o + q - 1]
+                out_data[o + pos] = s
+                out_indices[o + pos] = col
+                if filled < cap:
+                    filled += 1
 
 
-def keep_topk(scores: sp.csr_matrix, k: int) -> sp.csr_matrix:
-    """Keep the ``k`` best stored entries of every row (ties: lower column first)."""
-    idx, val = topk_from_sparse(scores, k, canonical=True)
-    keep = idx >= 0
-    indptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))])
-    return sp.csr_matrix((val[keep].astype(np.float32), idx[keep], indptr), shape=scores.shape)
+def keep_topk(scores: sp.csr_matrix, k: int, *, n_jobs: int = 1) -> sp.csr_matrix:
+    """Keep the ``k`` best stored entries of every row (ties: lower column first), best
+    first within a row; float32 scores, ``n_jobs`` threads over row blocks."""
+    indptr, indices, data = csr_arrays(scores)
+    n_rows = scores.shape[0]
+    out_indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.minimum(np.diff(indptr), k), out=out_indptr[1:])
+    out_indices = np.empty(int(out_indptr[-1]), dtype=np.int32)
+    out_data = np.empty(int(out_indptr[-1]), dtype=np.float32)
+    if n_rows:
+        with _numba_threads(n_jobs):
+            _keep_topk_kernel(
+                indptr,
+                indices,
+                data,
+                out_indptr,
+                out_indices,
+                out_data,
+                max(1, min(n_rows, 4 * n_jobs)),
+            )
+    return sp.csr_matrix((out_data, out_indices, out_indptr), shape=scores.shape)
 
 
 @jit(nogil=True)
@@ -591,12 +663,16 @@ def beam_search(
     )
     for t in range(n_layers):
         candidates = expand_children(path, parents[t])
-        raw = score_candidates(
-            X, path, chunks[t], candidates.nnz, bias=bias, n_jobs=n_jobs, candidates=candidates
-        )
-        candidates.data = combine_scores(raw, candidates.data, post_processor).astype(
-            np.float32, copy=False
+        candidates.data = score_candidates(
+            X,
+            path,
+            chunks[t],
+            candidates.nnz,
+            bias=bias,
+            n_jobs=n_jobs,
+            candidates=candidates,
+            post_processor=post_processor,
         )
         keep = top_k if t == n_total - 1 else beam_size
-        path = candidates if keep is None else keep_topk(candidates, keep)
+        path = candidates if keep is None else keep_topk(candidates, keep, n_jobs=n_jobs)
     return path

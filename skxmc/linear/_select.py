@@ -4,9 +4,9 @@ A beam search scores only the labels under the clusters it keeps. Here every lay
 instead exactly the ancestors of the selected labels, so each selected label gets its full
 path score (the one a beam wide enough to reach it would give), whatever the beam would
 have done. The layers are scored with the beam search's own functions
-(:func:`~skxmc.linear._beam.expand_children`, :func:`~skxmc.linear._beam.score_candidates`,
-:func:`~skxmc.linear._beam.combine_scores`): a label that both searches reach gets the same
-float32 score from both.
+(:func:`~skxmc.linear._beam.expand_children` and
+:func:`~skxmc.linear._beam.score_candidates`, which applies the post-processor): a label
+that both searches reach gets the same float32 score from both.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ._beam import ChunkedWeights, combine_scores, expand_children, keep_topk, score_candidates
+from ._beam import ChunkedWeights, expand_children, keep_topk, score_candidates
 
 __all__ = ["ancestor_masks", "selected_search"]
 
@@ -122,15 +122,19 @@ def selected_search(
         )
         for P, chunk, mask in zip(parents, chunks, masks):
             candidates = expand_children(path, P)
-            raw = score_candidates(
-                Xb, path, chunk, candidates.nnz, bias=bias, n_jobs=n_jobs, candidates=candidates
-            )
-            candidates.data = combine_scores(raw, candidates.data, post_processor).astype(
-                np.float32
+            candidates.data = score_candidates(
+                Xb,
+                path,
+                chunk,
+                candidates.nnz,
+                bias=bias,
+                n_jobs=n_jobs,
+                candidates=candidates,
+                post_processor=post_processor,
             )
             path = _restrict(candidates, mask)
         if top_k is not None:
-            path = keep_topk(path, top_k)
+            path = keep_topk(path, top_k, n_jobs=n_jobs)
         blocks.append(path)
     if not blocks:
         return sp.csr_matrix((0, n_labels), dtype=np.float32)
