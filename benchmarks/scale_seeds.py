@@ -1,4 +1,4 @@
-"""P@k of XRLinearClassifier and libpecos XR-Linear over tree seeds, generated data.
+"""P@k of XRLinearClassifier and libpecos XR-Linear over tree seeds, generated or real data.
 
 Issue 18's P@k target compares one fit of each library (seed 0) on the generated
 problem of ``benchmarks/scale.py``. A difference of a few tenths of a point is only
@@ -10,6 +10,12 @@ run one after the other in this process and their times are not reported.
 
     python benchmarks/scale_seeds.py --sizes 10000 100000 --seeds 0 1 2 3 4 \
         --rows-per-label 1 --length 57 --labels-per-sample 6.3 --name scale_seeds
+
+``--datasets NAME ...`` fits on real data sets instead, with the cached features of
+``benchmarks/xmc_linear.py`` (issue 22's P@k target, one fit per library there)::
+
+    python benchmarks/scale_seeds.py --datasets tibkat_gnd_en --seeds 0 1 2 \
+        --name xmc_linear_seeds_tibkat
 
 Needs the benchmark environment (libpecos: numpy < 2). ``--merge NAME ...`` fits nothing
 and joins the per-seed results of earlier runs into one table (a ``benchmarks/scale.py``
@@ -72,6 +78,8 @@ def _rows(record: dict) -> list[dict[str, Any]]:
     rows = []
     for lib in ("skxmc", "libpecos", "skxmc - libpecos"):
         row: dict[str, Any] = {"labels": L, "test rows": n_test, "library": lib}
+        if "dataset" in record:
+            row = {"dataset": record["dataset"], **row}
         for m in ("P@1", "P@5"):
             if lib == "skxmc - libpecos":
                 v = np.array([a[m] - b[m] for a, b in zip(per["skxmc"], per["libpecos"])])
@@ -143,6 +151,23 @@ def _merge(args: argparse.Namespace, command: str) -> None:
     print("\n".join(md), flush=True)
 
 
+def _problems(args: argparse.Namespace):
+    """``(n_labels, dataset name or None, (X_tr, Y_tr, X_te, Y_te))`` per problem."""
+    if args.datasets:
+        from xmc_linear import load_cached, prepare_dataset
+
+        for name in args.datasets:
+            path, _ = prepare_dataset(name, "l2")
+            X_tr, Y_tr, X_te, Y_te = load_cached(path)
+            yield Y_tr.shape[1], name, (X_tr, Y_tr, X_te, Y_te)
+        return
+    from scale import generate
+
+    for L in args.sizes:
+        X, Y, n_train, _ = generate(L, args)
+        yield L, None, (X[:n_train], Y[:n_train], X[n_train:], Y[n_train:])
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[10_000])
@@ -160,33 +185,43 @@ def main() -> None:
         help="fit nothing: join the per-seed results of these earlier runs (results "
         "names; a benchmarks/scale.py file counts as seed 0) into one table per --sizes",
     )
+    p.add_argument(
+        "--datasets",
+        nargs="+",
+        metavar="NAME",
+        help="real data sets (features of benchmarks/xmc_linear.py) instead of --sizes",
+    )
     p.add_argument("--name", default="scale_seeds")
     args = p.parse_args()
     command = "python benchmarks/scale_seeds.py " + " ".join(sys.argv[1:])
     if args.merge:
         _merge(args, command)
         return
-    from scale import generate
-
     records: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
-    for L in args.sizes:
-        X, Y, n_train, n_test = generate(L, args)
-        X_tr, Y_tr, X_te, Y_te = X[:n_train], Y[:n_train], X[n_train:], Y[n_train:]
+    for L, name, (X_tr, Y_tr, X_te, Y_te) in _problems(args):
+        n_train, n_test = X_tr.shape[0], X_te.shape[0]
         per = {"skxmc": [], "libpecos": []}
         for s in args.seeds:
             for lib, fit in (("skxmc", _skxmc), ("libpecos", _pecos)):
                 per[lib].append(_precision(Y_te, *fit(X_tr, Y_tr, X_te, s)))
                 print(f"L={L} seed={s} {lib}: {per[lib][-1]}", flush=True)
         record = {"n_labels": L, "n_train": n_train, "n_test": n_test, "per_seed": per}
+        if name is not None:
+            record["dataset"] = name
         records.append(record)
         rows.extend(_rows(record))
-        md = [
-            f"Command: `{command}`  ",
-            f"Data: the generated problem of `benchmarks/scale.py` (generator seed "
+        data = (
+            f"Data: {', '.join(args.datasets)}, the cached features of `benchmarks/xmc_linear.py`."
+            if args.datasets
+            else f"Data: the generated problem of `benchmarks/scale.py` (generator seed "
             f"{args.seed}, {args.n_features} features, length={args.length}, "
             f"labels_per_sample={args.labels_per_sample}, {args.rows_per_label} train "
-            f"row(s) per label). Tree seeds {args.seeds}: skxmc "
+            "row(s) per label)."
+        )
+        md = [
+            f"Command: `{command}`  ",
+            f"{data} Tree seeds {args.seeds}: skxmc "
             "`XRLinearClassifier(n_jobs=2, random_state=s)`, libpecos "
             "`Indexer.gen(hierarchicalkmeans, nr_splits=16, max_leaf_size=100, seed=s)` "
             "then `XLinearModel.train` defaults; both predict with beam 10. P@k x100; "
