@@ -22,33 +22,35 @@ __all__ = [
 ]
 
 
+@jit(nogil=True, inline="always")
+def insert_ranked(col, s, idx, score, start, cap, filled):  # pragma: no cover - numba
+    """Insert ``(s, col)`` into the ranked buffer ``score[start:start + cap]`` /
+    ``idx[...]`` that holds ``filled`` entries, higher score first, then lower col (an
+    entry that ranks below a full buffer is dropped). Returns the new fill."""
+    pos = filled
+    while pos > 0:
+        prev_s = score[start + pos - 1]
+        if s > prev_s or (s == prev_s and col < idx[start + pos - 1]):
+            pos -= 1
+        else:
+            break
+    if pos >= cap:
+        return filled
+    last = filled if filled < cap else cap - 1
+    for q in range(last, pos, -1):
+        score[start + q] = score[start + q - 1]
+        idx[start + q] = idx[start + q - 1]
+    score[start + pos] = s
+    idx[start + pos] = col
+    return filled + 1 if filled < cap else filled
+
+
 @jit(nogil=True)
 def _csr_topk_kernel(indptr, indices, data, k, out_idx, out_score):  # pragma: no cover - numba
-    n_rows = len(indptr) - 1
-    for i in range(n_rows):
+    for i in range(len(indptr) - 1):
         filled = 0
         for p in range(indptr[i], indptr[i + 1]):
-            col = indices[p]
-            s = data[p]
-            # Position of (s, col) among the kept entries: higher score first, then lower col.
-            pos = filled
-            while pos > 0:
-                prev_s = out_score[i, pos - 1]
-                prev_c = out_idx[i, pos - 1]
-                if s > prev_s or (s == prev_s and col < prev_c):
-                    pos -= 1
-                else:
-                    break
-            if pos >= k:
-                continue
-            last = filled if filled < k else k - 1
-            for q in range(last, pos, -1):
-                out_score[i, q] = out_score[i, q - 1]
-                out_idx[i, q] = out_idx[i, q - 1]
-            out_score[i, pos] = s
-            out_idx[i, pos] = col
-            if filled < k:
-                filled += 1
+            filled = insert_ranked(indices[p], data[p], out_idx[i], out_score[i], 0, k, filled)
 
 
 @interruptible()

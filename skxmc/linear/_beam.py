@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from numba import prange
 
 from .._numba import interruptible, jit
+from .._ranking import insert_ranked
 from .._sparse_product import csr_arrays, radix_bits, radix_sort
 
 POST_PROCESSORS = ("l3-hinge", "sigmoid", "noop")
@@ -537,25 +538,7 @@ def _keep_topk_kernel(
             cap = out_indptr[i + 1] - o
             filled = 0
             for p in range(indptr[i], indptr[i + 1]):
-                col = indices[p]
-                s = data[p]
-                pos = filled
-                while pos > 0:
-                    prev_s = out_data[o + pos - 1]
-                    if s > prev_s or (s == prev_s and col < out_indices[o + pos - 1]):
-                        pos -= 1
-                    else:
-                        break
-                if pos >= cap:
-                    continue
-                last = filled if filled < cap else cap - 1
-                for q in range(last, pos, -1):
-                    out_data[o + q] = out_data[o + q - 1]
-                    out_indices[o + q] = out_indices[o + q - 1]
-                out_data[o + pos] = s
-                out_indices[o + pos] = col
-                if filled < cap:
-                    filled += 1
+                filled = insert_ranked(indices[p], data[p], out_indices, out_data, o, cap, filled)
 
 
 def keep_topk(scores: sp.csr_matrix, k: int, *, n_jobs: int = 1) -> sp.csr_matrix:
