@@ -48,9 +48,10 @@ def insert_ranked(col, s, idx, score, start, cap, filled):  # pragma: no cover -
 @jit(nogil=True)
 def _csr_topk_kernel(indptr, indices, data, k, out_idx, out_score):  # pragma: no cover - numba
     for i in range(len(indptr) - 1):
+        row_idx, row_score = out_idx[i], out_score[i]  # one view per row, not per entry
         filled = 0
         for p in range(indptr[i], indptr[i + 1]):
-            filled = insert_ranked(indices[p], data[p], out_idx[i], out_score[i], 0, k, filled)
+            filled = insert_ranked(indices[p], data[p], row_idx, row_score, 0, k, filled)
 
 
 @interruptible()

@@ -445,8 +445,7 @@ def test_score_candidates_applies_the_post_processor(dense, post_processor):
     chunks = ChunkedWeights(W, parents, dense=dense)
     X = sp.random(5, 8, density=0.5, format="csr", dtype=np.float32, random_state=1)
     path = sp.csr_matrix(rng.uniform(0.1, 1, size=(5, 2)).astype(np.float32))
-    path.data[3] = 0.0  # a parent whose path score underflowed still gets its children
-    path = path.tocsr()
+    path.data[3] = 0.0  # stored: a parent whose path score underflowed keeps its children
     candidates = expand_children(path, parents)
     got = score_candidates(
         X,

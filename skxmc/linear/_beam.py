@@ -477,7 +477,7 @@ def score_candidates(
                 c_indices,
                 c_data,
                 code,
-                max(1, min(X.shape[0], 4 * n_jobs)),
+                _row_blocks(X.shape[0], n_jobs),
                 out,
             )
         return out
@@ -508,6 +508,12 @@ def score_candidates(
             out,
         )
     return out
+
+
+def _row_blocks(n_rows: int, n_jobs: int) -> int:
+    """Row blocks of the parallel row kernels: four per thread, so that a thread that
+    gets the rows with the most work does not hold up the others alone."""
+    return max(1, min(n_rows, 4 * n_jobs))
 
 
 class _numba_threads:
@@ -559,7 +565,7 @@ def keep_topk(scores: sp.csr_matrix, k: int, *, n_jobs: int = 1) -> sp.csr_matri
                 out_indptr,
                 out_indices,
                 out_data,
-                max(1, min(n_rows, 4 * n_jobs)),
+                _row_blocks(n_rows, n_jobs),
             )
     return sp.csr_matrix((out_data, out_indices, out_indptr), shape=scores.shape)
 
