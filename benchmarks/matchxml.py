@@ -34,7 +34,9 @@ Usage::
 
 ``--seeds`` repeats every row (seeds of the trees, label2vec, subsets and weights); the
 summary gives mean ± sample std (ddof=1) over the seeds that ran, with their number.
-``--warm-cache`` only fills the sentence-embedding cache. Writes
+``--warm-cache`` only fills the sentence-embedding cache.
+``python benchmarks/matchxml.py --pool OUT NAME...`` pools result files of one profile run
+as separate processes (seeds split over cores) into one summary. Writes
 ``benchmarks/results/<--name>.json`` and ``.md`` after every row.
 """
 
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import sys
 import time
 from pathlib import Path
@@ -331,7 +334,9 @@ def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCached
     return out
 
 
-SUMMARY = ["P@1", "P@3", "P@5", "nDCG@5", "PSP@1", "PSP@3", "PSP@5", "fit s"]
+METRICS = ["P@1", "P@3", "P@5", "nDCG@5", "PSP@1", "PSP@3", "PSP@5"]
+RUN_COLUMNS = ["row", "seed", *METRICS, "fit s", "predict s", "peak RSS MB"]
+SUMMARY = [*METRICS, "fit s"]
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -348,7 +353,55 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def pool(out: str, names: list[str]) -> str:
+    """Pool result files of one profile run as separate processes (e.g. seeds split over
+    the two cores) into ``results/<out>.{json,md}``: the same summary and run tables as
+    one run. The profiles must agree except for their seeds; the first file naming a
+    (row, seed) supplies it."""
+    sources = [json.loads((RESULTS / f"{name}.json").read_text()) for name in names]
+    profiles = [{k: v for k, v in s["profile"].items() if k != "seeds"} for s in sources]
+    if any(p != profiles[0] for p in profiles[1:]):
+        raise ValueError(f"{names}: the runs' profiles differ: {profiles}")
+    command = "python benchmarks/matchxml.py --pool " + " ".join([out, *names])
+    seeds = sorted({seed for s in sources for seed in s["profile"]["seeds"]})
+    payload: dict[str, Any] = {
+        "command": command,
+        "sources": {name: s["command"] for name, s in zip(names, sources)},
+        "profile": {**sources[0]["profile"], "seeds": seeds},
+        "results": {},
+    }
+    sections = []
+    for dataset in dict.fromkeys(d for s in sources for d in s["results"]):
+        parts = [s["results"][dataset] for s in sources if dataset in s["results"]]
+        runs: dict[tuple[str, int], dict[str, Any]] = {}
+        for part in parts:
+            for run in part["rows"]:
+                runs.setdefault((run["row"], run["seed"]), run)
+        rows = list(runs.values())
+        summary = summarise(rows)
+        first = parts[0]
+        payload["results"][dataset] = {**first, "summary": summary, "rows": rows}
+        sections.append(
+            f"### {dataset} ({first['n_train']} train / {first['n_evaluated']} "
+            f"{first['evaluated_on']})\n\nMean ± sample std (ddof=1) over the seeds that "
+            f"ran:\n\n{markdown_table(summary, ['row', 'seeds', *SUMMARY])}\n\n"
+            f"Every run:\n\n{markdown_table(rows, RUN_COLUMNS)}"
+        )
+    header = (
+        "# MatchXML on CPU (benchmarks/matchxml.py)\n\n"
+        f"Command: `{command}`  \nPooled from: "
+        + "; ".join(f"`{s['command']}` ({name})" for name, s in zip(names, sources))
+        + f"  \nProfile: {payload['profile']}\n\n"
+    )
+    text = header + "\n\n".join(sections)
+    write_results(out, payload, text)
+    return text
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--pool"]:
+        print(pool(sys.argv[2], sys.argv[3:]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", nargs="+", default=["tibkat_gnd_en", "reuters21578_allcats"])
     parser.add_argument("--rows", nargs="+", default=ROWS, choices=ROWS)
@@ -401,20 +454,7 @@ def main() -> None:
         "# MatchXML on CPU (benchmarks/matchxml.py)\n\n"
         f"Command: `{command}`  \nProfile: {profile}\n\n"
     )
-    columns = [
-        "row",
-        "seed",
-        "P@1",
-        "P@3",
-        "P@5",
-        "nDCG@5",
-        "PSP@1",
-        "PSP@3",
-        "PSP@5",
-        "fit s",
-        "predict s",
-        "peak RSS MB",
-    ]
+    columns = RUN_COLUMNS
     tables: list[str] = []
     for name in args.datasets:
         data = load_split(name, args)

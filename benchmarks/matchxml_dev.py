@@ -36,6 +36,7 @@ from sklearn.base import BaseEstimator, clone
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import encoder_path, markdown_table, peak_rss_mb, write_results
 from matchxml import (
+    METRICS,
     add_profile_arguments,
     load_split,
     matchxml_params,
@@ -48,19 +49,7 @@ from skxmc import XRLinearClassifier
 from skxmc.labels import indices_to_labels
 from skxmc.matchxml import make_matchxml
 
-COLUMNS = [
-    "config",
-    "ranker",
-    "P@1",
-    "P@3",
-    "P@5",
-    "nDCG@5",
-    "PSP@1",
-    "PSP@3",
-    "PSP@5",
-    "fit s",
-    "predict s",
-]
+COLUMNS = ["config", "ranker", *METRICS, "fit s", "predict s"]
 
 
 class CapturingRanker(BaseEstimator):
