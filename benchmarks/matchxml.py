@@ -353,6 +353,16 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def section_markdown(dataset: str, result: dict[str, Any]) -> str:
+    """The markdown of one data set's results: its summary and every run."""
+    return (
+        f"### {dataset} ({result['n_train']} train / {result['n_evaluated']} "
+        f"{result['evaluated_on']})\n\nMean ± sample std (ddof=1) over the seeds that ran:"
+        f"\n\n{markdown_table(result['summary'], ['row', 'seeds', *SUMMARY])}\n\n"
+        f"Every run:\n\n{markdown_table(result['rows'], RUN_COLUMNS)}"
+    )
+
+
 def pool(out: str, names: list[str]) -> str:
     """Pool result files of one profile run as separate processes (e.g. seeds split over
     the two cores) into ``results/<out>.{json,md}``: the same summary and run tables as
@@ -378,15 +388,8 @@ def pool(out: str, names: list[str]) -> str:
             for run in part["rows"]:
                 runs.setdefault((run["row"], run["seed"]), run)
         rows = list(runs.values())
-        summary = summarise(rows)
-        first = parts[0]
-        payload["results"][dataset] = {**first, "summary": summary, "rows": rows}
-        sections.append(
-            f"### {dataset} ({first['n_train']} train / {first['n_evaluated']} "
-            f"{first['evaluated_on']})\n\nMean ± sample std (ddof=1) over the seeds that "
-            f"ran:\n\n{markdown_table(summary, ['row', 'seeds', *SUMMARY])}\n\n"
-            f"Every run:\n\n{markdown_table(rows, RUN_COLUMNS)}"
-        )
+        payload["results"][dataset] = {**parts[0], "summary": summarise(rows), "rows": rows}
+        sections.append(section_markdown(dataset, payload["results"][dataset]))
     header = (
         "# MatchXML on CPU (benchmarks/matchxml.py)\n\n"
         f"Command: `{command}`  \nPooled from: "
@@ -454,7 +457,6 @@ def main() -> None:
         "# MatchXML on CPU (benchmarks/matchxml.py)\n\n"
         f"Command: `{command}`  \nProfile: {profile}\n\n"
     )
-    columns = RUN_COLUMNS
     tables: list[str] = []
     for name in args.datasets:
         data = load_split(name, args)
@@ -493,12 +495,7 @@ def main() -> None:
                     "summary": summary,
                     "rows": rows,
                 }
-                section = (
-                    f"### {name} ({len(train_texts)} train / {len(evaluation[0])} "
-                    f"{split})\n\nMean ± sample std (ddof=1) over the seeds that ran:"
-                    f"\n\n{markdown_table(summary, ['row', 'seeds', *SUMMARY])}\n\n"
-                    f"Every run:\n\n{markdown_table(rows, columns)}"
-                )
+                section = section_markdown(name, payload["results"][name])
                 write_results(args.name, payload, header + "\n\n".join([*tables, section]))
         if rows:
             tables.append(section)
