@@ -536,6 +536,7 @@ SWITCHES = [
     {"logit_adjustment": 0.0},
     {"contrastive_weight": 0.5},
     {"prototype_norm": "none"},
+    {"normalize_logits": True},
 ]
 
 
@@ -557,6 +558,22 @@ def test_each_switch_changes_the_loss_on_the_same_batch(tiny_bert_dir, first_ste
     assert abs(loss - first_step_loss) > 1e-4 * abs(first_step_loss)
     again = make_clf(tiny_bert_dir, max_steps=1, **switch).fit(X, y).loss_curve_[0]
     assert again == loss  # and not by chance: the run is deterministic
+
+
+def test_normalize_logits_scores_with_unit_rows_and_the_raw_argmax(tiny_bert_dir):
+    X, y = toy_data()
+    clf = make_clf(tiny_bert_dir, max_steps=2, normalize_logits=True).fit(X, y)
+    scores = clf.decision_function(X)
+    np.testing.assert_allclose(np.linalg.norm(scores, axis=1), 1.0, rtol=1e-5)
+    module = clf.module_
+    module.normalize_logits = False  # the same weights, raw logits
+    try:
+        raw = clf.decision_function(X)
+    finally:
+        module.normalize_logits = True
+    assert not np.allclose(raw, scores)
+    np.testing.assert_array_equal(raw.argmax(axis=1), scores.argmax(axis=1))
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[raw.argmax(axis=1)])
 
 
 def test_synthetic_ratio_schedule(tiny_bert_dir, monkeypatch):
