@@ -7,6 +7,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,12 +116,29 @@ def rerender(name: str) -> None:
     (RESULTS / f"{name}.md").write_text(text + "\n")
 
 
+def mean_std(values: Iterable[float], *, single: str | None = "n/a") -> str:
+    """``mean ± sample std`` (ddof=1) of fractions, x100, two decimals.
+
+    One value has no std: ``single`` stands in its place, or the mean comes alone
+    (``single=None``).
+    """
+    v = [100 * float(x) for x in values]
+    mean = statistics.fmean(v)
+    if len(v) > 1:
+        return f"{mean:.2f} ± {statistics.stdev(v):.2f}"
+    return f"{mean:.2f}" if single is None else f"{mean:.2f} ± {single}"
+
+
 def combine(
     out: str,
     names: list[str],
     datasets: list[str] | None = None,
     rows: list[str] | None = None,
-    metrics: tuple[str, ...] = ("accuracy", "macro_f1"),
+    metrics: Sequence[str | tuple[str, str]] = ("accuracy", "macro_f1"),
+    *,
+    row_name: Callable[[dict[str, Any], dict[str, Any]], str] | None = None,
+    command: str | None = None,
+    note: str = "",
 ) -> str:
     """Pool the per-seed runs of several fine-tuning result files into one table.
 
@@ -128,59 +146,65 @@ def combine(
     every ``(dataset, row)`` gets the mean ± sample std (x100, ddof=1; "n/a" for
     one seed) of ``metrics`` over all its seeds, with the seeds and source files named,
     and the mean fit seconds per epoch when the runs recorded them (compare those only
-    between files that ran side by side on an equally loaded machine).
+    between files that ran side by side on an equally loaded machine). A metric is a run
+    key, or ``(key, column)``; a row gets it when all its seeds recorded it.
+    ``row_name(file, run)`` names a run's row (default: its ``row``), ``command`` is the
+    command written at the top (default: this module's ``combine``), ``note`` a line
+    under it.
     A seed measured twice must have given the same numbers (training is deterministic
     per seed on CPU), otherwise this raises; the first file naming it supplies its run
     (and fit time). Writes ``results/<out>.{json,md}``.
     """
+    columns_of = dict(m if isinstance(m, tuple) else (m, m) for m in metrics)
     pooled: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
     commands = []
     for name in names:
         data = json.loads((RESULTS / f"{name}.json").read_text())
-        command = data.get("command")
+        source = data.get("command")
         state = "" if data.get("complete", True) else ", partial"
-        commands.append(
-            (f"`{command}`" if command else "command not recorded") + f" ({name}{state})"
-        )
+        commands.append((f"`{source}`" if source else "command not recorded") + f" ({name}{state})")
         for run in data["runs"]:
             if (datasets and run["dataset"] not in datasets) or (rows and run["row"] not in rows):
                 continue
-            seeds = pooled.setdefault((run["dataset"], run["row"]), {})
+            row = row_name(data, run) if row_name else run["row"]
+            seeds = pooled.setdefault((run["dataset"], row), {})
             previous = seeds.get(run["seed"])
-            if previous is not None and any(previous[m] != run[m] for m in metrics):
+            if previous is not None and any(previous.get(m) != run.get(m) for m in columns_of):
                 raise ValueError(
-                    f"{name}: {run['dataset']} / {run['row']} seed {run['seed']} "
+                    f"{name}: {run['dataset']} / {row} seed {run['seed']} "
                     "differs from an earlier file's run"
                 )
             seeds.setdefault(run["seed"], run)  # the first file naming a seed supplies it
     table_rows = []
     for (dataset, row), seeds in pooled.items():
+        runs = [seeds[k] for k in sorted(seeds)]
         entry: dict[str, Any] = {
             "dataset": dataset,
             "row": row,
             "seeds": " ".join(str(k) for k in sorted(seeds)),
         }
-        for m in metrics:
-            values = [100 * float(seeds[k][m]) for k in sorted(seeds)]
-            std = f"{statistics.stdev(values):.2f}" if len(values) > 1 else "n/a"
-            entry[m] = f"{statistics.fmean(values):.2f} ± {std}"
-        if all("fit_seconds" in run and run.get("epochs") for run in seeds.values()):
-            entry["s/epoch"] = statistics.fmean(
-                run["fit_seconds"] / run["epochs"] for run in seeds.values()
-            )
+        for key, column in columns_of.items():
+            if all(key in run for run in runs):
+                entry[column] = mean_std(run[key] for run in runs)
+        if all("fit_seconds" in run and run.get("epochs") for run in runs):
+            entry["s/epoch"] = statistics.fmean(run["fit_seconds"] / run["epochs"] for run in runs)
         table_rows.append(entry)
-    columns = ["dataset", "row", *metrics, "seeds"]
-    if any("s/epoch" in entry for entry in table_rows):
-        columns.insert(-1, "s/epoch")
-    command = "python benchmarks/_common.py combine " + " ".join([out, *names])
-    if datasets:
-        command += " --datasets " + " ".join(datasets)
-    if rows:
-        command += " --rows " + " ".join(f'"{r}"' if " " in r else r for r in rows)
+    columns = [
+        c
+        for c in ["dataset", "row", *columns_of.values(), "s/epoch", "seeds"]
+        if any(c in entry for entry in table_rows)
+    ]
+    if command is None:
+        command = "python benchmarks/_common.py combine " + " ".join([out, *names])
+        if datasets:
+            command += " --datasets " + " ".join(datasets)
+        if rows:
+            command += " --rows " + " ".join(f'"{r}"' if " " in r else r for r in rows)
     text = (
         f"Command: `{command}`  \nPooled from: "
         + "; ".join(commands)
         + "\n\n"
+        + (f"{note}\n\n" if note else "")
         + markdown_table(table_rows, columns)
     )
     write_results(

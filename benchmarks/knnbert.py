@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -46,7 +45,7 @@ import numpy as np
 from sklearn.metrics import accuracy_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import encoder_path, report_runs
+from _common import encoder_path, mean_std, report_runs
 
 from skxmc.datasets import get_data_dir
 from skxmc.knnbert import KNNBertClassifier
@@ -133,13 +132,6 @@ def use_memory(clf: KNNBertClassifier, memory: dict[str, Any]) -> None:
     clf.__dict__.pop("_memory_index", None)
 
 
-def mean_std(values: list[float]) -> str:
-    mean = 100 * statistics.fmean(values)
-    if len(values) < 2:
-        return f"{mean:.2f}"
-    return f"{mean:.2f} ± {100 * statistics.stdev(values):.2f}"
-
-
 def summary_rows(
     setting: str, dataset: str, per_row: dict[str, dict[str, list]], labels: dict[str, str]
 ) -> list[dict[str, Any]]:
@@ -154,7 +146,7 @@ def summary_rows(
                 "setting": setting,
                 "dataset": dataset,
                 "row": labels[row],
-                "accuracy": mean_std(cell["acc"]),
+                "accuracy": mean_std(cell["acc"], single=None),
                 "s/epoch": epoch_s,
                 "time vs plain CE": f"{epoch_s / plain:.2f}x" if plain else "",
                 "predict ms/text": float(np.mean(cell["ms"])),
@@ -206,7 +198,7 @@ def summarise(names: list[str], out: str) -> None:
             "setting": setting,
             "dataset": dataset,
             "row": row,
-            "accuracy": mean_std(list(by_seed.values())),
+            "accuracy": mean_std(by_seed.values(), single=None),
             "seeds": sorted(by_seed),
         }
         for (setting, dataset, row), by_seed in cells.items()

@@ -36,7 +36,7 @@ import numpy as np
 from sklearn.metrics import accuracy_score, f1_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, encoder_path, markdown_table, report_runs, write_results
+from _common import combine, encoder_path, mean_std, report_runs
 
 from skxmc.datasets import get_data_dir, make_imbalanced
 from skxmc.sharprecl import SharpReCLClassifier
@@ -156,13 +156,6 @@ DEV_COLUMNS = ["dataset", "row", "dev accuracy", "dev macro-F1", "accuracy", "ma
 TUNE_COLUMNS = ["dataset", "row", "chosen", "accuracy", "macro-F1", "search + refit s"]
 
 
-def mean_std(values: list[float]) -> str:
-    """``mean ± sample std`` (ddof=1) x100; a single seed has no std."""
-    v = 100 * np.asarray(values, dtype=float)
-    std = f"{v.std(ddof=1):.2f}" if len(v) > 1 else "n/a"
-    return f"{v.mean():.2f} ± {std}"
-
-
 def report(
     rows: list[dict[str, Any]], records: list[dict[str, Any]], args: argparse.Namespace, final: bool
 ) -> None:
@@ -209,43 +202,25 @@ def tune_record(search: Any, param: str) -> dict[str, Any]:
 def pool(out: str, names: list[str]) -> str:
     """Pool the per-seed runs of several result files (e.g. one seed per process) into
     ``results/<out>.{json,md}``: mean ± sample std (ddof=1) per (dataset, row)."""
-    pooled: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
-    sources = []
-    for name in names:
-        data = json.loads((RESULTS / f"{name}.json").read_text())
-        command = data.get("command")
-        sources.append((f"`{command}`" if command else "command not recorded") + f" ({name})")
+
+    def row_name(data: dict[str, Any], run: dict[str, Any]) -> str:
         # Parameters set for every row with --set are part of the row's name.
         extra = ", ".join(data.get("config", {}).get("set") or [])
-        for run in data["runs"]:
-            row = f"{run['row']} ({extra})" if extra else run["row"]
-            pooled.setdefault((run["dataset"], row), {}).setdefault(run["seed"], run)
-    rows = []
-    for (dataset, row), seeds in pooled.items():
-        runs = [seeds[k] for k in sorted(seeds)]
-        entry = {"dataset": dataset, "row": row, "seeds": " ".join(map(str, sorted(seeds)))}
-        for key, column in (
+        return f"{run['row']} ({extra})" if extra else run["row"]
+
+    return combine(
+        out,
+        names,
+        metrics=[
             ("dev_accuracy", "dev accuracy"),
             ("dev_macro_f1", "dev macro-F1"),
             ("accuracy", "accuracy"),
             ("macro_f1", "macro-F1"),
-        ):
-            if all(key in r for r in runs):
-                entry[column] = mean_std([r[key] for r in runs])
-        entry["s/epoch"] = float(np.mean([r["fit_seconds"] / max(r["epochs"], 1) for r in runs]))
-        rows.append(entry)
-    columns = [
-        c for c in ["dataset", "row", *DEV_COLUMNS[2:], "seeds"] if any(c in r for r in rows)
-    ]
-    command = "python benchmarks/sharprecl.py --pool " + " ".join([out, *names])
-    text = (
-        f"Command: `{command}`  \nPooled from: "
-        + "; ".join(sources)
-        + "\n\n± is the sample std (ddof=1) over the seeds.\n\n"
-        + markdown_table(rows, columns)
+        ],
+        row_name=row_name,
+        command="python benchmarks/sharprecl.py --pool " + " ".join([out, *names]),
+        note="± is the sample std (ddof=1) over the seeds.",
     )
-    write_results(out, {"command": command, "sources": names, "summary": rows}, text)
-    return text
 
 
 def main(argv: list[str] | None = None) -> None:
