@@ -53,12 +53,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-from numba import njit
-from numba.core import event
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils, event
+from numba.extending import intrinsic
 
 from .exceptions import NumbaCacheWarning
 
-__all__ = ["NumbaCacheWarning", "interruptible", "jit", "warmup"]
+__all__ = ["NumbaCacheWarning", "interruptible", "jit", "prefetch", "warmup"]
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +106,42 @@ class _CompileNotice(event.Listener):
 
 
 event.register("numba:compile", _CompileNotice())
+
+
+@intrinsic
+def prefetch(typingctx: Any, array: Any, i: Any) -> Any:
+    """Hint the CPU to load ``array[i]`` into its caches; no effect on any value.
+
+    For compiled kernels only (LLVM's ``llvm.prefetch``: read, highest locality). It reads
+    nothing and cannot fault, so ``i`` need not be in range, and the kernels stay
+    deterministic. The solvers visit the rows of a problem in a shuffled order; once the
+    rows exceed the last-level cache every visit waits for memory, and asking for the
+    rows a few steps ahead hides that wait (``benchmarks/results/prefetch.md``).
+    numba has no prefetch of its own, hence this intrinsic.
+    """
+    if not isinstance(array, types.Array) or array.ndim != 1:
+        return None
+    sig = types.void(array, i)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        array_type = signature.args[0]
+        view = context.make_array(array_type)(context, builder, args[0])
+        index = context.cast(builder, args[1], signature.args[1], types.intp)
+        ptr = cgutils.get_item_pointer(
+            context, builder, array_type, view, [index], wraparound=False
+        )
+        byte_ptr = builder.bitcast(ptr, ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module,
+            ir.FunctionType(ir.VoidType(), [byte_ptr.type, i32, i32, i32]),
+            "llvm.prefetch.p0",
+        )
+        # read (0), keep in all cache levels (3), data cache (1)
+        builder.call(fn, [byte_ptr, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @contextlib.contextmanager

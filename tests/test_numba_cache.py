@@ -174,3 +174,29 @@ def test_jit_registers_every_kernel():
 
     assert _solver._fit_items in _numba._KERNELS
     assert all(hasattr(k, "py_func") for k in _numba._KERNELS)
+
+
+def test_prefetch_is_a_hint_that_changes_no_value():
+    import numba
+    import numpy as np
+    import pytest
+
+    @numba.njit
+    def total(a, ahead):
+        out = 0.0
+        for i in range(a.shape[0]):
+            _numba.prefetch(a, i + ahead)  # past the end when ahead > 0: must not fault
+            out += a[i]
+        return out
+
+    a = np.arange(1000, dtype=np.float32)
+    assert total(a, 0) == total(a, 64) == total(a, 10**9) == float(a.sum())
+    ints = np.arange(10, dtype=np.int64)
+    assert total(ints, 3) == 45.0
+
+    @numba.njit
+    def on_a_matrix(m):
+        _numba.prefetch(m, 0)
+
+    with pytest.raises(numba.core.errors.TypingError):
+        on_a_matrix(np.zeros((2, 2)))
