@@ -106,10 +106,15 @@ _RANK_BLOCK = 1 << 20
 
 # Prefetch distances of the solvers, in steps of the shuffled row order. Each level needs
 # the one before it in cache: the row id and its dual state first, then the row's offsets,
-# then its entries (benchmarks/prefetch.py chose them, see _prefetch_ahead).
+# then its entries (chosen in a scratch study, see _prefetch_ahead; benchmarks/prefetch.py
+# measures the effect on whole fits).
 _PF_ROW = 24
 _PF_PTR = 16
 _PF_NNZ = 8
+# Below this many bytes of row entries a problem stays in the L2 cache once visited (and
+# sibling problems share their rows), so prefetching would only add instructions: small
+# leaf-layer problems ran slower with it (benchmarks/results/prefetch.md).
+_PF_MIN_BYTES = 1 << 19
 
 # Projected gradients below this are treated as 0 (liblinear's constant).
 _PG_ZERO = 1.0e-12
@@ -195,8 +200,8 @@ def _axpy(a, w, indices, data, p0, p1):  # pragma: no cover - compiled
 def _prefetch_ahead(s, n, index, rows, indptr, indices, data, state, width):  # pragma: no cover
     """Prefetch what step ``s + d`` of the shuffled order ``index[:n]`` will read.
 
-    The solvers visit rows at random; once a problem's rows exceed the last-level cache,
-    each visit would wait for memory three times over (the row id, its offsets, its
+    The solvers visit rows at random; once a problem's rows outgrow the L2 cache, each
+    visit would wait for memory three times over (the row id, its offsets, its
     entries), and for its dual state in ``state[width * k]``. Asking for them at three
     distances ahead overlaps those waits with the arithmetic of the current rows. Values
     and their order are untouched: the weights are bit-identical with or without it.
@@ -239,6 +244,7 @@ def _dcd_squared_hinge(
     m = rows.shape[0]
     bias2 = bias * bias
     b = 0.0
+    nnz = 0
     for k in range(m):
         diag = 0.5 / cost[k]
         alpha[4 * k] = 0.0
@@ -246,6 +252,8 @@ def _dcd_squared_hinge(
         alpha[4 * k + 2] = y[k]
         alpha[4 * k + 3] = diag
         index[k] = k
+        nnz += indptr[rows[k] + 1] - indptr[rows[k]]
+    ahead = 8 * nnz >= _PF_MIN_BYTES
     state = np.uint64(seed)
     if state == 0:
         state = _XS_FALLBACK
@@ -259,7 +267,8 @@ def _dcd_squared_hinge(
         state = _shuffle(index, active, state)
         s = 0
         while s < active:
-            _prefetch_ahead(s, active, index, rows, indptr, indices, data, alpha, 4)
+            if ahead:
+                _prefetch_ahead(s, active, index, rows, indptr, indices, data, alpha, 4)
             k = index[s]
             r = rows[k]
             p0 = indptr[r]
@@ -325,6 +334,7 @@ def _dcd_logistic(
     b = 0.0
     innereps = 1.0e-2
     innereps_min = min(1.0e-8, eps)
+    nnz = 0
     for k in range(m):
         c = cost[k]
         a0 = min(0.001 * c, 1.0e-8)
@@ -336,6 +346,8 @@ def _dcd_logistic(
         coef = y[k] * a0
         _axpy(coef, w, indices, data, indptr[r], indptr[r + 1])
         b += coef * bias
+        nnz += indptr[r + 1] - indptr[r]
+    ahead = 8 * nnz >= _PF_MIN_BYTES
     state = np.uint64(seed)
     if state == 0:
         state = _XS_FALLBACK
@@ -345,7 +357,8 @@ def _dcd_logistic(
         newton_iter = 0
         gmax = 0.0
         for s in range(m):
-            _prefetch_ahead(s, m, index, rows, indptr, indices, data, alpha, 2)
+            if ahead:
+                _prefetch_ahead(s, m, index, rows, indptr, indices, data, alpha, 2)
             k = index[s]
             r = rows[k]
             p0 = indptr[r]
