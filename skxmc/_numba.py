@@ -115,8 +115,8 @@ def prefetch(typingctx: Any, array: Any, i: Any) -> Any:
     For compiled kernels only (LLVM's ``llvm.prefetch``: read, highest locality). It reads
     nothing and cannot fault, so ``i`` need not be in range, and the kernels stay
     deterministic. The solvers visit the rows of a problem in a shuffled order; once the
-    rows exceed the last-level cache every visit waits for memory, and asking for the
-    rows a few steps ahead hides that wait (``benchmarks/results/prefetch.md``).
+    rows outgrow the L2 cache every visit waits for memory, and asking for the rows a few
+    steps ahead hides that wait (``benchmarks/results/prefetch.md``).
     numba has no prefetch of its own, hence this intrinsic.
     """
     if not isinstance(array, types.Array) or array.ndim != 1:

@@ -214,14 +214,15 @@ def _prefetch_ahead(s, n, index, rows, indptr, indices, data, state, width):  # 
         prefetch(indptr, rows[index[s + _PF_PTR]])
     if s + _PF_NNZ < n:
         r = rows[index[s + _PF_NNZ]]
-        p = indptr[r]
+        start = indptr[r]
         e = indptr[r + 1]
         # one request per 64-byte line of 4-byte ids and values, and the row's last line
+        p = start
         while p < e:
             prefetch(indices, p)
             prefetch(data, p)
             p += 16
-        if e > indptr[r]:
+        if e > start:
             prefetch(indices, e - 1)
             prefetch(data, e - 1)
 
