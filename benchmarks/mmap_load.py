@@ -65,7 +65,7 @@ CHILD = textwrap.dedent(
         out = {}
         for line in open("/proc/self/status"):
             key = line.split(":")[0]
-            if key in ("VmRSS", "RssAnon", "RssFile"):
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
                 out[key] = int(line.split()[1]) / 1024
         for line in open("/proc/self/smaps_rollup"):
             if line.startswith("Pss:"):
@@ -261,6 +261,7 @@ def main() -> None:
     rows = []
     full_rss = statistics.median(r["after"]["VmRSS"] for r in runs["full"])
     full_pss = statistics.median(r["after"]["Pss"] for r in runs["full"])
+    full_peak = statistics.median(r["after"]["VmHWM"] for r in runs["full"])
     for mode, rs in runs.items():
 
         def med(f, rs=rs):
@@ -278,6 +279,8 @@ def main() -> None:
                 ),
                 "RSS after MB": med(lambda r: r["after"]["VmRSS"]),
                 "RSS / full load": round(med(lambda r: r["after"]["VmRSS"]) / full_rss, 3),
+                "peak RSS MB": med(lambda r: r["after"]["VmHWM"]),
+                "peak / full load": round(med(lambda r: r["after"]["VmHWM"]) / full_peak, 3),
                 "PSS after MB": med(lambda r: r["after"]["Pss"]),
                 "PSS / full load": round(med(lambda r: r["after"]["Pss"]) / full_pss, 3),
                 "private (RssAnon) growth MB": med(
@@ -307,10 +310,12 @@ def main() -> None:
         f"start-up not included); `load s`: `skxmc.load` after them. `RSS after`: VmRSS "
         f"after the prediction, private and file-backed pages together (the file-backed "
         f"ones are shared with the page cache and every process that maps the file); "
+        f"`peak RSS`: the process's highest VmRSS (VmHWM) from its start to the end of "
+        f"the prediction (the load and the prediction's transient buffers included); "
         f"`PSS after`: the proportional set size after the prediction (private pages, plus "
         f"each shared page divided by the number of processes that map it: what a serving "
-        f"process costs when several map the same model). `RSS / full load` and `PSS / "
-        f"full load` divide by the full loads' medians. The "
+        f"process costs when several map the same model). `RSS / full load`, `peak / full "
+        f"load` and `PSS / full load` divide by the full loads' medians. The "
         f"machine was shared with other jobs (load average {os.getloadavg()[0]:.1f} at "
         f"the end).\n\n" + markdown_table(rows, list(rows[0]))
     )

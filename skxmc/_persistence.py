@@ -35,7 +35,9 @@ archive's members are stored uncompressed, so each array is a view of the file's
 read on first use and shared by every process that maps the file (a copy-on-write map:
 nothing can change the file). Estimators whose prediction needs derived structures save
 those too (XR-Linear's beam-search layout), so a mapped model predicts without building
-anything in memory. ``load(verify=...)`` chooses how much content the checks read: a
+anything in memory; XR-Linear reads the per-parent blocks of its large layers from the
+file (``pread`` through the map's own descriptor, see :func:`mapped_file_span`) rather
+than through the map, so that a process holds only the blocks its search reaches. ``load(verify=...)`` chooses how much content the checks read: a
 mapped load skips the sha256 unless ``verify=True`` and still checks every array entry;
 ``verify=False`` trusts the content and checks only sizes, headers, shapes and row
 pointers, so a mapped load reads almost nothing.
@@ -65,6 +67,7 @@ import shutil
 import struct
 import sys
 import warnings
+import weakref
 import zipfile
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -196,6 +199,46 @@ class _Arrays(Mapping):
         return len(self.npz.files)
 
 
+# The file behind each map of ``load(mmap=True)``: a duplicate of its descriptor (the file
+# the map shows, even if the path is later replaced) and the map's address, so that a
+# search can read pieces of a large mapped array with ``pread`` instead of through the map
+# (see mapped_file_span). The descriptor closes when the map is freed.
+_MAP_FILES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def mapped_file_span(array: np.ndarray) -> tuple[int, int] | None:
+    """``(descriptor, byte offset)`` of the file content that ``array`` views, when it is
+    a C-contiguous array of a model loaded with ``load(mmap=True)``; else None.
+
+    ``os.pread(descriptor, n, offset + i)`` then reads bytes ``i:i + n`` of the array
+    without touching the map: the bytes come from the page cache that every process
+    shares, and the process maps no pages for them. The descriptor belongs to the map;
+    callers must not close it.
+    """
+    if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+        return None
+    base = array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    entry = _MAP_FILES.get(base) if isinstance(base, mmap.mmap) else None
+    if entry is None:
+        return None
+    fd, start, size = entry
+    offset = array.__array_interface__["data"][0] - start
+    if offset < 0 or offset + array.nbytes > size:
+        return None
+    return fd, offset
+
+
+def _register_map(m: mmap.mmap, fileno: int) -> None:
+    fd = os.dup(fileno)
+    weakref.finalize(m, os.close, fd)
+    start = np.frombuffer(m, dtype=np.uint8, count=1).__array_interface__["data"][0]
+    _MAP_FILES[m] = (fd, start, len(m))
+
+
 class _MappedArrays(_Arrays):
     """The arrays of ``arrays.npz`` as read-only-by-convention views of one private memory
     map of the file (``load(mmap=True)``): nothing is read until used, and the pages are
@@ -212,6 +255,8 @@ class _MappedArrays(_Arrays):
         self._file = open(path, "rb")  # closed by close(); the map outlives it
         size = os.fstat(self._file.fileno()).st_size
         self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_COPY) if size else None
+        if self._map is not None:
+            _register_map(self._map, self._file.fileno())
         self._infos = {
             info.filename[:-4] if info.filename.endswith(".npy") else info.filename: info
             for info in npz.zip.infolist()
@@ -993,7 +1038,12 @@ def load(directory: str | os.PathLike, *, mmap: bool = False, verify: bool | Non
         maps the same file, so several serving processes hold one copy of a large model.
         An :class:`~skxmc.XRLinearClassifier` saved by this version also stores its
         beam-search layout, so it predicts from the mapped arrays without building
-        anything; older model directories load, but build that layout in memory.
+        anything; older model directories load, but build that layout in memory. Its
+        large layers' per-parent blocks are read from the file (``pread``) in groups of
+        at most 32 MiB as a search reaches them, not through the map: the file's pages
+        stay in the shared page cache and each process holds only the blocks it is
+        scoring (through a map, the kernel would also map every cached page around
+        each block it touches).
         Recommended for serving large models from several processes; the map is
         copy-on-write, so nothing can change the files.
     verify : bool or None, default=None

@@ -8,6 +8,7 @@ of a model directory.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -82,6 +83,70 @@ def test_mmap_load_predicts_the_same_from_mapped_arrays(fitted):
                 np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
         np.testing.assert_array_equal(a.children_count, b.children_count)
         assert (a.feature_major is None) == (b.feature_major is None)
+
+
+@pytest.mark.parametrize("budget", [None, 64])
+@pytest.mark.parametrize("post_processor", ["l3-hinge", "noop"])
+def test_mapped_blocks_are_read_from_the_file_not_through_the_map(
+    fitted, monkeypatch, budget, post_processor
+):
+    # a mapped model's block layers are read with pread, in groups that fit the budget
+    # (64 bytes: one parent per group); the compiled kernel never sees a mapped block
+    from skxmc._persistence import mapped_file_span
+    from skxmc.linear import _beam
+
+    _, path, X = fitted
+    in_memory = skxmc.load(path).set_params(post_processor=post_processor)
+    expected = in_memory.predict_topk(X)
+    model = skxmc.load(path, mmap=True).set_params(post_processor=post_processor)
+    leaf = model._search_cache.chunks[-1]
+    fd, offset = mapped_file_span(leaf.blocks)
+    assert os.pread(fd, 16, offset) == leaf.blocks[:4].tobytes()
+    assert mapped_file_span(in_memory._search_cache.chunks[-1].blocks) is None
+    if budget is not None:
+        monkeypatch.setattr(_beam, "_READ_BUDGET", budget)
+    kernel = _beam._score_chunks_kernel
+    groups = []
+
+    def checked(*args):
+        blocks = args[12]
+        assert not _mapped(blocks)
+        groups.append(len(args[5]))
+        return kernel(*args)
+
+    monkeypatch.setattr(_beam, "_score_chunks_kernel", checked)
+    got = model.predict_topk(X)
+    np.testing.assert_array_equal(expected[0], got[0])
+    np.testing.assert_array_equal(expected[1], got[1])
+    assert groups
+    if budget is not None:  # one group per reached parent of the leaf layer
+        assert len(groups) > 1
+
+
+def test_mapped_model_reads_its_own_file_after_the_path_is_replaced(fitted, tmp_path):
+    # the blocks are read through the map's own descriptor: saving another model over
+    # the directory changes nothing for a process that mapped the first one
+    clf, path, X = fitted
+    target = shutil.copytree(path, tmp_path / "model")
+    expected = clf.predict_topk(X)
+    model = skxmc.load(target, mmap=True)
+    other = clone_fitted_on_shuffled_labels(clf)
+    skxmc.save(other, target, overwrite=True)
+    got = model.predict_topk(X)
+    np.testing.assert_array_equal(expected[0], got[0])
+    np.testing.assert_array_equal(expected[1], got[1])
+    assert not np.array_equal(skxmc.load(target).predict_topk(X)[0], expected[0])
+
+
+def clone_fitted_on_shuffled_labels(clf: XRLinearClassifier) -> XRLinearClassifier:
+    from sklearn.base import clone
+
+    from skxmc.linear import _beam
+
+    X, Y = make_xmc_classification(n_samples=1500, n_features=3000, n_labels=300, random_state=1)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_beam, "DENSE_LAYER_MAX_NODES", 100)
+        return clone(clf).fit(X[:1200], Y[:1200])
 
 
 def test_each_layer_is_saved_in_one_search_form(fitted):

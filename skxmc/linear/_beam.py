@@ -13,7 +13,9 @@ post-processor, as PECOS does: ``"l3-hinge"`` multiplies ``exp(-max(1 - v, 0) **
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numba
 import numpy as np
@@ -21,6 +23,7 @@ import scipy.sparse as sp
 from numba import prange
 
 from .._numba import interruptible, jit
+from .._persistence import mapped_file_span
 from .._ranking import insert_ranked
 from .._sparse_product import csr_arrays, radix_bits, radix_sort
 
@@ -50,8 +53,9 @@ class ChunkedWeights:
     Scoring a query against ``p`` then costs ``nnz(x) * log(#features of p)`` plus the
     touched weights, instead of every weight of every child (PECOS's chunked layout serves
     the same purpose). One block per parent, rather than one array per field, keeps what
-    the search reads of a parent on the fewest pages: a memory-mapped model
-    (``skxmc.load(mmap=True)``) then maps little beyond the parents that queries reach.
+    the search reads of a parent in one stretch of the file: a memory-mapped model
+    (``skxmc.load(mmap=True)``) reads the blocks of the parents that queries reach with
+    one ``pread`` per run of adjacent blocks (see :func:`score_candidates`).
 
     A layer of at most ``DENSE_LAYER_MAX_NODES`` nodes is scored for all its nodes at once
     from a feature-major copy instead (:attr:`feature_major`, see :func:`score_candidates`):
@@ -447,7 +451,8 @@ def score_candidates(
     Small layers (``chunks.feature_major`` set) are scored with a dense per-thread
     accumulator over all nodes and need ``candidates`` (the expanded CSR, whose data are
     the parents' path scores); large layers merge each query with the chunk of each beam
-    entry's parent."""
+    entry's parent; the blocks of a memory-mapped model's layer are read from its file
+    for the parents reached (see :func:`_score_read_blocks`)."""
     if post_processor not in _POST_CODES:
         raise ValueError(
             f"post_processor must be one of {POST_PROCESSORS}, got {post_processor!r}."
@@ -486,28 +491,115 @@ def score_candidates(
     cand_start = np.concatenate([[0], np.cumsum(kids_per_entry)[:-1]]).astype(np.int64)
     entry_row = np.repeat(np.arange(path.shape[0], dtype=np.int64), np.diff(path.indptr))
     entry_order = np.argsort(parent, kind="stable")
-    with _numba_threads(n_jobs):
+    entry_score = np.asarray(path.data, dtype=np.float32)
+
+    def run(order, entry_parent, block_start, feat_count, blocks, children_count):
         _score_chunks_kernel(
             x_indptr,
             x_indices,
             x_data,
             np.float32(bias),
             X.shape[1],
-            entry_order,
+            order,
             entry_row,
-            parent,
+            entry_parent,
             cand_start,
             64,
-            chunks.block_start,
-            chunks.feat_count,
-            chunks.blocks,
-            chunks.values,
-            np.asarray(path.data, dtype=np.float32),
-            chunks.children_count,
+            block_start,
+            feat_count,
+            blocks,
+            blocks.view(np.float32),
+            entry_score,
+            children_count,
             code,
             out,
         )
+
+    span = mapped_file_span(chunks.blocks)
+    with _numba_threads(n_jobs):
+        if span is None:
+            run(
+                entry_order,
+                parent,
+                chunks.block_start,
+                chunks.feat_count,
+                chunks.blocks,
+                chunks.children_count,
+            )
+        else:
+            _score_read_blocks(chunks, span, parent, entry_order, run)
     return out
+
+
+# Bytes of blocks read at once when a mapped layer is scored from its file (see
+# _score_read_blocks): bounds the private memory of a search whatever the number of rows.
+_READ_BUDGET = 1 << 25
+
+
+def _score_read_blocks(chunks, span, parent, entry_order, run) -> None:
+    """Score a layer of a memory-mapped model from the blocks of the reached parents,
+    read from the file with ``pread`` in groups of at most ``_READ_BUDGET`` bytes (one
+    parent's block at least).
+
+    Through the map, the kernel maps every page around each touched block that the page
+    cache holds: recent Linux kernels map whole large folios (up to 2 MB) of a cached file,
+    so 1,000 queries, which reach a seventh of a 1M-label model's leaf parents, map most of
+    the layer. Read instead, a process holds only the blocks of the group it scores; the
+    file's pages stay in the page cache, one copy for every process. The scores are the
+    same: the kernel reads the same words, from a compact copy."""
+    fd, base = span
+    sorted_parent = parent[entry_order]
+    reached, first = np.unique(sorted_parent, return_index=True)
+    starts = chunks.block_start[reached]
+    sizes = chunks.block_start[reached + 1] - starts
+    # groups of consecutive reached parents whose blocks fit the budget
+    bounds = [0]
+    total = 0
+    for g, size in enumerate(sizes.tolist()):
+        if total and total + size > _READ_BUDGET // 4:
+            bounds.append(g)
+            total = 0
+        total += size
+    bounds.append(len(reached))
+    first = np.append(first, len(entry_order))
+    # each entry's parent as an index into its group's compact block list
+    local = np.searchsorted(reached, parent)
+    for g0, g1 in pairwise(bounds):
+        group_starts = starts[g0:g1]
+        group_sizes = sizes[g0:g1]
+        block_start = np.zeros(g1 - g0 + 1, dtype=np.int64)
+        np.cumsum(group_sizes, out=block_start[1:])
+        blocks = np.empty(int(block_start[-1]), dtype=np.int32)
+        # one read per run of parents whose blocks are adjacent in the file
+        run_ends = np.flatnonzero(group_starts[1:] != group_starts[:-1] + group_sizes[:-1])
+        run_bounds = [0, *(run_ends + 1).tolist(), g1 - g0]
+        for r0, r1 in pairwise(run_bounds):
+            _pread_into(
+                fd,
+                blocks[block_start[r0] : block_start[r1]],
+                base + 4 * int(group_starts[r0]),
+            )
+        run(
+            entry_order[first[g0] : first[g1]],
+            local - g0,
+            block_start,
+            chunks.feat_count[reached[g0:g1]],
+            blocks,
+            chunks.children_count[reached[g0:g1]],
+        )
+
+
+def _pread_into(fd: int, out: np.ndarray, offset: int) -> None:
+    view = memoryview(out).cast("B")
+    done = 0
+    while done < len(view):
+        n = os.preadv(fd, [view[done:]], offset + done)
+        if n <= 0:
+            raise OSError(
+                f"the memory-mapped model's file ended before its beam-search blocks (read "
+                f"{done} of {len(view)} bytes at offset {offset}): was it truncated?"
+            )
+        done += n
 
 
 def _row_blocks(n_rows: int, n_jobs: int) -> int:
