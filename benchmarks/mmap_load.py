@@ -100,8 +100,17 @@ CHILD = textwrap.dedent(
         print("ready", flush=True)
         sys.stdin.readline()
     after = mem()
+    # serving latency: the first rows again, one predict_topk call per row, after the
+    # batch (so the pages the batch read are in place)
+    single_ms = []
+    if mode != "trusted-shared":
+        for i in range(int(sys.argv[4])):
+            t0 = time.perf_counter()
+            model.predict_topk(X[i : i + 1], k=10)
+            single_ms.append(1000 * (time.perf_counter() - t0))
     print(json.dumps({"imports_s": imports_s, "load_s": load_s, "predict_s": predict_s,
-                      "before": before, "after": after, "checksum": float(np.nansum(scores))}),
+                      "before": before, "after": after, "single_ms": single_ms,
+                      "checksum": float(np.nansum(scores))}),
           flush=True)
     if mode == "trusted-shared":
         sys.stdin.readline()  # stay mapped until every process has measured
@@ -223,6 +232,13 @@ def main() -> None:
         help="also run this many trusted mapped processes at once (their PSS: each one's "
         "share of the pages they map together); 0 or 1: not",
     )
+    p.add_argument(
+        "--single-rows",
+        type=int,
+        default=0,
+        help="after the batch, predict this many rows one call each (serving latency: "
+        "median and 90th percentile per call)",
+    )
     p.add_argument("--name", default="mmap_load")
     args = p.parse_args()
     modes = {**MODES, **(COLD_MODES if args.cold_cache else {})}
@@ -248,7 +264,15 @@ def main() -> None:
             for mode in modes:
                 if mode in COLD_MODES and mode != "trusted-after-random":
                     _drop_page_cache()
-                cmd = [sys.executable, "-c", CHILD, str(path), str(queries), mode]
+                cmd = [
+                    sys.executable,
+                    "-c",
+                    CHILD,
+                    str(path),
+                    str(queries),
+                    mode,
+                    str(args.single_rows),
+                ]
                 if mode == "trusted-shared":
                     runs[mode].extend(_shared_run(cmd, env, args.shared))
                 else:
@@ -276,6 +300,18 @@ def main() -> None:
                 "load + predict s": med(lambda r: r["load_s"] + r["predict_s"]),
                 "imports + load + predict s": med(
                     lambda r: r["imports_s"] + r["load_s"] + r["predict_s"]
+                ),
+                **(
+                    {
+                        "single-row predict ms median": med(
+                            lambda r: statistics.median(r["single_ms"])
+                        ),
+                        "single-row predict ms p90": med(
+                            lambda r: statistics.quantiles(r["single_ms"], n=10)[-1]
+                        ),
+                    }
+                    if args.single_rows > 1 and mode != "trusted-shared"
+                    else {}
                 ),
                 "RSS after MB": med(lambda r: r["after"]["VmRSS"]),
                 "RSS / full load": round(med(lambda r: r["after"]["VmRSS"]) / full_rss, 3),
@@ -310,6 +346,9 @@ def main() -> None:
         f"start-up not included); `load s`: `skxmc.load` after them. `RSS after`: VmRSS "
         f"after the prediction, private and file-backed pages together (the file-backed "
         f"ones are shared with the page cache and every process that maps the file); "
+        f"`single-row predict ms`: after the batch, the first --single-rows rows "
+        f"predicted again one `predict_topk` call each (median and 90th percentile per "
+        f"process, then the median over processes); "
         f"`peak RSS`: the process's highest VmRSS (VmHWM) from its start to the end of "
         f"the prediction (the load and the prediction's transient buffers included); "
         f"`PSS after`: the proportional set size after the prediction (private pages, plus "
