@@ -425,3 +425,21 @@ def test_verify_must_be_a_bool_or_none(fitted):
     _, path, _ = fitted
     with pytest.raises(ValueError, match="verify must be True, False or None"):
         skxmc.load(path, verify="yes")
+
+
+def test_blocks_read_past_the_end_of_the_file_raise(tmp_path):
+    # a file cut after the load (verify=False trusts sizes checked at load time) must raise,
+    # not score from a half-filled buffer
+    from skxmc.linear._beam import _pread_into
+
+    path = tmp_path / "short.bin"
+    path.write_bytes(np.arange(4, dtype=np.int32).tobytes())
+    out = np.zeros(8, dtype=np.int32)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        _pread_into(fd, out[:4], 0)
+        np.testing.assert_array_equal(out[:4], np.arange(4))
+        with pytest.raises(OSError, match="ended before its beam-search blocks"):
+            _pread_into(fd, out, 4)
+    finally:
+        os.close(fd)
