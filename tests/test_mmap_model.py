@@ -123,6 +123,28 @@ def test_mapped_blocks_are_read_from_the_file_not_through_the_map(
         assert len(groups) > 1
 
 
+def test_mapped_layers_of_large_blocks_are_read_through_the_map(fitted, monkeypatch):
+    # above _READ_MAX_MEAN_BLOCK bytes per block on average a layer is scored from the map
+    from skxmc.linear import _beam
+
+    _, path, X = fitted
+    expected = skxmc.load(path).predict_topk(X)
+    model = skxmc.load(path, mmap=True)
+    monkeypatch.setattr(_beam, "_READ_MAX_MEAN_BLOCK", 0)
+    kernel = _beam._score_chunks_kernel
+    seen = []
+
+    def checked(*args):
+        seen.append(_mapped(args[12]))
+        return kernel(*args)
+
+    monkeypatch.setattr(_beam, "_score_chunks_kernel", checked)
+    got = model.predict_topk(X)
+    np.testing.assert_array_equal(expected[0], got[0])
+    np.testing.assert_array_equal(expected[1], got[1])
+    assert seen and all(seen)
+
+
 def test_mapped_model_reads_its_own_file_after_the_path_is_replaced(fitted, tmp_path):
     # the blocks are read through the map's own descriptor: saving another model over
     # the directory changes nothing for a process that mapped the first one

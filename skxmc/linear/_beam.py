@@ -14,6 +14,7 @@ post-processor, as PECOS does: ``"l3-hinge"`` multiplies ``exp(-max(1 - v, 0) **
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from itertools import pairwise
 
@@ -516,6 +517,8 @@ def score_candidates(
         )
 
     span = mapped_file_span(chunks.blocks)
+    if span is not None and chunks.blocks.nbytes > _READ_MAX_MEAN_BLOCK * len(chunks.feat_count):
+        span = None  # large blocks: read through the map (see _READ_MAX_MEAN_BLOCK)
     with _numba_threads(n_jobs):
         if span is None:
             run(
@@ -534,6 +537,12 @@ def score_candidates(
 # Bytes of blocks read at once when a mapped layer is scored from its file (see
 # _score_read_blocks): bounds the private memory of a search whatever the number of rows.
 _READ_BUDGET = 1 << 25
+# A mapped layer is read from its file only when its blocks average at most this many
+# bytes. The kernel maps up to a whole cached folio (2 MB) around a touched block, so
+# mapping costs most where blocks are small (the leaf layer's many parents, of which a
+# batch reaches a few); a layer of large blocks has few parents, which queries mostly
+# reach anyway, and mapping it spares each query the copy (benchmarks/mmap_load.py).
+_READ_MAX_MEAN_BLOCK = 1 << 18
 
 
 def _score_read_blocks(chunks, span, parent, entry_order, run) -> None:
@@ -569,7 +578,7 @@ def _score_read_blocks(chunks, span, parent, entry_order, run) -> None:
         group_sizes = sizes[g0:g1]
         block_start = np.zeros(g1 - g0 + 1, dtype=np.int64)
         np.cumsum(group_sizes, out=block_start[1:])
-        blocks = np.empty(int(block_start[-1]), dtype=np.int32)
+        blocks = _read_buffer(int(block_start[-1]))
         # one read per run of parents whose blocks are adjacent in the file
         run_ends = np.flatnonzero(group_starts[1:] != group_starts[:-1] + group_sizes[:-1])
         run_bounds = [0, *(run_ends + 1).tolist(), g1 - g0]
@@ -587,6 +596,21 @@ def _score_read_blocks(chunks, span, parent, entry_order, run) -> None:
             blocks,
             chunks.children_count[reached[g0:g1]],
         )
+
+
+_buffers = threading.local()
+
+
+def _read_buffer(n_words: int) -> np.ndarray:
+    """``n_words`` int32 words of this thread's read buffer, kept between searches: a new
+    buffer per search would fault in (and the kernel zero) every page it is read into,
+    which cost more than the reads themselves. It grows to the largest group read so
+    far (``_READ_BUDGET`` bytes, or one parent's block if larger)."""
+    buf = getattr(_buffers, "words", None)
+    if buf is None or buf.shape[0] < n_words:
+        buf = np.empty(max(n_words, 1 << 14), dtype=np.int32)
+        _buffers.words = buf
+    return buf[:n_words]
 
 
 def _pread_into(fd: int, out: np.ndarray, offset: int) -> None:
