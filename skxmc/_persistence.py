@@ -35,9 +35,9 @@ archive's members are stored uncompressed, so each array is a view of the file's
 read on first use and shared by every process that maps the file (a copy-on-write map:
 nothing can change the file). Estimators whose prediction needs derived structures save
 those too (XR-Linear's beam-search layout), so a mapped model predicts without building
-anything in memory; XR-Linear reads the per-parent blocks of its large layers from the
-file (``pread`` through the map's own descriptor, see :func:`mapped_file_span`) rather
-than through the map, so that a process holds only the blocks its search reaches. ``load(verify=...)`` chooses how much content the checks read: a
+anything in memory; XR-Linear reads the small per-parent blocks of its leaf-size layers
+from the file (``pread`` through the map's own descriptor, see :func:`mapped_file_span`)
+rather than through the map, so that a process holds only the blocks its search reaches. ``load(verify=...)`` chooses how much content the checks read: a
 mapped load skips the sha256 unless ``verify=True`` and still checks every array entry;
 ``verify=False`` trusts the content and checks only sizes, headers, shapes and row
 pointers, so a mapped load reads almost nothing.
@@ -1038,12 +1038,12 @@ def load(directory: str | os.PathLike, *, mmap: bool = False, verify: bool | Non
         maps the same file, so several serving processes hold one copy of a large model.
         An :class:`~skxmc.XRLinearClassifier` saved by this version also stores its
         beam-search layout, so it predicts from the mapped arrays without building
-        anything; older model directories load, but build that layout in memory. Its
-        large layers' per-parent blocks are read from the file (``pread``) in groups of
-        at most 32 MiB as a search reaches them, not through the map: the file's pages
-        stay in the shared page cache and each process holds only the blocks it is
-        scoring (through a map, the kernel would also map every cached page around
-        each block it touches).
+        anything; older model directories load, but build that layout in memory. In
+        layers of small per-parent blocks (the leaves of a large model) the blocks a
+        search reaches are read from the file (``pread``, at most 32 MiB at a time),
+        not through the map: the file's pages stay in the shared page cache and each
+        process holds only the blocks it is scoring (through a map, the kernel may map
+        a whole cached folio, up to 2 MB, around each block touched).
         Recommended for serving large models from several processes; the map is
         copy-on-write, so nothing can change the files.
     verify : bool or None, default=None

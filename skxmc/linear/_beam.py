@@ -55,8 +55,8 @@ class ChunkedWeights:
     touched weights, instead of every weight of every child (PECOS's chunked layout serves
     the same purpose). One block per parent, rather than one array per field, keeps what
     the search reads of a parent in one stretch of the file: a memory-mapped model
-    (``skxmc.load(mmap=True)``) reads the blocks of the parents that queries reach with
-    one ``pread`` per run of adjacent blocks (see :func:`score_candidates`).
+    (``skxmc.load(mmap=True)``) reads the small blocks of the parents that queries reach
+    with one ``pread`` per run of adjacent blocks (see :func:`score_candidates`).
 
     A layer of at most ``DENSE_LAYER_MAX_NODES`` nodes is scored for all its nodes at once
     from a feature-major copy instead (:attr:`feature_major`, see :func:`score_candidates`):
@@ -452,7 +452,7 @@ def score_candidates(
     Small layers (``chunks.feature_major`` set) are scored with a dense per-thread
     accumulator over all nodes and need ``candidates`` (the expanded CSR, whose data are
     the parents' path scores); large layers merge each query with the chunk of each beam
-    entry's parent; the blocks of a memory-mapped model's layer are read from its file
+    entry's parent; a memory-mapped model's layer of small blocks is read from its file
     for the parents reached (see :func:`_score_read_blocks`)."""
     if post_processor not in _POST_CODES:
         raise ValueError(
