@@ -37,8 +37,9 @@ nothing can change the file). Estimators whose prediction needs derived structur
 those too (XR-Linear's beam-search layout), so a mapped model predicts without building
 anything in memory; XR-Linear reads the small per-parent blocks of its leaf-size layers
 from the file (``pread`` through the map's own descriptor, see :func:`mapped_file_span`)
-rather than through the map, so that a process holds only the blocks its search reaches. ``load(verify=...)`` chooses how much content the checks read: a
-mapped load skips the sha256 unless ``verify=True`` and still checks every array entry;
+rather than through the map, so that a process holds only the blocks its search
+reaches. ``load(verify=...)`` chooses how much content the checks read: a mapped load
+skips the sha256 unless ``verify=True`` and still checks every array entry;
 ``verify=False`` trusts the content and checks only sizes, headers, shapes and row
 pointers, so a mapped load reads almost nothing.
 
