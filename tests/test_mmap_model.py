@@ -123,14 +123,19 @@ def test_mapped_blocks_are_read_from_the_file_not_through_the_map(
         assert len(groups) > 1
 
 
-def test_mapped_layers_of_large_blocks_are_read_through_the_map(fitted, monkeypatch):
-    # above _READ_MAX_MEAN_BLOCK bytes per block on average a layer is scored from the map
+@pytest.mark.parametrize("why", ["large blocks", "no preadv"])
+def test_mapped_layers_of_large_blocks_are_read_through_the_map(fitted, monkeypatch, why):
+    # above _READ_MAX_MEAN_BLOCK bytes per block on average a layer is scored from the map,
+    # and so is every layer where os.preadv is missing (Windows)
     from skxmc.linear import _beam
 
     _, path, X = fitted
     expected = skxmc.load(path).predict_topk(X)
     model = skxmc.load(path, mmap=True)
-    monkeypatch.setattr(_beam, "_READ_MAX_MEAN_BLOCK", 0)
+    if why == "large blocks":
+        monkeypatch.setattr(_beam, "_READ_MAX_MEAN_BLOCK", 0)
+    else:
+        monkeypatch.setattr(_beam, "_CAN_PREAD", False)
     kernel = _beam._score_chunks_kernel
     seen = []
 

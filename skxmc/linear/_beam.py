@@ -516,7 +516,7 @@ def score_candidates(
             out,
         )
 
-    span = mapped_file_span(chunks.blocks)
+    span = mapped_file_span(chunks.blocks) if _CAN_PREAD else None
     if span is not None and chunks.blocks.nbytes > _READ_MAX_MEAN_BLOCK * len(chunks.feat_count):
         span = None  # large blocks: read through the map (see _READ_MAX_MEAN_BLOCK)
     with _numba_threads(n_jobs):
@@ -543,6 +543,9 @@ _READ_BUDGET = 1 << 25
 # batch reaches a few); a layer of large blocks has few parents, which queries mostly
 # reach anyway, and mapping it spares each query the copy (benchmarks/mmap_load.py).
 _READ_MAX_MEAN_BLOCK = 1 << 18
+# os.preadv is POSIX-only (Linux, macOS 11+, the BSDs); elsewhere mapped layers are read
+# through the map.
+_CAN_PREAD = hasattr(os, "preadv")
 
 
 def _score_read_blocks(chunks, span, parent, entry_order, run) -> None:
