@@ -105,22 +105,28 @@ def test_mapped_blocks_are_read_from_the_file_not_through_the_map(
     assert mapped_file_span(in_memory._search_cache.chunks[-1].blocks) is None
     if budget is not None:
         monkeypatch.setattr(_beam, "_READ_BUDGET", budget)
-    kernel = _beam._score_chunks_kernel
-    groups = []
-
-    def checked(*args):
-        blocks = args[12]
-        assert not _mapped(blocks)
-        groups.append(len(args[5]))
-        return kernel(*args)
-
-    monkeypatch.setattr(_beam, "_score_chunks_kernel", checked)
-    got = model.predict_topk(X)
+    got, calls = _predict_recording_kernel_calls(monkeypatch, model, X)
     np.testing.assert_array_equal(expected[0], got[0])
     np.testing.assert_array_equal(expected[1], got[1])
-    assert groups
+    assert calls and not any(mapped for mapped, _ in calls)
     if budget is not None:  # one group per reached parent of the leaf layer
-        assert len(groups) > 1
+        assert len(calls) > 1
+
+
+def _predict_recording_kernel_calls(monkeypatch, model, X) -> tuple:
+    """``model.predict_topk(X)``, and for each call of the block-scoring kernel whether
+    the blocks it got were mapped and how many beam entries it scored."""
+    from skxmc.linear import _beam
+
+    kernel = _beam._score_chunks_kernel
+    calls = []
+
+    def recording(*args):
+        calls.append((_mapped(args[12]), len(args[5])))
+        return kernel(*args)
+
+    monkeypatch.setattr(_beam, "_score_chunks_kernel", recording)
+    return model.predict_topk(X), calls
 
 
 @pytest.mark.parametrize("why", ["large blocks", "no preadv"])
@@ -136,18 +142,10 @@ def test_mapped_layers_of_large_blocks_are_read_through_the_map(fitted, monkeypa
         monkeypatch.setattr(_beam, "_READ_MAX_MEAN_BLOCK", 0)
     else:
         monkeypatch.setattr(_beam, "_CAN_PREAD", False)
-    kernel = _beam._score_chunks_kernel
-    seen = []
-
-    def checked(*args):
-        seen.append(_mapped(args[12]))
-        return kernel(*args)
-
-    monkeypatch.setattr(_beam, "_score_chunks_kernel", checked)
-    got = model.predict_topk(X)
+    got, calls = _predict_recording_kernel_calls(monkeypatch, model, X)
     np.testing.assert_array_equal(expected[0], got[0])
     np.testing.assert_array_equal(expected[1], got[1])
-    assert seen and all(seen)
+    assert calls and all(mapped for mapped, _ in calls)
 
 
 def test_mapped_model_reads_its_own_file_after_the_path_is_replaced(fitted, tmp_path):
