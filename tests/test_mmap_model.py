@@ -155,7 +155,7 @@ def test_mapped_model_reads_its_own_file_after_the_path_is_replaced(fitted, tmp_
     target = shutil.copytree(path, tmp_path / "model")
     expected = clf.predict_topk(X)
     model = skxmc.load(target, mmap=True)
-    other = clone_fitted_on_shuffled_labels(clf)
+    other = _fitted_on_other_data(clf)
     skxmc.save(other, target, overwrite=True)
     got = model.predict_topk(X)
     np.testing.assert_array_equal(expected[0], got[0])
@@ -163,7 +163,8 @@ def test_mapped_model_reads_its_own_file_after_the_path_is_replaced(fitted, tmp_
     assert not np.array_equal(skxmc.load(target).predict_topk(X)[0], expected[0])
 
 
-def clone_fitted_on_shuffled_labels(clf: XRLinearClassifier) -> XRLinearClassifier:
+def _fitted_on_other_data(clf: XRLinearClassifier) -> XRLinearClassifier:
+    """``clf``'s settings fitted on the fixture's problem drawn with another seed."""
     from sklearn.base import clone
 
     from skxmc.linear import _beam
