@@ -12,7 +12,9 @@ each mode, ``--repeats`` fresh processes each import skxmc, load the model and p
 top-10 of ``--rows`` held-out rows; each reports its load and predict times and, after
 predicting, its resident memory split into private (``RssAnon``) and file-backed
 (``RssFile``: the mapped model's pages, shared with the page cache and with every other
-process that maps the file), and the growth of each from just before the load. The modes:
+process that maps the file), and the growth of each from just before the load, and its
+peak (``VmHWM``); with ``--single-rows N`` it then predicts the first N rows again, one
+``predict_topk`` call each (serving latency). The modes:
 a full load (``skxmc.load(path)``: sha256 and entry checks), a mapped load with the
 default checks (``mmap=True``: entry checks, no sha256) and a trusted mapped load
 (``mmap=True, verify=False``: sizes, headers and row pointers only). The model directory's
