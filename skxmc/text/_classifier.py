@@ -198,8 +198,8 @@ class TransformerClassifierBase(
     Not used directly: subclasses define ``__init__`` (keyword-only, storing every
     parameter, the common ones described below), :meth:`_build_module` and :meth:`_step`.
 
-    Common parameters
-    -----------------
+    Parameters
+    ----------
     encoder : str or path-like
         Hugging Face hub name or local model directory.
     pooling : {"cls", "pooler", "mean", "max", "mean_sqrt_len"}
