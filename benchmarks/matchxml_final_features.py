@@ -11,7 +11,13 @@ features. This script fine-tunes once (``MatchXMLClassifier`` with the profile o
 
 * ``weight``: scale of the fine-tuned block (0 drops it; 1 is MatchXML's features);
 * ``tree``: ``refined`` (MatchXML's) or ``pifa`` (PIFA of the variant's own features, the
-  ``XRLinearClassifier`` default).
+  ``XRLinearClassifier`` default);
+* an optional ``nosent``: the static sentence block left out of the ranker's features
+  (TF-IDF renormalised, as with ``sentence_encoder=None``; the fine-tuning itself is the
+  same run's).
+
+Every variant's ranker is the profile's (``--negatives``, ``--cp``, ``--beam``, as in
+``matchxml.py``).
 
 Use ``--dev-fraction 0.1`` to choose (the evaluation set is then held out of train and
 test is never read). Usage::
@@ -35,13 +41,21 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, encoder_path, markdown_table, peak_rss_mb, write_results
-from matchxml import add_profile_arguments, load_split, matchxml_params, metrics, sentence_cache
+from matchxml import (
+    add_profile_arguments,
+    load_split,
+    make_ranker,
+    matchxml_params,
+    metrics,
+    sentence_cache,
+)
 
-from skxmc import HierarchicalLabelTree, XRLinearClassifier
+from skxmc import HierarchicalLabelTree
 from skxmc.labels import encode_labels, indices_to_labels
 from skxmc.matchxml import make_matchxml, refined_label_embeddings
 
@@ -63,6 +77,9 @@ def cached_features(args: argparse.Namespace, data: dict) -> dict[str, Any]:
             "max_train",
             "dev_fraction",
             "seed",
+            "negatives",
+            "cp",
+            "beam",
         )
     }
     digest = hashlib.blake2b(repr(sorted(profile.items())).encode(), digest_size=6).hexdigest()
@@ -75,7 +92,7 @@ def cached_features(args: argparse.Namespace, data: dict) -> dict[str, Any]:
         out["test"] = sp.load_npz(path.with_suffix(".test.npz"))
         return out
     (train_texts, Y_train), (test_texts, _) = data["train"], data["test"]
-    ranker = XRLinearClassifier(relevance_weighted=True, n_jobs=args.threads)
+    ranker = make_ranker(args)
     params = matchxml_params(args, data, sentence_cache(args, args.dataset), ranker)
     t0 = time.perf_counter()
     model = make_matchxml(**params).fit(train_texts, Y_train)
@@ -86,6 +103,7 @@ def cached_features(args: argparse.Namespace, data: dict) -> dict[str, Any]:
         "test": model.transform(test_texts),
         "prior": np.asarray(embedder.embeddings_, dtype=np.float32),
         "n_fine_tuned": np.int64(model.matcher_.module_.encoder.config.hidden_size),
+        "n_tfidf": np.int64(len(model.vectorizer_.vocabulary_)),
         "fit_s": np.float64(fit_s),
     }
     # the fitted model's own ranker on the same features: "1:refined" must reproduce it
@@ -101,25 +119,31 @@ def cached_features(args: argparse.Namespace, data: dict) -> dict[str, Any]:
     return out
 
 
-def weighted(features: sp.csr_matrix, n_fine_tuned: int, weight: float) -> sp.csr_matrix:
-    """MatchXML's features with the fine-tuned block (the last columns) scaled by weight."""
-    base = features[:, : features.shape[1] - n_fine_tuned]
+def weighted(
+    features: sp.csr_matrix, n_tfidf: int, n_fine_tuned: int, weight: float, static: bool = True
+) -> sp.csr_matrix:
+    """MatchXML's features with the fine-tuned block (the last columns) scaled by weight;
+    without ``static``, the static sentence block is left out and TF-IDF renormalised (the
+    features of ``sentence_encoder=None``)."""
+    n_base = features.shape[1] - n_fine_tuned
+    base = features[:, :n_base] if static else normalize(features[:, :n_tfidf])
     if weight == 0:
         return sp.csr_matrix(base, dtype=np.float32)
-    scale = np.ones(features.shape[1], dtype=np.float32)
-    scale[-n_fine_tuned:] = weight
-    return sp.csr_matrix(features @ sp.diags(scale), dtype=np.float32)
+    block = features[:, n_base:] * np.float32(weight)
+    return sp.csr_matrix(sp.hstack([base, block], format="csr"), dtype=np.float32)
 
 
 def run_variant(spec: str, feats: dict, data: dict, args: argparse.Namespace) -> dict:
-    weight_text, tree_kind = spec.split(":")
-    weight, n_ft = float(weight_text), int(feats["n_fine_tuned"])
+    weight_text, tree_kind, *rest = spec.split(":")
+    if rest not in ([], ["nosent"]):
+        raise SystemExit(f"variant {spec!r}: WEIGHT:TREE or WEIGHT:TREE:nosent")
+    weight, n_ft, n_tfidf = float(weight_text), int(feats["n_fine_tuned"]), int(feats["n_tfidf"])
     (_, Y_train), (_, Y_test) = data["train"], data["test"]
-    X_train = weighted(feats["train"], n_ft, weight)
-    X_test = weighted(feats["test"], n_ft, weight)
+    X_train = weighted(feats["train"], n_tfidf, n_ft, weight, static=not rest)
+    X_test = weighted(feats["test"], n_tfidf, n_ft, weight, static=not rest)
     # the seed MatchXMLClassifier(random_state=seed).fit draws for its trees
     seed = int(check_random_state(args.seed).randint(np.iinfo(np.int32).max))
-    ranker = XRLinearClassifier(relevance_weighted=True, n_jobs=args.threads)
+    ranker = make_ranker(args)
     if tree_kind == "refined":
         Y_csr, _ = encode_labels(Y_train, name="Y", n_samples=len(Y_train))
         fine_tuned = feats["train"][:, -n_ft:].toarray()
@@ -139,6 +163,7 @@ def run_variant(spec: str, feats: dict, data: dict, args: argparse.Namespace) ->
         "variant": spec,
         "weight": weight,
         "tree": tree_kind,
+        "static sentence": not rest,
         **metrics(Y_test, labels, scores, ranker.classes_, Y_train),
         "ranker fit s": fit_s,
         "predict s": predict_s,
@@ -153,7 +178,8 @@ def main() -> None:
         "--variants",
         nargs="+",
         default=DEFAULT_VARIANTS,
-        help="WEIGHT:TREE, TREE one of refined, pifa",
+        help="WEIGHT:TREE[:nosent], TREE one of refined, pifa; nosent drops the static "
+        "sentence block",
     )
     add_profile_arguments(parser)
     parser.add_argument("--name", default="matchxml_final_features")
@@ -170,7 +196,8 @@ def main() -> None:
         f"# MatchXML ranker features and tree (benchmarks/matchxml_final_features.py)\n\n"
         f"Command: `{command}`  \n"
         f"One fine-tuning run ({float(feats['fit_s']):.0f} s); ranker "
-        f"`XRLinearClassifier(relevance_weighted=True)` per variant. "
+        f"`XRLinearClassifier(relevance_weighted=True, negative_sampling={args.negatives!r}, "
+        f"Cp={args.cp}, beam_size={args.beam})` per variant. "
         f"{args.dataset}: {len(data['train'][0])} train / {len(data['test'][0])} {split}."
         f"\n\n"
     )
