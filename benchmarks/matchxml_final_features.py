@@ -191,13 +191,13 @@ def main() -> None:
     data = load_split(args.dataset, args)
     feats = cached_features(args, data)
     split = "dev (held out of train)" if args.dev_fraction else "test"
+    ranker = " ".join(repr(make_ranker(args)).split())  # sklearn's repr wraps lines
     command = "python benchmarks/matchxml_final_features.py " + " ".join(sys.argv[1:])
     header = (
         f"# MatchXML ranker features and tree (benchmarks/matchxml_final_features.py)\n\n"
         f"Command: `{command}`  \n"
         f"One fine-tuning run ({float(feats['fit_s']):.0f} s); ranker "
-        f"`XRLinearClassifier(relevance_weighted=True, negative_sampling={args.negatives!r}, "
-        f"Cp={args.cp}, beam_size={args.beam})` per variant. "
+        f"`{ranker}` per variant. "
         f"{args.dataset}: {len(data['train'][0])} train / {len(data['test'][0])} {split}."
         f"\n\n"
     )
