@@ -11,6 +11,20 @@ as a dev split, trains on the rest and reports dev and test scores side by side:
 settings of ``SharpReCLClassifier`` are decided on dev, never on test. ``±`` is the sample
 standard deviation (ddof=1) over the seeds.
 
+``--balanced-dev`` (with ``--dev-fraction``, the ir=50 sets) tops the dev split up with
+training texts that :func:`~skxmc.datasets.make_imbalanced` left out, to the size of its
+largest class: the test sets are near balance, and a stratified share of the imbalanced
+training texts holds too few minority texts to rank settings (10 negative reviews on
+cr_ir50). ``--select OUT PARAM NAME...`` then chooses ``PARAM`` per data set and seed by
+dev macro-F1 among result files that ran one value each, and scores the chosen models on
+test beside the reference rows (e.g. logit-adjusted CE) of the same split::
+
+    python benchmarks/sharprecl.py --datasets cr_ir50 --rows SharpReCL --seeds 0 1 2 \
+        --epochs 2 --max-length 32 --threads 1 --dev-fraction 0.25 --balanced-dev \
+        --set contrastive_weight=0.1 --name sharprecl_baldev_cr_mu0.1
+    python benchmarks/sharprecl.py --select sharprecl_baldev_cr contrastive_weight \
+        sharprecl_baldev_cr_mu1 sharprecl_baldev_cr_mu0.1 sharprecl_baldev_cr_la
+
 ``--tune PARAM V1 V2 ...`` chooses ``PARAM`` per data set and seed the way a user would:
 ``GridSearchCV`` over the values, scored by macro-F1 on one stratified dev split of the
 training texts (``--dev-fraction``, default 0.25, split by the seed), then refitted with
@@ -36,7 +50,15 @@ import numpy as np
 from sklearn.metrics import accuracy_score, f1_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import combine, encoder_path, mean_std, report_runs
+from _common import (
+    RESULTS,
+    combine,
+    encoder_path,
+    markdown_table,
+    mean_std,
+    report_runs,
+    write_results,
+)
 
 from skxmc.datasets import get_data_dir, make_imbalanced
 from skxmc.sharprecl import SharpReCLClassifier
@@ -92,6 +114,7 @@ def load(
     max_test: int | None,
     seed: int,
     dev_fraction: float | None = None,
+    balanced_dev: bool = False,
 ) -> dict[str, Any]:
     import gzip
 
@@ -105,8 +128,11 @@ def load(
     X = [r["text"] for r in train]
     y = np.asarray([str(r["label"]) for r in train])
     aug = [r["aug_text"] for r in train] if train and "aug_text" in train[0] else None
+    left_out: list[int] = []
+    y_all, X_all = y, X
     if ratio is not None:
         keep_idx, _ = make_imbalanced(list(range(len(X))), y, imbalance_ratio=ratio, random_state=0)
+        left_out = sorted(set(range(len(X))) - set(keep_idx))
         X, y = [X[i] for i in keep_idx], y[keep_idx]
         aug = [aug[i] for i in keep_idx] if aug is not None else None
     rng = np.random.default_rng(seed)
@@ -125,6 +151,8 @@ def load(
         X_dev, y_dev = [X[i] for i in idx_dev], y[idx_dev]
         X, y = [X[i] for i in idx_train], y[idx_train]
         aug = [aug[i] for i in idx_train] if aug is not None else None
+        if balanced_dev:
+            X_dev, y_dev = top_up_dev(X_dev, y_dev, X_all, y_all, left_out, rng)
     X_test = [r["text"] for r in test]
     y_test = np.asarray([str(r["label"]) for r in test])
     if max_test is not None and len(X_test) > max_test:
@@ -139,6 +167,32 @@ def load(
         "X_dev": X_dev,
         "y_dev": y_dev,
     }
+
+
+def top_up_dev(
+    X_dev: list, y_dev: np.ndarray, X_all: list, y_all: np.ndarray, left_out: list[int], rng: Any
+) -> tuple[list, np.ndarray]:
+    """Add training texts that ``make_imbalanced`` left out, so that every class of the dev
+    split has (up to) as many texts as its largest class.
+
+    The ir=50 sets are imbalanced versions of balanced training sets, scored on test sets
+    much closer to balance (cr_ir50: 38 negative reviews in training, 273 of 754 on
+    test). A stratified share of the imbalanced training texts holds a handful of
+    minority texts (10 negative reviews on cr_ir50) and ranks settings by noise. The left
+    out texts come from the same training distribution and are never trained on, so they
+    make a dev split with the test's balance without reading the test set.
+    """
+    if len(left_out) == 0:
+        return X_dev, y_dev
+    left_out = np.asarray(left_out)
+    classes, counts = np.unique(y_dev, return_counts=True)
+    target = counts.max()
+    extra = []
+    for cls, count in zip(classes, counts):
+        pool = left_out[y_all[left_out] == cls]
+        extra.extend(rng.permutation(pool)[: max(target - count, 0)].tolist())
+    extra.sort()
+    return X_dev + [X_all[i] for i in extra], np.concatenate([y_dev, y_all[extra]])
 
 
 COLUMNS = [
@@ -223,11 +277,111 @@ def pool(out: str, names: list[str]) -> str:
     )
 
 
+def select(out: str, param: str, names: list[str]) -> str:
+    """Choose ``param`` per data set and seed by dev macro-F1 among result files that ran
+    one value each (``--set PARAM=V``, ``--dev-fraction``), and score the chosen model on
+    test; files without ``PARAM`` set are reference rows (e.g. logit-adjusted CE).
+
+    The chosen model is the one trained on the dev split's training part: no refit, so
+    every value and the reference rows train on the same texts. A tie on dev goes to the
+    value of the file named first. Writes ``results/<out>.{json,md}``: mean ± sample std
+    (ddof=1) over the seeds of each value, each reference row and the chosen values.
+    """
+    candidates: dict[tuple[str, int], list[tuple[Any, dict[str, Any]]]] = {}
+    by_row: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    commands = []
+    for name in names:
+        data = json.loads((RESULTS / f"{name}.json").read_text())
+        commands.append(f"`{data['command']}` ({name})")
+        settings = dict(item.split("=", 1) for item in data["config"].get("set") or [])
+        for run in data["runs"]:
+            if "dev_macro_f1" not in run:
+                raise ValueError(f"{name}: run without a dev score (no --dev-fraction)")
+            if param in settings:
+                value = json.loads(settings[param])
+                candidates.setdefault((run["dataset"], run["seed"]), []).append((value, run))
+                row = f"{run['row']}, {param}={value}"
+            else:
+                row = run["row"]
+            by_row.setdefault((run["dataset"], row), []).append(run)
+    chosen: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
+    for (dataset, _), runs in sorted(candidates.items()):
+        best = max(runs, key=lambda vr: vr[1]["dev_macro_f1"])  # first of equals wins
+        chosen.setdefault(dataset, []).append(best)
+    rows = []
+    for (dataset, row), runs in by_row.items():
+        rows.append(
+            {
+                "dataset": dataset,
+                "row": row,
+                "seeds": " ".join(str(r["seed"]) for r in runs),
+                "dev macro-F1": mean_std(r["dev_macro_f1"] for r in runs),
+                "accuracy": mean_std(r["accuracy"] for r in runs),
+                "macro-F1": mean_std(r["macro_f1"] for r in runs),
+            }
+        )
+    for dataset, picks in chosen.items():
+        runs = [r for _, r in picks]
+        rows.append(
+            {
+                "dataset": dataset,
+                "row": f"{runs[0]['row']}, {param} chosen on dev",
+                "seeds": " ".join(str(r["seed"]) for r in runs),
+                "chosen": " ".join(json.dumps(v) for v, _ in picks),
+                "dev macro-F1": mean_std(r["dev_macro_f1"] for r in runs),
+                "accuracy": mean_std(r["accuracy"] for r in runs),
+                "macro-F1": mean_std(r["macro_f1"] for r in runs),
+            }
+        )
+    # Paired by seed (same split, same initialisation): each row against the data set's
+    # reference row, the first file without PARAM set.
+    reference = {}
+    for (dataset, row), runs in by_row.items():
+        if not row.startswith(runs[0]["row"] + f", {param}="):
+            reference.setdefault(dataset, {r["seed"]: r["macro_f1"] for r in runs})
+    for entry in rows:
+        base = reference.get(entry["dataset"])
+        if base is None:
+            continue
+        runs = by_row.get((entry["dataset"], entry["row"])) or [
+            r for _, r in chosen[entry["dataset"]]
+        ]
+        if all(r["seed"] in base for r in runs):
+            entry["macro-F1 - reference"] = mean_std(r["macro_f1"] - base[r["seed"]] for r in runs)
+    rows.sort(key=lambda r: r["dataset"])
+    columns = [
+        "dataset",
+        "row",
+        "seeds",
+        "chosen",
+        "dev macro-F1",
+        "accuracy",
+        "macro-F1",
+        "macro-F1 - reference",
+    ]
+    command = f"python benchmarks/sharprecl.py --select {out} {param} " + " ".join(names)
+    text = (
+        f"`{command}`\n\n{param} chosen per data set and seed by dev macro-F1 (no refit: "
+        "each model trained on the dev split's training part); ± is the sample std "
+        "(ddof=1) over the seeds; the last column pairs each seed with the same seed of "
+        "the reference row (the first file without the parameter set). Sources:\n\n"
+        + "\n".join(f"- {c}" for c in commands)
+        + "\n\n"
+        + markdown_table(rows, columns)
+    )
+    picks = {d: [{"seed": r["seed"], param: v} for v, r in p] for d, p in chosen.items()}
+    write_results(out, {"command": command, "chosen": picks, "summary": rows}, text)
+    return text
+
+
 def main(argv: list[str] | None = None) -> None:
     if argv is None:
         argv = sys.argv[1:]
     if argv and argv[0] == "--pool":
         print(pool(argv[1], argv[2:]))
+        return
+    if argv and argv[0] == "--select":
+        print(select(argv[1], argv[2], argv[3:]))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
@@ -257,6 +411,12 @@ def main(argv: list[str] | None = None) -> None:
         help="hold out this stratified share of the training texts as a dev split",
     )
     parser.add_argument(
+        "--balanced-dev",
+        action="store_true",
+        help="with --dev-fraction: top the dev split up with the training texts that "
+        "make_imbalanced left out, to the size of its largest class (ir=50 sets)",
+    )
+    parser.add_argument(
         "--set",
         nargs="+",
         default=[],
@@ -275,6 +435,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.tune is not None and len(args.tune) < 3:
         parser.error("--tune needs a parameter and at least two values")
+    if args.balanced_dev and (args.dev_fraction is None or args.tune is not None):
+        parser.error(
+            "--balanced-dev needs --dev-fraction and no --tune (a refit would train on it)"
+        )
     if args.tune is not None and args.dev_fraction is None:
         args.dev_fraction = 0.25
     overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
@@ -292,7 +456,9 @@ def main(argv: list[str] | None = None) -> None:
             for seed in args.seeds:
                 # with --tune the dev split is GridSearchCV's, taken from the training texts
                 dev_fraction = None if args.tune else args.dev_fraction
-                data = load(dataset, args.max_train, args.max_test, seed, dev_fraction)
+                data = load(
+                    dataset, args.max_train, args.max_test, seed, dev_fraction, args.balanced_dev
+                )
                 params = dict(
                     encoder=encoder,
                     pooling="mean",

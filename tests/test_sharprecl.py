@@ -393,6 +393,33 @@ def test_clone_and_grid_search(tiny_bert_dir):
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
 
 
+def test_choose_contrastive_weight_on_a_separate_dev_split(tiny_bert_dir):
+    # The documented workflow: a dev split with the balance of the texts to predict,
+    # scored by GridSearchCV through PredefinedSplit; the chosen value is refitted on the
+    # training texts alone, so the dev texts never shift the training prior.
+    from sklearn.model_selection import PredefinedSplit
+
+    X, y = toy_data((12, 6, 3))
+    X_dev, y_dev = toy_data((4, 4, 4), seed=1)
+    search = GridSearchCV(
+        make_clf(tiny_bert_dir, max_epochs=1),
+        {"contrastive_weight": [0.1, 0.3]},
+        scoring="f1_macro",
+        cv=PredefinedSplit([-1] * len(X) + [0] * len(X_dev)),
+        refit=False,
+        error_score="raise",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        search.fit(list(X) + list(X_dev), np.concatenate([y, y_dev]))
+    assert search.n_splits_ == 1 and len(search.cv_results_["params"]) == 2
+    chosen = search.best_params_["contrastive_weight"]
+    scores = search.cv_results_["mean_test_score"]
+    assert chosen == [0.1, 0.3][int(np.argmax(scores))]
+    clf = make_clf(tiny_bert_dir, max_epochs=1, contrastive_weight=chosen).fit(X, y)
+    assert np.allclose(np.sort(clf.class_prior_), np.array([3, 6, 12]) / 21)
+
+
 def test_input_independent_sklearn_checks():
     from sklearn.utils.estimator_checks import (
         check_estimator_cloneable,
