@@ -289,6 +289,7 @@ def select(out: str, param: str, names: list[str]) -> str:
     """
     candidates: dict[tuple[str, int], list[tuple[Any, dict[str, Any]]]] = {}
     by_row: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    reference: dict[str, str] = {}  # data set -> row of the first file without PARAM set
     commands = []
     for name in names:
         data = json.loads((RESULTS / f"{name}.json").read_text())
@@ -302,52 +303,36 @@ def select(out: str, param: str, names: list[str]) -> str:
                 candidates.setdefault((run["dataset"], run["seed"]), []).append((value, run))
                 row = f"{run['row']}, {param}={value}"
             else:
-                row = run["row"]
+                row = reference.setdefault(run["dataset"], run["row"])
             by_row.setdefault((run["dataset"], row), []).append(run)
     chosen: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
     for (dataset, _), runs in sorted(candidates.items()):
         best = max(runs, key=lambda vr: vr[1]["dev_macro_f1"])  # first of equals wins
         chosen.setdefault(dataset, []).append(best)
-    rows = []
-    for (dataset, row), runs in by_row.items():
-        rows.append(
-            {
-                "dataset": dataset,
-                "row": row,
-                "seeds": " ".join(str(r["seed"]) for r in runs),
-                "dev macro-F1": mean_std(r["dev_macro_f1"] for r in runs),
-                "accuracy": mean_std(r["accuracy"] for r in runs),
-                "macro-F1": mean_std(r["macro_f1"] for r in runs),
-            }
-        )
+
+    def summary(dataset: str, row: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+        entry = {
+            "dataset": dataset,
+            "row": row,
+            "seeds": " ".join(str(r["seed"]) for r in runs),
+            "dev macro-F1": mean_std(r["dev_macro_f1"] for r in runs),
+            "accuracy": mean_std(r["accuracy"] for r in runs),
+            "macro-F1": mean_std(r["macro_f1"] for r in runs),
+        }
+        # Paired by seed (same split, same initialisation) with the reference row.
+        if dataset in reference:
+            base = {r["seed"]: r["macro_f1"] for r in by_row[(dataset, reference[dataset])]}
+            if all(r["seed"] in base for r in runs):
+                differences = (r["macro_f1"] - base[r["seed"]] for r in runs)
+                entry["macro-F1 - reference"] = mean_std(differences)
+        return entry
+
+    rows = [summary(dataset, row, runs) for (dataset, row), runs in by_row.items()]
     for dataset, picks in chosen.items():
         runs = [r for _, r in picks]
-        rows.append(
-            {
-                "dataset": dataset,
-                "row": f"{runs[0]['row']}, {param} chosen on dev",
-                "seeds": " ".join(str(r["seed"]) for r in runs),
-                "chosen": " ".join(json.dumps(v) for v, _ in picks),
-                "dev macro-F1": mean_std(r["dev_macro_f1"] for r in runs),
-                "accuracy": mean_std(r["accuracy"] for r in runs),
-                "macro-F1": mean_std(r["macro_f1"] for r in runs),
-            }
-        )
-    # Paired by seed (same split, same initialisation): each row against the data set's
-    # reference row, the first file without PARAM set.
-    reference = {}
-    for (dataset, row), runs in by_row.items():
-        if not row.startswith(runs[0]["row"] + f", {param}="):
-            reference.setdefault(dataset, {r["seed"]: r["macro_f1"] for r in runs})
-    for entry in rows:
-        base = reference.get(entry["dataset"])
-        if base is None:
-            continue
-        runs = by_row.get((entry["dataset"], entry["row"])) or [
-            r for _, r in chosen[entry["dataset"]]
-        ]
-        if all(r["seed"] in base for r in runs):
-            entry["macro-F1 - reference"] = mean_std(r["macro_f1"] - base[r["seed"]] for r in runs)
+        entry = summary(dataset, f"{runs[0]['row']}, {param} chosen on dev", runs)
+        entry["chosen"] = " ".join(json.dumps(v) for v, _ in picks)
+        rows.append(entry)
     rows.sort(key=lambda r: r["dataset"])
     columns = [
         "dataset",
