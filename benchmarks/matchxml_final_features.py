@@ -45,7 +45,7 @@ from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, encoder_path, markdown_table, peak_rss_mb, write_results
+from _common import RESULTS, encoder_path, fit_complete, markdown_table, peak_rss_mb, write_results
 from matchxml import (
     add_profile_arguments,
     load_split,
@@ -95,7 +95,7 @@ def cached_features(args: argparse.Namespace, data: dict) -> dict[str, Any]:
     ranker = make_ranker(args)
     params = matchxml_params(args, data, sentence_cache(args, args.dataset), ranker)
     t0 = time.perf_counter()
-    model = make_matchxml(**params).fit(train_texts, Y_train)
+    model = fit_complete(make_matchxml(**params), train_texts, Y_train)
     fit_s = time.perf_counter() - t0
     embedder = model.matcher_.tree_.label_embedder_
     out = {

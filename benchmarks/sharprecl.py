@@ -54,6 +54,7 @@ from _common import (
     RESULTS,
     combine,
     encoder_path,
+    fit_complete,
     markdown_table,
     mean_std,
     report_runs,
@@ -470,7 +471,7 @@ def main(argv: list[str] | None = None) -> None:
                     record.update(tune_record(search, args.tune[0]))
                     clf = search.best_estimator_
                 else:
-                    clf.fit(data["X"], data["y"], **fit_kw)
+                    fit_complete(clf, data["X"], data["y"], **fit_kw)
                 seconds = time.perf_counter() - start
                 for split, key in (("test", ""), ("dev", "dev_")):
                     if data[f"X_{split}"] is None:

@@ -63,7 +63,7 @@ import numpy as np
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from _common import markdown_table, peak_rss_mb, write_results  # noqa: E402
+from _common import fit_complete, markdown_table, peak_rss_mb, write_results  # noqa: E402
 from xmc_linear import load_cached, prepare_dataset  # noqa: E402
 
 DATASETS = ("bibtex_bow", "delicious_bow", "tibkat_gnd_en")
@@ -148,7 +148,7 @@ def run_snm(
         **params,
     )
     t0 = time.perf_counter()
-    clf.fit(X, Y)
+    fit_complete(clf, X, Y)
     fit_s = time.perf_counter() - t0
     return {"fit_s": fit_s, "final_loss": clf.loss_curve_[-1], **_evaluate(clf, evals)}
 
