@@ -16,6 +16,12 @@ features. This script fine-tunes once (``MatchXMLClassifier`` with the profile o
   (TF-IDF renormalised, as with ``sentence_encoder=None``; the fine-tuning itself is the
   same run's).
 
+``--static-max-length N`` swaps the static sentence block of every variant for the same
+encoder's embeddings truncated at ``N`` tokens (``sentence_max_length=N``; the
+estimator's default keeps the encoder's own 256) while the fine-tuned block stays the
+cached run's: the fine-tuning never reads the static embeddings, so the swap is what a
+fit with ``sentence_max_length=N`` would rank on.
+
 Every variant's ranker is the profile's (``--negatives``, ``--cp``, ``--beam``, as in
 ``matchxml.py``).
 
@@ -120,13 +126,26 @@ def cached_features(args: argparse.Namespace, data: dict) -> dict[str, Any]:
 
 
 def weighted(
-    features: sp.csr_matrix, n_tfidf: int, n_fine_tuned: int, weight: float, static: bool = True
+    features: sp.csr_matrix,
+    n_tfidf: int,
+    n_fine_tuned: int,
+    weight: float,
+    static: bool = True,
+    sentence: np.ndarray | None = None,
 ) -> sp.csr_matrix:
     """MatchXML's features with the fine-tuned block (the last columns) scaled by weight;
     without ``static``, the static sentence block is left out and TF-IDF renormalised (the
-    features of ``sentence_encoder=None``)."""
+    features of ``sentence_encoder=None``); with ``sentence``, that static block replaces
+    the cached one, stacked with TF-IDF as MatchXML stacks them (each block normalised,
+    then the stack)."""
     n_base = features.shape[1] - n_fine_tuned
-    base = features[:, :n_base] if static else normalize(features[:, :n_tfidf])
+    if not static:
+        base = normalize(features[:, :n_tfidf])
+    elif sentence is None:
+        base = features[:, :n_base]
+    else:
+        tfidf = normalize(features[:, :n_tfidf])
+        base = normalize(sp.hstack([tfidf, sp.csr_matrix(normalize(sentence))], format="csr"))
     if weight == 0:
         return sp.csr_matrix(base, dtype=np.float32)
     block = features[:, n_base:] * np.float32(weight)
@@ -139,8 +158,8 @@ def run_variant(spec: str, feats: dict, data: dict, args: argparse.Namespace) ->
         raise SystemExit(f"variant {spec!r}: WEIGHT:TREE or WEIGHT:TREE:nosent")
     weight, n_ft, n_tfidf = float(weight_text), int(feats["n_fine_tuned"]), int(feats["n_tfidf"])
     (_, Y_train), (_, Y_test) = data["train"], data["test"]
-    X_train = weighted(feats["train"], n_tfidf, n_ft, weight, static=not rest)
-    X_test = weighted(feats["test"], n_tfidf, n_ft, weight, static=not rest)
+    X_train = weighted(feats["train"], n_tfidf, n_ft, weight, not rest, feats.get("s_train"))
+    X_test = weighted(feats["test"], n_tfidf, n_ft, weight, not rest, feats.get("s_test"))
     # the seed MatchXMLClassifier(random_state=seed).fit draws for its trees
     seed = int(check_random_state(args.seed).randint(np.iinfo(np.int32).max))
     ranker = make_ranker(args)
@@ -182,6 +201,12 @@ def main() -> None:
         "sentence block",
     )
     add_profile_arguments(parser)
+    parser.add_argument(
+        "--static-max-length",
+        type=int,
+        default=None,
+        help="swap the static sentence block for embeddings truncated at this many tokens",
+    )
     parser.add_argument("--name", default="matchxml_final_features")
     args = parser.parse_args()
     # the result files name the encoder, not this machine's path to it
@@ -190,6 +215,17 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     data = load_split(args.dataset, args)
     feats = cached_features(args, data)
+    static_note = ""
+    if args.static_max_length:
+        other = argparse.Namespace(**{**vars(args), "sentence_max_length": args.static_max_length})
+        sentences = sentence_cache(other, args.dataset)
+        feats["s_train"] = sentences.encode(data["train"][0])
+        feats["s_test"] = sentences.encode(data["test"][0])
+        static_note = (
+            f"Static sentence block of every variant truncated at {args.static_max_length} "
+            f'tokens (the fine-tuned block and the row "as fitted": '
+            f"{args.sentence_max_length}). "
+        )
     split = "dev (held out of train)" if args.dev_fraction else "test"
     ranker = " ".join(repr(make_ranker(args)).split())  # sklearn's repr wraps lines
     command = "python benchmarks/matchxml_final_features.py " + " ".join(sys.argv[1:])
@@ -197,7 +233,7 @@ def main() -> None:
         f"# MatchXML ranker features and tree (benchmarks/matchxml_final_features.py)\n\n"
         f"Command: `{command}`  \n"
         f"One fine-tuning run ({float(feats['fit_s']):.0f} s); ranker "
-        f"`{ranker}` per variant. "
+        f"`{ranker}` per variant. {static_note}"
         f"{args.dataset}: {len(data['train'][0])} train / {len(data['test'][0])} {split}."
         f"\n\n"
     )
