@@ -49,8 +49,9 @@ else:
 # Plain CE and SharpReCL
 # ----------------------
 # ``contrastive_weight=0, logit_adjustment=0, augmentation=None`` is plain CE
-# fine-tuning on one view; the SharpReCL model uses the defaults (random word deletion and
-# swaps make the second view; ``augmentation="synonym"`` uses WordNet, as in the paper).
+# fine-tuning; the SharpReCL model uses the defaults (one view of each text;
+# ``n_views=2`` adds an augmented view as in the paper, random word deletion and swaps by
+# default, ``augmentation="synonym"`` for the paper's WordNet synonyms).
 from sklearn.metrics import f1_score
 
 from skxmc.sharprecl import SharpReCLClassifier

@@ -231,9 +231,22 @@ def test_augmentation_callable_accepts_sequences_and_pairs():
 
 def test_sharprecl_augmentation_returning_int_names_the_parameter(tiny_bert_dir):
     X, y = texts_and_classes()
-    clf = SharpReCLClassifier(encoder=str(tiny_bert_dir), augmentation=lambda texts: 3, **TEXT)
+    clf = SharpReCLClassifier(
+        encoder=str(tiny_bert_dir), augmentation=lambda texts: 3, n_views=2, **TEXT
+    )
     with pytest.raises(TypeError, match=r"augmentation=.* must return a list of 12 strings"):
         clf.fit(X, y)
+
+
+@pytest.mark.parametrize("augmentation", ["synonym", "delete_swap", str.upper])
+def test_sharprecl_augmentation_with_one_view_is_refused(tiny_bert_dir, augmentation):
+    # one view (the default) never makes a second one: a chosen augmentation would be
+    # silently unused
+    X, y = texts_and_classes()
+    clf = SharpReCLClassifier(encoder=str(tiny_bert_dir), augmentation=augmentation, **TEXT)
+    with pytest.raises(ValueError, match=r"augmentation=.*n_views=1.*n_views=2"):
+        clf.fit(X, y)
+    assert not hasattr(clf, "classes_")  # refused before anything was fitted
 
 
 def label_matrix(n_labels=40):

@@ -47,6 +47,8 @@ def make_clf(tiny_bert_dir, **params):
         n_synthetic_positive=4,
         n_hard=4,
         projection_dim=16,
+        # the paper's two views, which most tests exercise; the estimator's default is one
+        n_views=2,
         random_state=0,
     )
     defaults.update(params)
@@ -318,6 +320,13 @@ def test_single_view_modes_cost_one_pass_per_text(tiny_bert_dir, monkeypatch):
     assert sum(widths) == len(X)
     assert all("contrastive" in t for t in terms)
     assert np.isfinite(clf.loss_curve_).all()
+    # ... which is the estimator's default (chosen on dev splits, docs/sharprecl.rst)
+    assert SharpReCLClassifier().n_views == 1
+    widths.clear()
+    params = make_clf(tiny_bert_dir).get_params()
+    del params["n_views"]
+    SharpReCLClassifier(**{**params, "max_epochs": 1}).fit(X, y)
+    assert sum(widths) == len(X)
     with pytest.raises(ValueError, match="n_views=1"):
         make_clf(tiny_bert_dir, max_epochs=1, n_views=1).fit(X, y, X_augmented=X)
 
