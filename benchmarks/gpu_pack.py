@@ -40,6 +40,12 @@ GPU = ROOT / ".gpu"
 DATASET = "tibkat_gnd_en"
 DATA_FILES = ("train.jsonl.gz", "test.jsonl.gz", "labels.tsv", "README.md")
 LIMIT = 64 * 2**20
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+)
 # Wheels the image lacks; gensim's other needs (numpy, scipy, wrapt) are there.
 WHEELS = ("gensim", "smart_open")
 
@@ -130,12 +136,15 @@ def pack_model() -> Path:
 
 
 def pack_tiny() -> Path:
-    """A randomly initialised 2-layer BERT (hidden 32) with MiniLM's tokenizer."""
+    """A randomly initialised 2-layer BERT (hidden 32) with MiniLM's tokenizer files as
+    they are (not re-saved: the GPU image's tokenizers may be older than ours)."""
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     source = GPU / "model"
     target = GPU / "tiny"
+    if target.exists():
+        shutil.rmtree(target)
     tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
     config = BertConfig(
         vocab_size=tokenizer.vocab_size,
@@ -147,7 +156,9 @@ def pack_tiny() -> Path:
     )
     torch.manual_seed(0)
     BertModel(config).save_pretrained(str(target))
-    tokenizer.save_pretrained(str(target))
+    for name in TOKENIZER_FILES:
+        if (source / name).is_file():
+            shutil.copyfile(source / name, target / name)
     return target
 
 
