@@ -44,6 +44,45 @@ def fit_complete(estimator: Any, *args: Any, **kwargs: Any) -> Any:
     return model
 
 
+# A tokenizer's files, copied as they are: re-saving them with this machine's transformers
+# may write a format that an older tokenizers library (the GPU image's) cannot read.
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+)
+
+
+def tiny_encoder(folder: Path, tokenizer_source: str | Path) -> str:
+    """A random BERT (2 layers, width 32, seed 0) saved in ``folder`` with the tokenizer
+    files of the model folder ``tokenizer_source``: as fast to run as a model can be, with
+    a real model's tokenization."""
+    import shutil
+
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    source = Path(tokenizer_source)
+    tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = BertModel(config)
+    model.save_pretrained(str(folder))
+    for name in TOKENIZER_FILES:
+        if (source / name).is_file():
+            shutil.copyfile(source / name, Path(folder) / name)
+    return str(folder)
+
+
 def markdown_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     def fmt(v: Any) -> str:
         return f"{v:.3f}" if isinstance(v, float) else str(v)

@@ -35,17 +35,14 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import tiny_encoder
+
 ROOT = Path(__file__).resolve().parent.parent
 GPU = ROOT / ".gpu"
 DATASET = "tibkat_gnd_en"
 DATA_FILES = ("train.jsonl.gz", "test.jsonl.gz", "labels.tsv", "README.md")
 LIMIT = 64 * 2**20
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "vocab.txt",
-)
 # Wheels the image lacks; gensim's other needs (numpy, scipy, wrapt) are there.
 WHEELS = ("gensim", "smart_open")
 
@@ -136,30 +133,11 @@ def pack_model() -> Path:
 
 
 def pack_tiny() -> Path:
-    """A randomly initialised 2-layer BERT (hidden 32) with MiniLM's tokenizer files as
-    they are (not re-saved: the GPU image's tokenizers may be older than ours)."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    source = GPU / "model"
+    """A tiny random BERT with MiniLM's tokenizer files, for the smoke run."""
     target = GPU / "tiny"
     if target.exists():
         shutil.rmtree(target)
-    tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-    )
-    torch.manual_seed(0)
-    BertModel(config).save_pretrained(str(target))
-    for name in TOKENIZER_FILES:
-        if (source / name).is_file():
-            shutil.copyfile(source / name, target / name)
-    return target
+    return Path(tiny_encoder(target, GPU / "model"))
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import encoder_path, markdown_table, peak_rss_mb, write_results
+from _common import encoder_path, markdown_table, peak_rss_mb, tiny_encoder, write_results
 
 
 def load_texts(n_train: int, n_texts: int, seed: int) -> tuple[str, list, np.ndarray, list]:
@@ -74,26 +74,6 @@ def load_texts(n_train: int, n_texts: int, seed: int) -> tuple[str, list, np.nda
     train = rng.permutation(keep)[:n_train]
     held = (demo.test_texts * (1 + n_texts // max(len(demo.test_texts), 1)))[:n_texts]
     return "tibkat demo", [demo.train_texts[i] for i in train], labels[train], held
-
-
-def tiny_encoder(folder: Path, tokenizer_source: str) -> str:
-    """A random BERT (2 layers, width 32) with the tokenizer of ``tokenizer_source``."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, local_files_only=True)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-    )
-    torch.manual_seed(0)
-    BertModel(config).save_pretrained(str(folder))
-    tokenizer.save_pretrained(str(folder))
-    return str(folder)
 
 
 def timed(fn: Any) -> tuple[float, Any]:
