@@ -23,7 +23,9 @@ cached run's: the fine-tuning never reads the static embeddings, so the swap is 
 fit with ``sentence_max_length=N`` would rank on.
 
 Every variant's ranker is the profile's (``--negatives``, ``--cp``, ``--beam``, as in
-``matchxml.py``).
+``matchxml.py``); ``--variant-beam N`` gives the variants' rankers another beam while the
+cached fine-tuning run (and its "as fitted" row) keeps ``--beam``: the beam sets the
+ranker's matcher-aware negatives and its search, not the fine-tuning.
 
 Use ``--dev-fraction 0.1`` to choose (the evaluation set is then held out of train and
 test is never read). Usage::
@@ -163,6 +165,8 @@ def run_variant(spec: str, feats: dict, data: dict, args: argparse.Namespace) ->
     # the seed MatchXMLClassifier(random_state=seed).fit draws for its trees
     seed = int(check_random_state(args.seed).randint(np.iinfo(np.int32).max))
     ranker = make_ranker(args)
+    if args.variant_beam:
+        ranker.set_params(beam_size=args.variant_beam)
     if tree_kind == "refined":
         Y_csr, _ = encode_labels(Y_train, name="Y", n_samples=len(Y_train))
         fine_tuned = feats["train"][:, -n_ft:].toarray()
@@ -207,6 +211,12 @@ def main() -> None:
         default=None,
         help="swap the static sentence block for embeddings truncated at this many tokens",
     )
+    parser.add_argument(
+        "--variant-beam",
+        type=int,
+        default=None,
+        help="beam of the variants' rankers (default: --beam, the cached run's)",
+    )
     parser.add_argument("--name", default="matchxml_final_features")
     args = parser.parse_args()
     # the result files name the encoder, not this machine's path to it
@@ -227,7 +237,10 @@ def main() -> None:
             f"{args.sentence_max_length}). "
         )
     split = "dev (held out of train)" if args.dev_fraction else "test"
-    ranker = " ".join(repr(make_ranker(args)).split())  # sklearn's repr wraps lines
+    template = make_ranker(args)
+    if args.variant_beam:
+        template.set_params(beam_size=args.variant_beam)
+    ranker = " ".join(repr(template).split())  # sklearn's repr wraps lines
     command = "python benchmarks/matchxml_final_features.py " + " ".join(sys.argv[1:])
     header = (
         f"# MatchXML ranker features and tree (benchmarks/matchxml_final_features.py)\n\n"
