@@ -154,6 +154,14 @@ def weighted(
     return sp.csr_matrix(sp.hstack([base, block], format="csr"), dtype=np.float32)
 
 
+def variant_ranker(args: argparse.Namespace) -> Any:
+    """The profile's ranker, with ``--variant-beam`` when given."""
+    ranker = make_ranker(args)
+    if args.variant_beam:
+        ranker.set_params(beam_size=args.variant_beam)
+    return ranker
+
+
 def run_variant(spec: str, feats: dict, data: dict, args: argparse.Namespace) -> dict:
     weight_text, tree_kind, *rest = spec.split(":")
     if rest not in ([], ["nosent"]):
@@ -164,9 +172,7 @@ def run_variant(spec: str, feats: dict, data: dict, args: argparse.Namespace) ->
     X_test = weighted(feats["test"], n_tfidf, n_ft, weight, not rest, feats.get("s_test"))
     # the seed MatchXMLClassifier(random_state=seed).fit draws for its trees
     seed = int(check_random_state(args.seed).randint(np.iinfo(np.int32).max))
-    ranker = make_ranker(args)
-    if args.variant_beam:
-        ranker.set_params(beam_size=args.variant_beam)
+    ranker = variant_ranker(args)
     if tree_kind == "refined":
         Y_csr, _ = encode_labels(Y_train, name="Y", n_samples=len(Y_train))
         fine_tuned = feats["train"][:, -n_ft:].toarray()
@@ -237,10 +243,7 @@ def main() -> None:
             f"{args.sentence_max_length}). "
         )
     split = "dev (held out of train)" if args.dev_fraction else "test"
-    template = make_ranker(args)
-    if args.variant_beam:
-        template.set_params(beam_size=args.variant_beam)
-    ranker = " ".join(repr(template).split())  # sklearn's repr wraps lines
+    ranker = " ".join(repr(variant_ranker(args)).split())  # sklearn's repr wraps lines
     command = "python benchmarks/matchxml_final_features.py " + " ".join(sys.argv[1:])
     header = (
         f"# MatchXML ranker features and tree (benchmarks/matchxml_final_features.py)\n\n"

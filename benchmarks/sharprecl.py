@@ -304,16 +304,16 @@ def select(out: str, param: str, names: list[str]) -> str:
         data = json.loads((RESULTS / f"{name}.json").read_text())
         commands.append(f"`{data['command']}` ({name})")
         settings = dict(item.split("=", 1) for item in data["config"].get("set") or [])
+        suffix = "".join(f", {k}={v}" for k, v in settings.items())
         for run in data["runs"]:
             if "dev_macro_f1" not in run:
                 raise ValueError(f"{name}: run without a dev score (no --dev-fraction)")
+            variant = run["row"] + suffix  # the row with everything the file set
             if is_reference:
-                label = ", ".join([run["row"], *(f"{k}={v}" for k, v in settings.items())])
-                row = reference.setdefault(run["dataset"], label)
+                row = reference.setdefault(run["dataset"], variant)
             elif param == "variant" and settings:
-                value = ", ".join([run["row"], *(f"{k}={v}" for k, v in settings.items())])
-                candidates.setdefault((run["dataset"], run["seed"]), []).append((value, run))
-                row = value
+                candidates.setdefault((run["dataset"], run["seed"]), []).append((variant, run))
+                row = variant
             elif param != "variant" and param in settings:
                 value = json.loads(settings[param])
                 candidates.setdefault((run["dataset"], run["seed"]), []).append((value, run))
