@@ -127,9 +127,10 @@ class SharpReCLClassifier(TransformerClassifierBase):
 
     Simple-Sampling and Hard-Mixup with Prototypes to Rebalance Contrastive Learning
     (Li et al.): cross-entropy with logit compensation by the class prior, plus a
-    supervised contrastive loss over two views of each text and the class prototypes, in
-    which every class gets the same number of positive and negative targets, drawn at
-    random (simple-sampling) or mixed from its hardest examples (hard-mixup).
+    supervised contrastive loss over the texts (with ``n_views=2``, as in the paper, also
+    an augmented view of each) and the class prototypes, in which every class gets the
+    same number of positive and negative targets, drawn at random (simple-sampling) or
+    mixed from its hardest examples (hard-mixup).
 
     ``X`` is a sequence of texts (list, array, pandas Series or one-column DataFrame) or of
     text pairs (2-tuples, or a two-column DataFrame / array). ``transform`` gives the
@@ -299,9 +300,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
     Notes
     -----
     Differences from the paper and the reference code: ``contrastive_weight`` defaults
-    to 0.1, not 1, after a dev-split study; logits are not L2-normalised by default (the
-    paper's eq. 5-6 use the raw linear logits; ``normalize_logits=True`` is the
-    reference's form);
+    to 0.1, not 1, and ``n_views`` to 1, not 2, after a dev-split study; logits are not
+    L2-normalised by default (the paper's eq. 5-6 use the raw linear logits;
+    ``normalize_logits=True`` is the reference's form);
     the synthetic target counts default to the paper's 10 and 500 (the reference's
     defaults are 0); a simple-sampling draw of an anchor itself (or a mixup of it with
     itself) is not counted as that anchor's positive (eq. 11 leaves out ``{i}``); no
