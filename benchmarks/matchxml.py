@@ -273,16 +273,23 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--cp", type=float, default=2.0, help="ranker positive cost")
     parser.add_argument("--beam", type=int, default=10, help="ranker beam size")
+    parser.add_argument(
+        "--weight-threshold",
+        type=float,
+        default=0.001,
+        help="ranker weight threshold (MatchXML's reference: 0.001; PECOS's default 0.1)",
+    )
     parser.add_argument("--verbose", type=int, default=0)
 
 
 def make_ranker(args: argparse.Namespace) -> XRLinearClassifier:
-    """The ranker of every row (MatchXML's default: tfn+man, Cp=2)."""
+    """The ranker of every row (MatchXML's default: tfn+man, Cp=2, weight threshold 0.001)."""
     return XRLinearClassifier(
         relevance_weighted=True,
         negative_sampling=args.negatives,
         Cp=args.cp,
         beam_size=args.beam,
+        weight_threshold=args.weight_threshold,
         n_jobs=args.threads,
         random_state=args.seed,
     )
@@ -442,6 +449,7 @@ def main() -> None:
         "negatives",
         "cp",
         "beam",
+        "weight_threshold",
     )
     profile = {k: getattr(args, k) for k in keys}
     profile["seeds"] = seeds
