@@ -1024,8 +1024,12 @@ class MultiStageMatcher(
 
 
 def _default_ranker() -> XRLinearClassifier:
-    """Eq. 7 of the paper: TFN + MAN negatives, relevance-weighted, the reference's Cp."""
-    return XRLinearClassifier(relevance_weighted=True, negative_sampling="tfn+man", Cp=2.0)
+    """Eq. 7 of the paper: TFN + MAN negatives, relevance-weighted, the reference's Cp and
+    weight threshold (0.001: the dense blocks' weights are small, and PECOS's 0.1 would
+    prune most of them)."""
+    return XRLinearClassifier(
+        relevance_weighted=True, negative_sampling="tfn+man", Cp=2.0, weight_threshold=0.001
+    )
 
 
 @persistent
@@ -1089,9 +1093,11 @@ class MatchXMLClassifier(
         fold's texts once, not once per parameter setting. Recommended for any search.
     ranker : XRLinearClassifier or None, default=None
         The ranker template (cloned). None: ``XRLinearClassifier(relevance_weighted=True,
-        negative_sampling="tfn+man", Cp=2.0)``, eq. 7 of the paper with the reference
-        implementation's positive cost. Its ``tree`` left None gets the tree chosen by
-        ``ranker_tree``.
+        negative_sampling="tfn+man", Cp=2.0, weight_threshold=0.001)``, eq. 7 of the paper
+        with the reference implementation's positive cost and weight threshold. Keep a
+        threshold of that order in a template of your own: the ``XRLinearClassifier``
+        default 0.1 suits TF-IDF alone and drops most weights of the dense blocks. Its
+        ``tree`` left None gets the tree chosen by ``ranker_tree``.
     ranker_tree : {"refined", "pifa"}, default="refined"
         Tree of the ranker when its ``tree`` is None. ``"refined"`` (the reference
         implementation): PIFA of the fine-tuned embeddings stacked with the preliminary

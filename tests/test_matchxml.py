@@ -351,6 +351,8 @@ def test_defaults_are_the_papers_full_method(fitted):
     assert fitted.ranker_.negative_sampling == "tfn+man"
     assert fitted.ranker_.Cp == 2.0
     assert fitted.ranker_.relevance_weighted
+    # the reference's ranker threshold: 0.1 would prune the dense blocks' weights
+    assert fitted.ranker_.weight_threshold == 0.001
 
 
 def test_default_encoder_needs_no_download(monkeypatch):
