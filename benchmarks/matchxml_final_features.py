@@ -26,6 +26,8 @@ Every variant's ranker is the profile's (``--negatives``, ``--cp``, ``--beam``, 
 ``matchxml.py``); ``--variant-beam N`` gives the variants' rankers another beam while the
 cached fine-tuning run (and its "as fitted" row) keeps ``--beam``: the beam sets the
 ranker's matcher-aware negatives and its search, not the fine-tuning.
+``--variant-threshold T`` does the same for the ranker's ``weight_threshold`` (the
+profile's ``--weight-threshold`` names the cached run; runs at 0.1 keep their caches).
 
 Use ``--dev-fraction 0.1`` to choose (the evaluation set is then held out of train and
 test is never read). Usage::
@@ -90,6 +92,9 @@ def cached_features(args: argparse.Namespace, data: dict) -> dict[str, Any]:
             "beam",
         )
     }
+    if args.weight_threshold != 0.1:
+        # runs before the threshold was an option all used 0.1: their caches keep their names
+        profile["weight_threshold"] = args.weight_threshold
     digest = hashlib.blake2b(repr(sorted(profile.items())).encode(), digest_size=6).hexdigest()
     path = RESULTS / "cache" / f"matchxml_final_features_{args.dataset}_{digest}.npz"
     if path.is_file():
@@ -155,10 +160,13 @@ def weighted(
 
 
 def variant_ranker(args: argparse.Namespace) -> Any:
-    """The profile's ranker, with ``--variant-beam`` when given."""
+    """The profile's ranker, with ``--variant-beam`` and ``--variant-threshold`` when
+    given."""
     ranker = make_ranker(args)
     if args.variant_beam:
         ranker.set_params(beam_size=args.variant_beam)
+    if args.variant_threshold is not None:
+        ranker.set_params(weight_threshold=args.variant_threshold)
     return ranker
 
 
@@ -222,6 +230,13 @@ def main() -> None:
         type=int,
         default=None,
         help="beam of the variants' rankers (default: --beam, the cached run's)",
+    )
+    parser.add_argument(
+        "--variant-threshold",
+        type=float,
+        default=None,
+        help="weight threshold of the variants' rankers (default: --weight-threshold, "
+        "the cached run's)",
     )
     parser.add_argument("--name", default="matchxml_final_features")
     args = parser.parse_args()
