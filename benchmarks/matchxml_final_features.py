@@ -36,13 +36,18 @@ test is never read). Usage::
         --threads 1 --sentence-max-length 32 --dev-fraction 0.1 \\
         [--variants 0:pifa 1:refined 1:pifa 0.5:refined 0.5:pifa 0:refined]
 
-Writes ``benchmarks/results/<name>.json`` and ``.md`` after every variant.
+Writes ``benchmarks/results/<name>.json`` and ``.md`` after every variant. Runs of one
+profile with different ``--seed`` pool into one table::
+
+    python benchmarks/matchxml_final_features.py --pool OUT NAME [NAME ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -55,7 +60,14 @@ from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, encoder_path, fit_complete, markdown_table, peak_rss_mb, write_results
+from _common import (
+    RESULTS,
+    encoder_path,
+    fit_complete,
+    markdown_table,
+    peak_rss_mb,
+    write_results,
+)
 from matchxml import (
     add_profile_arguments,
     load_split,
@@ -208,7 +220,56 @@ def run_variant(spec: str, feats: dict, data: dict, args: argparse.Namespace) ->
     }
 
 
+POOLED = ["P@1", "P@3", "P@5", "nDCG@5", "PSP@1", "PSP@3", "PSP@5"]
+
+
+def pool(out: str, names: list[str]) -> str:
+    """Pool runs of one profile with different ``--seed`` (one file per seed, e.g. seeds
+    split over the cores) into ``results/<out>.{json,md}``: mean ± sample std (ddof=1) of
+    every variant over the seeds, and every run. The configurations must agree except for
+    the seed and the name."""
+    sources = [json.loads((RESULTS / f"{name}.json").read_text()) for name in names]
+    ignored = ("seed", "name")
+    configs = [{k: v for k, v in s["config"].items() if k not in ignored} for s in sources]
+    if any(c != configs[0] for c in configs[1:]):
+        raise ValueError(f"{names}: the runs' configurations differ")
+    runs = [{**row, "seed": int(s["config"]["seed"])} for s in sources for row in s["rows"]]
+    summary = []
+    for variant in dict.fromkeys(r["variant"] for r in runs):
+        mine = [r for r in runs if r["variant"] == variant]
+        entry: dict[str, Any] = {
+            "variant": variant,
+            "seeds": " ".join(str(r["seed"]) for r in mine),
+        }
+        for col in POOLED:
+            values = [float(r[col]) for r in mine]
+            std = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
+            entry[col] = f"{statistics.fmean(values):.2f}{std}"
+        summary.append(entry)
+    command = "python benchmarks/matchxml_final_features.py --pool " + " ".join([out, *names])
+    text = (
+        "# MatchXML ranker features and tree, pooled (benchmarks/matchxml_final_features.py)"
+        f"\n\nCommand: `{command}`  \nPooled from: "
+        + "; ".join(f"`{s['command']}` ({name})" for name, s in zip(names, sources))
+        + "\n\nMean ± sample std (ddof=1) over the seeds named:\n\n"
+        + markdown_table(summary, ["variant", "seeds", *POOLED])
+        + "\n\nEvery run:\n\n"
+        + markdown_table(runs, ["variant", "seed", *POOLED, "ranker fit s", "predict s"])
+    )
+    payload = {
+        "command": command,
+        "sources": {n: s["command"] for n, s in zip(names, sources)},
+        "summary": summary,
+        "rows": runs,
+    }
+    write_results(out, payload, text)
+    return text
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--pool"]:
+        print(pool(sys.argv[2], sys.argv[3:]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="tibkat_gnd_en")
     parser.add_argument(
