@@ -165,13 +165,13 @@ def rerender(name: str) -> None:
     (RESULTS / f"{name}.md").write_text(text + "\n")
 
 
-def mean_std(values: Iterable[float], *, single: str | None = "n/a") -> str:
-    """``mean ± sample std`` (ddof=1) of fractions, x100, two decimals.
+def mean_std(values: Iterable[float], *, single: str | None = "n/a", scale: float = 100) -> str:
+    """``mean ± sample std`` (ddof=1) of fractions, x100 (``scale``), two decimals.
 
     One value has no std: ``single`` stands in its place, or the mean comes alone
-    (``single=None``).
+    (``single=None``). ``scale=1`` for values already in percent.
     """
-    v = [100 * float(x) for x in values]
+    v = [scale * float(x) for x in values]
     mean = statistics.fmean(v)
     if len(v) > 1:
         return f"{mean:.2f} ± {statistics.stdev(v):.2f}"

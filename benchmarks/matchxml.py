@@ -57,7 +57,15 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, encoder_path, fit_complete, markdown_table, peak_rss_mb, write_results
+from _common import (
+    RESULTS,
+    encoder_path,
+    fit_complete,
+    markdown_table,
+    mean_std,
+    peak_rss_mb,
+    write_results,
+)
 
 from skxmc import XRLinearClassifier
 from skxmc.datasets import get_data_dir, load_text_jsonl
@@ -353,9 +361,7 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         runs = [r for r in rows if r["row"] == kind]
         entry: dict[str, Any] = {"row": kind, "seeds": len(runs)}
         for col in SUMMARY:
-            values = np.array([r[col] for r in runs], dtype=float)
-            std = f" ± {values.std(ddof=1):.2f}" if len(values) > 1 else ""
-            entry[col] = f"{values.mean():.2f}{std}"
+            entry[col] = mean_std((r[col] for r in runs), single=None, scale=1)
         out.append(entry)
     return out
 

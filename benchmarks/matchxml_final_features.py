@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -65,6 +64,7 @@ from _common import (
     encoder_path,
     fit_complete,
     markdown_table,
+    mean_std,
     peak_rss_mb,
     write_results,
 )
@@ -242,9 +242,7 @@ def pool(out: str, names: list[str]) -> str:
             "seeds": " ".join(str(r["seed"]) for r in mine),
         }
         for col in POOLED:
-            values = [float(r[col]) for r in mine]
-            std = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
-            entry[col] = f"{statistics.fmean(values):.2f}{std}"
+            entry[col] = mean_std((r[col] for r in mine), single=None, scale=1)
         summary.append(entry)
     command = "python benchmarks/matchxml_final_features.py --pool " + " ".join([out, *names])
     text = (
