@@ -227,13 +227,25 @@ def pool(out: str, names: list[str]) -> str:
     """Pool runs of one profile with different ``--seed`` (one file per seed, e.g. seeds
     split over the cores) into ``results/<out>.{json,md}``: mean ± sample std (ddof=1) of
     every variant over the seeds, and every run. The configurations must agree except for
-    the seed and the name."""
+    the seed, the variants and the name: runs of one seed with other ``--variants`` rank the
+    same cached fine-tuning, and their shared rows (e.g. "as fitted") count once."""
     sources = [json.loads((RESULTS / f"{name}.json").read_text()) for name in names]
-    ignored = ("seed", "name")
+    ignored = ("seed", "variants", "name")
     configs = [{k: v for k, v in s["config"].items() if k not in ignored} for s in sources]
     if any(c != configs[0] for c in configs[1:]):
         raise ValueError(f"{names}: the runs' configurations differ")
-    runs = [{**row, "seed": int(s["config"]["seed"])} for s in sources for row in s["rows"]]
+    runs: list[dict[str, Any]] = []
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    for s in sources:
+        for row in s["rows"]:
+            run = {**row, "seed": int(s["config"]["seed"])}
+            key = (run["variant"], run["seed"])
+            if key in seen:
+                if any(seen[key][col] != run[col] for col in POOLED):
+                    raise ValueError(f"{names}: {key} differs between runs of one seed")
+                continue
+            seen[key] = run
+            runs.append(run)
     summary = []
     for variant in dict.fromkeys(r["variant"] for r in runs):
         mine = [r for r in runs if r["variant"] == variant]
