@@ -183,15 +183,34 @@ def matchxml_params(
     }
 
 
+def split_name(args: argparse.Namespace) -> str:
+    """What the evaluation set of ``load_split`` is, for the results' headers."""
+    if getattr(args, "official_dev", False):
+        return "dev (the data set's own dev split)"
+    return "dev (held out of train)" if args.dev_fraction else "test"
+
+
 def load_split(name: str, args: argparse.Namespace) -> dict:
-    """Train and evaluation texts / labels of one dataset: test, or with
-    ``args.dev_fraction`` a random part of train held out (seed 0; test never read)."""
+    """Train and evaluation texts / labels of one dataset: test; with
+    ``args.dev_fraction`` a random part of train held out (seed 0); with
+    ``args.official_dev`` the data set's own ``dev.jsonl.gz`` beside all of train (its
+    fine-tuning is then the test runs' one). Test is never read for a dev split."""
     data_dir = get_data_dir()
     train = load_text_jsonl(data_dir / name / "train.jsonl.gz")
     train_texts, Y_train = list(train[0]), list(train[1])
     if args.max_train:
         train_texts, Y_train = train_texts[: args.max_train], Y_train[: args.max_train]
-    if args.dev_fraction:
+    official_dev = getattr(args, "official_dev", False)
+    if official_dev and args.dev_fraction:
+        raise SystemExit("--official-dev and --dev-fraction: choose one dev split")
+    if official_dev:
+        path = data_dir / name / "dev.jsonl.gz"
+        if not path.is_file():
+            raise SystemExit(f"--official-dev: {name} has no dev split ({path.name})")
+        dev = load_text_jsonl(path)
+        n_dev = getattr(args, "max_test", None)
+        evaluation = (list(dev[0])[:n_dev], list(dev[1])[:n_dev])
+    elif args.dev_fraction:
         order = np.random.default_rng(0).permutation(len(train_texts))
         n_dev = round(args.dev_fraction * len(order))
         dev, kept = np.sort(order[:n_dev]), np.sort(order[n_dev:])
@@ -270,6 +289,12 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="hold out this random fraction of train as the evaluation set "
         "(seed 0) and never read test: for choosing settings",
+    )
+    parser.add_argument(
+        "--official-dev",
+        action="store_true",
+        help="evaluate on the data set's own dev split (dev.jsonl.gz), train on all of "
+        "train, never read test: for choosing settings",
     )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
@@ -458,6 +483,8 @@ def main() -> None:
         "weight_threshold",
     )
     profile = {k: getattr(args, k) for k in keys}
+    if args.official_dev:  # only then: older results keep their profiles
+        profile["official_dev"] = True
     profile["seeds"] = seeds
     profile["max_matcher_size"] = f"{args.max_matcher_size} on tibkat, all layers elsewhere"
     command = "python benchmarks/matchxml.py " + " ".join(sys.argv[1:])
@@ -492,7 +519,7 @@ def main() -> None:
             )
             continue
         rows: list[dict[str, Any]] = []
-        split = "dev (held out of train)" if args.dev_fraction else "test"
+        split = split_name(args)
         for seed in seeds:
             args.seed = seed
             for row in args.rows:

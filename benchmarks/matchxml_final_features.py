@@ -29,8 +29,9 @@ ranker's matcher-aware negatives and its search, not the fine-tuning.
 ``--variant-threshold T`` does the same for the ranker's ``weight_threshold`` (the
 profile's ``--weight-threshold`` names the cached run; runs at 0.1 keep their caches).
 
-Use ``--dev-fraction 0.1`` to choose (the evaluation set is then held out of train and
-test is never read). Usage::
+Use ``--dev-fraction 0.1`` or ``--official-dev`` to choose (the evaluation set is then
+held out of train, or the data set's own dev split beside all of train; test is never
+read). Usage::
 
     python benchmarks/matchxml_final_features.py --dataset tibkat_gnd_en --steps 150 \\
         --threads 1 --sentence-max-length 32 --dev-fraction 0.1 \\
@@ -75,6 +76,7 @@ from matchxml import (
     matchxml_params,
     metrics,
     sentence_cache,
+    split_name,
 )
 
 from skxmc import HierarchicalLabelTree
@@ -104,6 +106,8 @@ def cached_features(args: argparse.Namespace, data: dict) -> dict[str, Any]:
             "beam",
         )
     }
+    if args.official_dev:
+        profile["official_dev"] = True
     if args.weight_threshold != 0.1:
         # runs before the threshold was an option all used 0.1: their caches keep their names
         profile["weight_threshold"] = args.weight_threshold
@@ -328,7 +332,7 @@ def main() -> None:
             f'tokens (the fine-tuned block and the row "as fitted": '
             f"{args.sentence_max_length}). "
         )
-    split = "dev (held out of train)" if args.dev_fraction else "test"
+    split = split_name(args)
     ranker = " ".join(repr(variant_ranker(args)).split())  # sklearn's repr wraps lines
     command = "python benchmarks/matchxml_final_features.py " + " ".join(sys.argv[1:])
     header = (
