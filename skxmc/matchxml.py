@@ -1114,7 +1114,7 @@ class MatchXMLClassifier(
         features, whose ``[TF-IDF | sentence]`` part has norm 1. 0 leaves it out (the
         fine-tuned encoder then only shapes the refined tree, and ``predict`` does not
         run it). The default is the paper's; after a short fine-tuning (a CPU budget) a
-        smaller weight such as 0.25 can rank better: choose it on a dev split.
+        smaller weight such as 0.5 can rank better: choose it on a dev split.
     top_k : int, default=10
         Labels returned per text by ``predict`` and ``predict_topk``; values above the
         number of labels are clipped with a warning.
