@@ -185,7 +185,7 @@ def matchxml_params(
 
 def split_name(args: argparse.Namespace) -> str:
     """What the evaluation set of ``load_split`` is, for the results' headers."""
-    if getattr(args, "official_dev", False):
+    if args.official_dev:
         return "dev (the data set's own dev split)"
     return "dev (held out of train)" if args.dev_fraction else "test"
 
@@ -200,10 +200,7 @@ def load_split(name: str, args: argparse.Namespace) -> dict:
     train_texts, Y_train = list(train[0]), list(train[1])
     if args.max_train:
         train_texts, Y_train = train_texts[: args.max_train], Y_train[: args.max_train]
-    official_dev = getattr(args, "official_dev", False)
-    if official_dev and args.dev_fraction:
-        raise SystemExit("--official-dev and --dev-fraction: choose one dev split")
-    if official_dev:
+    if args.official_dev:
         path = data_dir / name / "dev.jsonl.gz"
         if not path.is_file():
             raise SystemExit(f"--official-dev: {name} has no dev split ({path.name})")
@@ -283,14 +280,15 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="evaluate on the first N test texts (reduced runs)",
     )
-    parser.add_argument(
+    dev_split = parser.add_mutually_exclusive_group()
+    dev_split.add_argument(
         "--dev-fraction",
         type=float,
         default=None,
         help="hold out this random fraction of train as the evaluation set "
         "(seed 0) and never read test: for choosing settings",
     )
-    parser.add_argument(
+    dev_split.add_argument(
         "--official-dev",
         action="store_true",
         help="evaluate on the data set's own dev split (dev.jsonl.gz), train on all of "

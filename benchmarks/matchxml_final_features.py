@@ -238,18 +238,14 @@ def pool(out: str, names: list[str]) -> str:
     configs = [{k: v for k, v in s["config"].items() if k not in ignored} for s in sources]
     if any(c != configs[0] for c in configs[1:]):
         raise ValueError(f"{names}: the runs' configurations differ")
-    runs: list[dict[str, Any]] = []
-    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    seen: dict[tuple[str, int], dict[str, Any]] = {}  # insertion-ordered: the runs
     for s in sources:
         for row in s["rows"]:
             run = {**row, "seed": int(s["config"]["seed"])}
-            key = (run["variant"], run["seed"])
-            if key in seen:
-                if any(seen[key][col] != run[col] for col in POOLED):
-                    raise ValueError(f"{names}: {key} differs between runs of one seed")
-                continue
-            seen[key] = run
-            runs.append(run)
+            first = seen.setdefault((run["variant"], run["seed"]), run)
+            if any(first[col] != run[col] for col in POOLED):
+                raise ValueError(f"{names}: {run['variant']!r} seed {run['seed']} differs")
+    runs = list(seen.values())
     summary = []
     for variant in dict.fromkeys(r["variant"] for r in runs):
         mine = [r for r in runs if r["variant"] == variant]
