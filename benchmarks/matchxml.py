@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.base import clone
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 
@@ -67,7 +68,7 @@ from _common import (
     write_results,
 )
 
-from skxmc import XRLinearClassifier
+from skxmc import MatchXMLClassifier, XRLinearClassifier
 from skxmc.datasets import get_data_dir, load_text_jsonl
 from skxmc.labels import LabelSpace
 from skxmc.matchxml import make_matchxml
@@ -144,6 +145,11 @@ def _key(text: str) -> str:
     """Cache key of a text: numpy stores strings at the longest one's width (a 36k-char
     tibkat record made the texts array of 50k records 7 GB), a digest is 32 chars."""
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+# MatchXML's default ranker (a part left None gets it on set_params): every row's ranker
+# and the profile's ranker options start from it
+DEFAULT_RANKER: XRLinearClassifier = MatchXMLClassifier().set_params(ranker__verbose=0).ranker
 
 
 def vectorizer() -> TfidfVectorizer:
@@ -298,25 +304,29 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--negatives",
-        default="tfn+man",
+        default=DEFAULT_RANKER.negative_sampling,
         choices=["tfn", "tfn+man"],
-        help="ranker negatives of every row (eq. 7: tfn+man)",
+        help="ranker negatives of every row (MatchXML's default, eq. 7: %(default)s)",
     )
-    parser.add_argument("--cp", type=float, default=2.0, help="ranker positive cost")
-    parser.add_argument("--beam", type=int, default=10, help="ranker beam size")
+    parser.add_argument(
+        "--cp", type=float, default=DEFAULT_RANKER.Cp, help="ranker positive cost (%(default)s)"
+    )
+    parser.add_argument(
+        "--beam", type=int, default=DEFAULT_RANKER.beam_size, help="ranker beam size"
+    )
     parser.add_argument(
         "--weight-threshold",
         type=float,
-        default=0.001,
-        help="ranker weight threshold (MatchXML's reference: 0.001; PECOS's default 0.1)",
+        default=DEFAULT_RANKER.weight_threshold,
+        help="ranker weight threshold (MatchXML's default, the reference's: %(default)s; "
+        "PECOS's default 0.1)",
     )
     parser.add_argument("--verbose", type=int, default=0)
 
 
 def make_ranker(args: argparse.Namespace) -> XRLinearClassifier:
-    """The ranker of every row (MatchXML's default: tfn+man, Cp=2, weight threshold 0.001)."""
-    return XRLinearClassifier(
-        relevance_weighted=True,
+    """The ranker of every row: MatchXML's default with the profile's options."""
+    return clone(DEFAULT_RANKER).set_params(
         negative_sampling=args.negatives,
         Cp=args.cp,
         beam_size=args.beam,
