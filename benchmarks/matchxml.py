@@ -147,6 +147,27 @@ def _key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
+class WordLlamaSentences:
+    """Static sentence embeddings of WordLlama (``pip install wordllama``): a pretrained
+    sentence-embedding model other than the fine-tuned MiniLM whose 256-dimensional
+    weights ship inside the wheel, so it needs no model hub. The paper takes its static
+    block from Sentence-T5, another model than the fine-tuned one; none such is on this
+    machine, and WordLlama is the one installable here. It averages token embeddings
+    (no transformer), so encoding needs no cache: 10,000 texts take about a second."""
+
+    def __init__(self) -> None:
+        import wordllama
+
+        # the wheel keeps its tokenizer under tokenizers/, which load() looks up in the
+        # cache folder: pointing that at the package finds both files without a download
+        self.model = wordllama.WordLlama.load(
+            cache_dir=Path(wordllama.__file__).parent, disable_download=True
+        )
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.model.embed(list(texts)), dtype=np.float32)
+
+
 # MatchXML's default ranker (a part left None gets it on set_params): every row's ranker
 # and the profile's ranker options start from it
 DEFAULT_RANKER: XRLinearClassifier = MatchXMLClassifier().set_params(ranker__verbose=0).ranker

@@ -20,7 +20,10 @@ features. This script fine-tunes once (``MatchXMLClassifier`` with the profile o
 encoder's embeddings truncated at ``N`` tokens (``sentence_max_length=N``; the
 estimator's default keeps the encoder's own 256) while the fine-tuned block stays the
 cached run's: the fine-tuning never reads the static embeddings, so the swap is what a
-fit with ``sentence_max_length=N`` would rank on.
+fit with ``sentence_max_length=N`` would rank on. ``--static-encoder wordllama`` swaps
+in the static block of another pretrained model, WordLlama (the only one installable
+here without a model hub; the paper's static model, Sentence-T5, is likewise another
+model than the fine-tuned one).
 
 Every variant's ranker is the profile's (``--negatives``, ``--cp``, ``--beam``, as in
 ``matchxml.py``); ``--variant-beam N`` gives the variants' rankers another beam while the
@@ -70,6 +73,7 @@ from _common import (
     write_results,
 )
 from matchxml import (
+    WordLlamaSentences,
     add_profile_arguments,
     load_split,
     make_ranker,
@@ -297,6 +301,12 @@ def main() -> None:
         help="swap the static sentence block for embeddings truncated at this many tokens",
     )
     parser.add_argument(
+        "--static-encoder",
+        choices=["wordllama"],
+        default=None,
+        help="swap the static sentence block for another model's embeddings",
+    )
+    parser.add_argument(
         "--variant-beam",
         type=int,
         default=None,
@@ -327,6 +337,16 @@ def main() -> None:
             f"Static sentence block of every variant truncated at {args.static_max_length} "
             f'tokens (the fine-tuned block and the row "as fitted": '
             f"{args.sentence_max_length}). "
+        )
+    if args.static_encoder:
+        if args.static_max_length:
+            raise SystemExit("--static-encoder and --static-max-length: choose one")
+        sentences = WordLlamaSentences()
+        feats["s_train"] = sentences.encode(data["train"][0])
+        feats["s_test"] = sentences.encode(data["test"][0])
+        static_note = (
+            "Static sentence block of every variant from WordLlama (l2_supercat, 256 "
+            "dimensions; the row \"as fitted\": the cached run's, the pretrained encoder's own). "
         )
     split = split_name(args)
     ranker = " ".join(repr(variant_ranker(args)).split())  # sklearn's repr wraps lines
