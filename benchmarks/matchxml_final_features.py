@@ -235,10 +235,12 @@ def pool(out: str, names: list[str]) -> str:
     """Pool runs of one profile with different ``--seed`` (one file per seed, e.g. seeds
     split over the cores) into ``results/<out>.{json,md}``: mean ± sample std (ddof=1) of
     every variant over the seeds, and every run. The configurations must agree except for
-    the seed, the variants and the name: runs of one seed with other ``--variants`` rank the
-    same cached fine-tuning, and their shared rows (e.g. "as fitted") count once."""
+    the seed, the variants, the threads and the name: runs of one seed with other
+    ``--variants`` rank the same cached fine-tuning, and their shared rows (e.g. "as
+    fitted") count once."""
     sources = [json.loads((RESULTS / f"{name}.json").read_text()) for name in names]
-    ignored = ("seed", "variants", "name")
+    # threads set the speed, not the method (they are not in the cache's digest either)
+    ignored = ("seed", "variants", "name", "threads")
     configs = [{k: v for k, v in s["config"].items() if k not in ignored} for s in sources]
     if any(c != configs[0] for c in configs[1:]):
         raise ValueError(f"{names}: the runs' configurations differ")
