@@ -229,6 +229,8 @@ def run_variant(spec: str, feats: dict, data: dict, args: argparse.Namespace) ->
 
 
 POOLED = ["P@1", "P@3", "P@5", "nDCG@5", "PSP@1", "PSP@3", "PSP@5"]
+# Options added after results were saved, with the value that those runs used.
+ADDED_OPTIONS = {"static_encoder": "None"}
 
 
 def pool(out: str, names: list[str]) -> str:
@@ -241,7 +243,10 @@ def pool(out: str, names: list[str]) -> str:
     sources = [json.loads((RESULTS / f"{name}.json").read_text()) for name in names]
     # threads set the speed, not the method (they are not in the cache's digest either)
     ignored = ("seed", "variants", "name", "threads")
-    configs = [{k: v for k, v in s["config"].items() if k not in ignored} for s in sources]
+    configs = [
+        {k: v for k, v in {**ADDED_OPTIONS, **s["config"]}.items() if k not in ignored}
+        for s in sources
+    ]
     if any(c != configs[0] for c in configs[1:]):
         raise ValueError(f"{names}: the runs' configurations differ")
     seen: dict[tuple[str, int], dict[str, Any]] = {}  # insertion-ordered: the runs
