@@ -419,7 +419,7 @@ def test_each_layer_keeps_one_search_form(monkeypatch):
     large = ChunkedWeights(W, parents)
     assert large.feature_major is None and large.blocks is not None
     small = ChunkedWeights(W, parents, dense=True)
-    assert small.blocks is None and small.values is None and small.feature_major.nnz == W.nnz
+    assert small.blocks is None and small.feature_major.nnz == W.nnz
     X = sp.random(4, 8, density=0.5, format="csr", dtype=np.float32, random_state=1)
     path = sp.csr_matrix(np.ones((4, 2), dtype=np.float32))
     with pytest.raises(ValueError, match="needs the candidates"):

@@ -48,7 +48,7 @@ class ChunkedWeights:
     - ``blocks[b + n:b + 2 * n + 1]``: entry offsets, from 0 to the block's entry count
       ``m``; feature ``j`` of the block owns entries ``offsets[j]:offsets[j + 1]``;
     - ``blocks[b + 2 * n + 1:]``: ``m`` entries of two words, the child's position within
-      ``p`` and the weight's float32 bits (:attr:`values` is ``blocks`` read as float32),
+      ``p`` and the weight's float32 bits (the kernels also read ``blocks`` as float32),
       in child order within a feature.
 
     Scoring a query against ``p`` then costs ``nnz(x) * log(#features of p)`` plus the
@@ -154,11 +154,6 @@ class ChunkedWeights:
         out.feature_major = feature_major
         out.block_start, out.feat_count, out.blocks = block_start, feat_count, blocks
         return out
-
-    @property
-    def values(self) -> np.ndarray | None:
-        """``blocks`` read as float32: the entries' weight words (``None``: no blocks)."""
-        return None if self.blocks is None else self.blocks.view(np.float32)
 
 
 @jit(nogil=True)
