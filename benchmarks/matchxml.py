@@ -73,7 +73,7 @@ from skxmc.datasets import get_data_dir, load_text_jsonl
 from skxmc.labels import LabelSpace
 from skxmc.matchxml import make_matchxml
 from skxmc.metrics import evaluate, inverse_propensity
-from skxmc.text import SentenceEncoder
+from skxmc.text import Callback, SentenceEncoder
 
 TFIDF = {"sublinear_tf": True, "ngram_range": (1, 2), "min_df": 2, "max_features": 200_000}
 ROWS = [
@@ -357,6 +357,22 @@ def make_ranker(args: argparse.Namespace) -> XRLinearClassifier:
     )
 
 
+class StageTimeLimit(Callback):
+    """Ends every fine-tuning stage after ``seconds`` of training (``--stage-seconds``).
+
+    For a machine lent for minutes (the GPU profile): the row then finishes inside the
+    lease and reports how many steps each stage ran. A stage cut short keeps the learning
+    rate schedule planned for its full budget, so its rate never decays to zero.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def on_batch_end(self, trainer: Any, record: dict[str, Any]) -> None:
+        if trainer.elapsed() >= self.seconds:
+            trainer.stop("max_time")
+
+
 def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCachedSentences) -> dict:
     train_texts, Y_train, test_texts, Y_test = data["train"] + data["test"]
     ranker = make_ranker(args)
@@ -379,6 +395,8 @@ def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCached
     else:
         params = matchxml_params(args, data, sentence, ranker)
         params.update(ABLATIONS[row])
+        if args.stage_seconds:
+            params["callbacks"] = [StageTimeLimit(args.stage_seconds)]
         model = fit_complete(make_matchxml(**params), train_texts, Y_train)
         fit_s = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -387,6 +405,7 @@ def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCached
         extra = {
             "stage_sizes": model.matcher_.stage_sizes_,
             "n_steps": model.matcher_.n_steps_,
+            "stage_steps": [len(c) for c in model.matcher_.stage_loss_curves_],
             "fit_times": {k: round(v, 1) for k, v in model.fit_times_.items()},
             "stage_loss_first_last": [
                 [c[0], c[-1]] for c in model.matcher_.stage_loss_curves_ if c
@@ -485,6 +504,13 @@ def main() -> None:
     )
     parser.add_argument("--name", default="matchxml")
     parser.add_argument(
+        "--stage-seconds",
+        type=float,
+        default=None,
+        help="end every fine-tuning stage after this many seconds of training (for a "
+        "machine lent for minutes; the rows report each stage's steps)",
+    )
+    parser.add_argument(
         "--warm-cache",
         action="store_true",
         help="only compute the static sentence embeddings of train and "
@@ -514,6 +540,8 @@ def main() -> None:
     profile = {k: getattr(args, k) for k in keys}
     if args.official_dev:  # only then: older results keep their profiles
         profile["official_dev"] = True
+    if args.stage_seconds:
+        profile["stage_seconds"] = args.stage_seconds
     profile["seeds"] = seeds
     profile["max_matcher_size"] = f"{args.max_matcher_size} on tibkat, all layers elsewhere"
     command = "python benchmarks/matchxml.py " + " ".join(sys.argv[1:])
