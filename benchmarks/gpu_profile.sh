@@ -14,9 +14,11 @@
 # Sized to the lease: on 2026-12-04 this profile without a time cap did not finish the
 # MatchXML row in 530 s on an H200 (the only thing printed was the numba compile line), so
 # the run now ends every fine-tuning stage after $STAGE_SECONDS seconds of training
-# (default 90: three stages, and about 200 s for the rest, estimated from the CPU
-# profile's phase times, not measured there) and prints each phase with --verbose 1. The
-# MatchXML row reports the steps each stage ran (`stage_steps`) beside the 2-epoch plan.
+# (default 60: three stages, and about 350 s for the rest of the row, an estimate, not a
+# GPU measurement: the phases of a full-data CPU run with the tiny BERT,
+# benchmarks/results/phases_tiny_full.json, plus the CPU profile's MiniLM ranker times,
+# scaled to 16 cores) and prints each phase with --verbose 1. The MatchXML row reports the
+# steps each stage ran (`stage_steps`) beside the 2-epoch plan (323 steps an epoch).
 #
 # Rows, MatchXML first so that a run cut short keeps it: MatchXML, [TF-IDF | sentence] +
 # XR-Linear and TF-IDF + XR-Linear, all with the ranker
@@ -118,7 +120,7 @@ run)
         --datasets tibkat_gnd_en --device "$DEVICE" --threads "$(nproc)" \
         --encoder .gpu/model --max-length 128 --sentence-max-length 128 --batch-size 128 \
         --steps 0 --epochs 2 --max-matcher-size 0 --learning-rate 5e-5 \
-        --stage-seconds "${STAGE_SECONDS:-90}" --verbose 1 \
+        --stage-seconds "${STAGE_SECONDS:-60}" --verbose 1 \
         --rows matchxml tfidf+sentence tfidf --seeds "${1:-0}" ${EXTRA:-} \
         --name matchxml_tibkat_gpu || status=$?
     report matchxml_tibkat_gpu
