@@ -20,10 +20,11 @@
 # scaled to 16 cores) and prints each phase with --verbose 1. The MatchXML row reports the
 # steps each stage ran (`stage_steps`) beside the 2-epoch plan (323 steps an epoch).
 #
-# Rows, MatchXML first so that a run cut short keeps it: MatchXML, [TF-IDF | sentence] +
-# XR-Linear and TF-IDF + XR-Linear, all with the ranker
+# Rows ($ROWS), MatchXML first so that a run cut short keeps it: MatchXML, [TF-IDF |
+# sentence] + XR-Linear and TF-IDF + XR-Linear, all with the ranker
 # XRLinearClassifier(relevance_weighted=True, negative_sampling="tfn+man", Cp=2).
-# Results: benchmarks/results/matchxml_tibkat_gpu.{json,md} (copied to $OUT when set).
+# Results: benchmarks/results/$NAME.{json,md}, default matchxml_tibkat_gpu (copied to $OUT
+# when set).
 #
 # The device machine has no gensim, no MiniLM, no data and no network, and a call carries
 # at most 64 MiB, so benchmarks/gpu_pack.py packs them into .gpu/ (git-ignored) as two
@@ -42,7 +43,13 @@
 # calls as call 1 (they run one after the other); asked for in a later turn it found a
 # fresh machine without call 1's files (2026-12-04: one start, about 60 s, lost). Once
 # `check` has passed on the image, `unpack` (1 s: only unzips gensim) can replace it as
-# call 1, with the same carries less .gpu/tiny.
+# call 1, with the same carries less .gpu/tiny. The three rows need more than one call's
+# 10 minutes; a lease of 15 holds, in one batch, `unpack`, then
+#   ROWS=matchxml BUDGET=530 ... run 0          (timeout_s 560)
+#   ROWS="tfidf+sentence tfidf" NAME=matchxml_tibkat_gpu_baselines BUDGET=<what is left
+#       less a minute> ... run 0   (no carry; the model and the static embeddings are there)
+# and `python benchmarks/matchxml.py --pool matchxml_tibkat_gpu_all matchxml_tibkat_gpu
+# matchxml_tibkat_gpu_baselines` here joins them.
 #
 # Dry run on a CPU (the same steps, DEVICE=cpu and a small --max-train):
 #   python benchmarks/gpu_pack.py --python-version 3.11
@@ -121,9 +128,9 @@ run)
         --encoder .gpu/model --max-length 128 --sentence-max-length 128 --batch-size 128 \
         --steps 0 --epochs 2 --max-matcher-size 0 --learning-rate 5e-5 \
         --stage-seconds "${STAGE_SECONDS:-60}" --verbose 1 \
-        --rows matchxml tfidf+sentence tfidf --seeds "${1:-0}" ${EXTRA:-} \
-        --name matchxml_tibkat_gpu || status=$?
-    report matchxml_tibkat_gpu
+        --rows ${ROWS:-matchxml tfidf+sentence tfidf} --seeds "${1:-0}" ${EXTRA:-} \
+        --name "${NAME:-matchxml_tibkat_gpu}" || status=$?
+    report "${NAME:-matchxml_tibkat_gpu}"
     exit "$status"
     ;;
 *)
