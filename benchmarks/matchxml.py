@@ -449,6 +449,12 @@ def section_markdown(dataset: str, result: dict[str, Any]) -> str:
     )
 
 
+def title(device: str) -> str:
+    """The results page's title: runs before ``device`` was saved were on the CPU."""
+    where = "on CPU" if device == "cpu" else f"on device {device}"
+    return f"MatchXML {where} (benchmarks/matchxml.py)"
+
+
 def pool(out: str, names: list[str]) -> str:
     """Pool result files of one profile run as separate processes (e.g. seeds split over
     the two cores) into ``results/<out>.{json,md}``: the same summary and run tables as
@@ -458,12 +464,16 @@ def pool(out: str, names: list[str]) -> str:
     profiles = [{k: v for k, v in s["profile"].items() if k != "seeds"} for s in sources]
     if any(p != profiles[0] for p in profiles[1:]):
         raise ValueError(f"{names}: the runs' profiles differ: {profiles}")
+    devices = {s.get("device", "cpu") for s in sources}
+    if len(devices) > 1:
+        raise ValueError(f"{names}: the runs ran on different devices: {sorted(devices)}")
     command = "python benchmarks/matchxml.py --pool " + " ".join([out, *names])
     seeds = sorted({seed for s in sources for seed in s["profile"]["seeds"]})
     payload: dict[str, Any] = {
         "command": command,
         "sources": {name: s["command"] for name, s in zip(names, sources)},
         "profile": {**sources[0]["profile"], "seeds": seeds},
+        "device": devices.pop(),
         "results": {},
     }
     sections = []
@@ -477,7 +487,7 @@ def pool(out: str, names: list[str]) -> str:
         payload["results"][dataset] = {**parts[0], "summary": summarise(rows), "rows": rows}
         sections.append(section_markdown(dataset, payload["results"][dataset]))
     header = (
-        "# MatchXML on CPU (benchmarks/matchxml.py)\n\n"
+        f"# {title(payload['device'])}\n\n"
         f"Command: `{command}`  \nPooled from: "
         + "; ".join(f"`{s['command']}` ({name})" for name, s in zip(names, sources))
         + f"  \nProfile: {payload['profile']}\n\n"
@@ -551,12 +561,10 @@ def main() -> None:
         "tfidf": {k: str(v) for k, v in TFIDF.items()},
         "encoder": encoder,
         "torch_threads": torch.get_num_threads(),
+        "device": args.device,
         "results": {},
     }
-    header = (
-        "# MatchXML on CPU (benchmarks/matchxml.py)\n\n"
-        f"Command: `{command}`  \nProfile: {profile}\n\n"
-    )
+    header = f"# {title(args.device)}\n\nCommand: `{command}`  \nProfile: {profile}\n\n"
     tables: list[str] = []
     for name in args.datasets:
         data = load_split(name, args)
