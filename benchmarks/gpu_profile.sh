@@ -84,17 +84,20 @@ report() {
     fi
 }
 
-case "$STEP" in
-unpack)
-    need .gpu/site.zip .gpu/data/tibkat_gnd_en/train.jsonl.gz
+unpack_site() {
+    # gensim and smart_open, the packages the image lacks, onto PYTHONPATH
+    need .gpu/site.zip .gpu/data/tibkat_gnd_en/train.jsonl.gz "$@"
     rm -rf "$SITE" && mkdir -p "$SITE"
     "$PY" -m zipfile -e .gpu/site.zip "$SITE"
+}
+
+case "$STEP" in
+unpack)
+    unpack_site
     ls "$SITE"
     ;;
 check)
-    need .gpu/site.zip .gpu/data/tibkat_gnd_en/train.jsonl.gz .gpu/tiny/config.json
-    rm -rf "$SITE" && mkdir -p "$SITE"
-    "$PY" -m zipfile -e .gpu/site.zip "$SITE"
+    unpack_site .gpu/tiny/config.json
     "$PY" - "$DEVICE" <<'PY'
 import sys
 from importlib import metadata
