@@ -19,6 +19,14 @@
 # benchmarks/results/phases_tiny_full.json, plus the CPU profile's MiniLM ranker times,
 # scaled to 16 cores) and prints each phase with --verbose 1. The MatchXML row reports the
 # steps each stage ran (`stage_steps`) beside the 2-epoch plan (323 steps an epoch).
+# A second lease (same day) showed the cap does not bind: the three stages ran their full
+# 646 steps in 35, 21 and 17 s, and features, tree and fine-tuning were done about 3.5
+# minutes in; the row then ran out of time after the encoding, in the ranker, with about
+# one core busy (benchmarks/results/gpu_profile_h200_2026-12-04.log). So the run now also
+# prints every thread's stack every $STACK_EVERY seconds (default 60) and the ranker's
+# layers, and the rows record their CPU seconds (`fit cpu s`): the next log says where the
+# ranker's time goes. Results are copied to $OUT every 10 s, so rows that finished come
+# back even when the call is killed at the lease's limit.
 #
 # Rows ($ROWS), MatchXML first so that a run cut short keeps it: MatchXML, [TF-IDF |
 # sentence] + XR-Linear and TF-IDF + XR-Linear, all with the ranker
@@ -125,15 +133,26 @@ PY
 run)
     need "$SITE/gensim" .gpu/data/tibkat_gnd_en/train.jsonl.gz .gpu/model/model.safetensors
     nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv 2>/dev/null || true
+    name=${NAME:-matchxml_tibkat_gpu}
+    # Copy the rows as they finish: a call killed at the lease's limit skips the report
+    # below and returns only what is already in $OUT.
+    copier=
+    if [[ -n ${OUT:-} ]]; then
+        (while sleep 10; do report "$name"; done) >/dev/null 2>&1 &
+        copier=$!
+    fi
     status=0
     time timeout "${BUDGET:-540}" "$PY" benchmarks/matchxml.py \
         --datasets tibkat_gnd_en --device "$DEVICE" --threads "$(nproc)" \
         --encoder .gpu/model --max-length 128 --sentence-max-length 128 --batch-size 128 \
         --steps 0 --epochs 2 --max-matcher-size 0 --learning-rate 5e-5 \
-        --stage-seconds "${STAGE_SECONDS:-60}" --verbose 1 \
+        --stage-seconds "${STAGE_SECONDS:-60}" --verbose 1 --stack-every "${STACK_EVERY:-60}" \
         --rows ${ROWS:-matchxml tfidf+sentence tfidf} --seeds "${1:-0}" ${EXTRA:-} \
-        --name "${NAME:-matchxml_tibkat_gpu}" || status=$?
-    report "${NAME:-matchxml_tibkat_gpu}"
+        --name "$name" || status=$?
+    if [[ -n $copier ]]; then
+        kill "$copier" 2>/dev/null || true
+    fi
+    report "$name"
     exit "$status"
     ;;
 *)

