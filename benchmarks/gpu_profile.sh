@@ -26,7 +26,9 @@
 # prints every thread's stack every $STACK_EVERY seconds (default 60) and the ranker's
 # layers, and the rows record their CPU seconds (`fit cpu s`): the next log says where the
 # ranker's time goes. Results are copied to $OUT every 10 s, so rows that finished come
-# back even when the call is killed at the lease's limit.
+# back even when the call is killed at the lease's limit. The baselines of that lease are
+# in (matchxml_tibkat_gpu_baselines), so the next lease needs only `unpack` and
+#   ROWS=matchxml BUDGET=585 ... run 0          (carry .gpu/model; timeout_s 598)
 #
 # Rows ($ROWS), MatchXML first so that a run cut short keeps it: MatchXML, [TF-IDF |
 # sentence] + XR-Linear and TF-IDF + XR-Linear, all with the ranker

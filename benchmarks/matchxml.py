@@ -375,6 +375,28 @@ class StageTimeLimit(Callback):
             trainer.stop("max_time")
 
 
+def thread_report(threads: int) -> str:
+    """What the process may use: the cores it may run on, and the thread counts that
+    joblib, numba and torch give a fit with ``n_jobs=threads`` (a lent machine's log
+    then tells a starved pool from a slow one)."""
+    import os
+
+    import numba
+    from joblib import effective_n_jobs
+
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel region has run yet
+        layer = "not chosen yet"
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux only
+    cores = len(affinity(0)) if affinity else os.cpu_count()
+    return (
+        f"threads: {cores} cores to run on, joblib "
+        f"{effective_n_jobs(threads)}, numba {numba.get_num_threads()} (layer {layer}), "
+        f"torch {torch.get_num_threads()}"
+    )
+
+
 def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCachedSentences) -> dict:
     train_texts, Y_train, test_texts, Y_test = data["train"] + data["test"]
     ranker = make_ranker(args)
@@ -605,7 +627,11 @@ def main() -> None:
             args.seed = seed
             for row in args.rows:
                 print(f"[{time.strftime('%H:%M:%S')}] {name}: {row} seed {seed}", flush=True)
+                if args.verbose:
+                    print(thread_report(args.threads), flush=True)
                 result = {**run_row(row, data, args, sentence), "seed": seed}
+                if args.verbose:
+                    print(thread_report(args.threads), flush=True)
                 rows.append(result)
                 print(
                     {k: (round(v, 2) if isinstance(v, float) else v) for k, v in result.items()},
