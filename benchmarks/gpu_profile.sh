@@ -23,8 +23,9 @@
 # 646 steps in 35, 21 and 17 s, and features, tree and fine-tuning were done about 3.5
 # minutes in; the row then ran out of time after the encoding, in the ranker, with about
 # one core busy (benchmarks/results/gpu_profile_h200_2026-12-04.log). So the run now also
-# prints every thread's stack every $STACK_EVERY seconds (default 60) and the ranker's
-# layers, and the rows record their CPU seconds (`fit cpu s`): the next log says where the
+# prints the ranker's layers and, every $STACK_EVERY seconds (default 60), every thread's
+# stack, the cores the main thread may run on, the thread counts and the CPU seconds so
+# far; the rows record their CPU seconds (`fit cpu s`): the next log says where the
 # ranker's time goes. Results are copied to $OUT every 10 s, so rows that finished come
 # back even when the call is killed at the lease's limit. The baselines of that lease are
 # in (matchxml_tibkat_gpu_baselines), so the next lease needs only `unpack` and

