@@ -136,6 +136,9 @@ PY
 run)
     need "$SITE/gensim" .gpu/data/tibkat_gnd_en/train.jsonl.gz .gpu/model/model.safetensors
     nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv 2>/dev/null || true
+    # what may limit the CPU side: thread and affinity settings, the cgroup's CPU quota
+    env | grep -E '^(ACCELERATE|OMP|MKL|NUMBA|OPENBLAS|TORCH|CUDA_VISIBLE)' || true
+    echo "nproc $(nproc); cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo n/a)"
     name=${NAME:-matchxml_tibkat_gpu}
     # Copy the rows as they finish: a call killed at the lease's limit skips the report
     # below and returns only what is already in $OUT.
