@@ -356,6 +356,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         validation_fraction: float | None = None,
         n_iter_no_change: int | None = None,
         accumulation_steps: int = 1,
+        max_time: float | None = None,
         mixed_precision: str = "auto",
     ) -> None:
         self.encoder = encoder
@@ -389,6 +390,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.accumulation_steps = accumulation_steps
+        self.max_time = max_time
         self.mixed_precision = mixed_precision
 
     def fit(self, X: Any, y: Any) -> KNNBertClassifier:

@@ -464,6 +464,7 @@ class MultiStageMatcher(
         "checkpoint_dir": [str, os.PathLike, None],
         "callbacks": [list, None],
         "accumulation_steps": [Interval(Integral, 1, None, closed="left")],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
         "mixed_precision": [StrOptions({"auto", "bf16", "fp16", "no"})],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
@@ -502,6 +503,7 @@ class MultiStageMatcher(
         checkpoint_dir: str | os.PathLike | None = None,
         callbacks: list | None = None,
         accumulation_steps: int = 1,
+        max_time: float | None = None,
         mixed_precision: str = "auto",
         validation_fraction: float | None = None,
         n_iter_no_change: int | None = None,
@@ -536,6 +538,7 @@ class MultiStageMatcher(
         self.checkpoint_dir = checkpoint_dir
         self.callbacks = callbacks
         self.accumulation_steps = accumulation_steps
+        self.max_time = max_time
         self.mixed_precision = mixed_precision
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change

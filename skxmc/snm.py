@@ -361,6 +361,7 @@ class SNMClassifier(
         "checkpoint_dir": [str, os.PathLike, None],
         "callbacks": [list, None],
         "accumulation_steps": [Interval(Integral, 1, None, closed="left")],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
     }
@@ -408,6 +409,7 @@ class SNMClassifier(
         checkpoint_dir: str | os.PathLike | None = None,
         callbacks: list | None = None,
         accumulation_steps: int = 1,
+        max_time: float | None = None,
         validation_fraction: float | None = None,
         n_iter_no_change: int | None = None,
     ) -> None:
@@ -439,6 +441,7 @@ class SNMClassifier(
         self.checkpoint_dir = checkpoint_dir
         self.callbacks = callbacks
         self.accumulation_steps = accumulation_steps
+        self.max_time = max_time
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
 

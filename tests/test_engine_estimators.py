@@ -1,6 +1,6 @@
 """The engine parameters of the neural estimators: ``history_``, ``validation_fraction``
-with ``n_iter_no_change``, ``callbacks``, ``accumulation_steps``; per-fit state stays off
-the estimator."""
+with ``n_iter_no_change``, ``callbacks``, ``accumulation_steps``, ``max_time``; per-fit
+state stays off the estimator."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ import re
 
 import numpy as np
 import pytest
+import torch
 from sklearn.base import clone
 
 from skxmc import KNNBertClassifier, SharpReCLClassifier, SNMClassifier
+from skxmc.matchxml import MultiStageMatcher
 from skxmc.text import Callback
 
-from . import test_knnbert, test_sharprecl, test_snm
+from . import test_knnbert, test_matchxml, test_sharprecl, test_snm
 
 
 class _Epochs(Callback):
@@ -77,6 +79,62 @@ def test_accumulation_steps_makes_fewer_larger_steps(tiny_bert_dir):
     assert acc.predict(X).shape == (len(X),)
 
 
+def _fit(name, tiny_bert_dir, **params):
+    """One small fit of each neural estimator with ``params``."""
+    if name == "sharprecl":
+        X, y = test_sharprecl.toy_data()
+        return test_sharprecl.make_clf(tiny_bert_dir, **params).fit(X, y), X
+    if name == "knnbert":
+        X, y = test_knnbert.toy_data()
+        return test_knnbert.make_clf(tiny_bert_dir, **params).fit(X, y), X
+    if name == "snm":
+        X, Y = test_snm._toy()
+        return SNMClassifier(**{**test_snm.FAST, **params}).fit(X, Y), X
+    X, Y = test_matchxml.multilabel_texts(24)
+    return test_matchxml.make_clf(tiny_bert_dir, **params).fit(X, Y), X
+
+
+@pytest.mark.filterwarnings("ignore:top_k=")  # the toy sets have fewer labels than top_k
+@pytest.mark.parametrize("name", ["sharprecl", "knnbert", "snm", "matchxml"])
+def test_max_time_stops_training_after_the_step_that_reaches_it(name, tiny_bert_dir):
+    # the limit is checked after every optimiser step: a tiny one stops after the first
+    full, _ = _fit(name, tiny_bert_dir)
+    short, X = _fit(name, tiny_bert_dir, max_time=1e-9)
+    if name == "matchxml":  # the matcher's limit holds for each stage
+        stages = [len(curve) for curve in short.matcher_.stage_loss_curves_]
+        assert stages == [1] * len(full.matcher_.stage_loss_curves_)
+        assert all(len(curve) > 1 for curve in full.matcher_.stage_loss_curves_)
+    else:
+        assert short.n_steps_ == 1 < full.n_steps_
+        assert len(short.loss_curve_) == 1
+    assert not getattr(short, "matcher_", short).interrupted_  # a limit, not a Ctrl-C
+    assert short.predict(X).shape[0] == len(X)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, "60"])
+def test_max_time_must_be_a_positive_number(bad, tiny_bert_dir):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = test_sharprecl.toy_data()
+    with pytest.raises(InvalidParameterError, match="'max_time' parameter"):
+        test_sharprecl.make_clf(tiny_bert_dir, max_time=bad).fit(X, y)
+
+
+def test_a_fit_stopped_by_max_time_resumes_to_the_uninterrupted_model(tiny_bert_dir, tmp_path):
+    # max_time is not part of the checkpoint's fingerprint: the next fit, with another
+    # limit or none, resumes the stopped one and ends with the uninterrupted model
+    X, y = test_sharprecl.toy_data()
+    full = test_sharprecl.make_clf(tiny_bert_dir).fit(X, y)
+    part = test_sharprecl.make_clf(tiny_bert_dir, checkpoint_dir=tmp_path, max_time=1e-9)
+    part.fit(X, y)
+    assert part.n_steps_ == 1 and not part.interrupted_
+    resumed = test_sharprecl.make_clf(tiny_bert_dir, checkpoint_dir=tmp_path).fit(X, y)
+    assert resumed.n_steps_ == full.n_steps_
+    for name, tensor in full.module_.state_dict().items():
+        assert torch.equal(resumed.module_.state_dict()[name], tensor), name
+    np.testing.assert_array_equal(resumed.predict_proba(X), full.predict_proba(X))
+
+
 def test_knnbert_memory_rows_are_positions_in_X_with_a_validation_split(tiny_bert_dir):
     X, y = test_knnbert.toy_data()
     clf = test_knnbert.make_clf(tiny_bert_dir, knn_memory="train", validation_fraction=0.3)
@@ -95,11 +153,14 @@ def test_snm_takes_callbacks_and_keeps_no_trainer():
     assert "_trainer" not in vars(clf)
 
 
-@pytest.mark.parametrize("cls", [SharpReCLClassifier, KNNBertClassifier, SNMClassifier])
+@pytest.mark.parametrize(
+    "cls", [SharpReCLClassifier, KNNBertClassifier, SNMClassifier, MultiStageMatcher]
+)
 def test_engine_parameters_are_documented_once(cls):
     doc = cls.__doc__
     assert "{engine_params}" not in doc and "accumulation_steps : int, default=1" in doc
     assert "callbacks : list of skxmc.text.Callback" in doc
+    assert "max_time : float or None, default=None" in doc
     # every shared block is substituted: no placeholder is left in the rendered docs
     assert re.search(r"\{\w+_params\}", doc) is None
     if "mixed_precision" in cls().get_params():

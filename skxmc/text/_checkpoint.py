@@ -154,8 +154,9 @@ def load_checkpoint(
 # Fingerprints ---------------------------------------------------------------------------
 
 # Parameters that change neither the data nor the training: a fit may resume on another
-# device, with other verbosity, or from a checkpoint folder that was moved.
-RUN_ONLY_PARAMS = ("verbose", "checkpoint_dir", "device")
+# device, with other verbosity, from a checkpoint folder that was moved, or with another
+# time limit (a fit stopped by max_time is resumed by the next, whatever its limit).
+RUN_ONLY_PARAMS = ("verbose", "checkpoint_dir", "device", "max_time")
 
 
 def data_fingerprint(*parts: Any) -> str:

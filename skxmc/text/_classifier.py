@@ -259,6 +259,7 @@ class TransformerClassifierBase(
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
         "accumulation_steps": [Interval(Integral, 1, None, closed="left")],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
         "mixed_precision": [StrOptions({"auto", "bf16", "fp16", "no"})],
     }
 

@@ -2,8 +2,8 @@
 
 :class:`NeuralEstimatorMixin` holds the one copy of: the checkpoint fingerprint of the
 estimator's parameters, the token limit of the encoder, the engine parameters passed to
-the trainer (``callbacks``, ``accumulation_steps``, ``mixed_precision``, device,
-verbosity, checkpoints), and the fitted attributes read from the training result
+the trainer (``callbacks``, ``accumulation_steps``, ``max_time``, ``mixed_precision``,
+device, verbosity, checkpoints), and the fitted attributes read from the training result
 (``loss_curve_``, ``history_``...). :data:`ENGINE_PARAMS_DOC` documents those
 parameters once; :func:`fill_engine_docs` puts it into an estimator's docstring in place
 of the line ``{engine_params}``.
@@ -40,7 +40,14 @@ accumulation_steps : int, default=1
     Batches whose gradients add up before each optimiser step: the effective batch is
     ``accumulation_steps * batch_size`` (times the number of processes under
     ``accelerate launch``) at the memory cost of ``batch_size``. Epochs and
-    ``max_steps`` count optimiser steps."""
+    ``max_steps`` count optimiser steps.
+max_time : float or None, default=None
+    Seconds of training after which ``fit`` stops (checked after every optimiser step;
+    a multi-stage fit applies it to each stage). The model is then the one of the steps
+    done (``n_steps_``), its learning-rate schedule the one planned for the full budget.
+    With ``checkpoint_dir``, the next ``fit`` with the same data and parameters (any
+    ``max_time``) resumes where this one stopped. For a machine lent for a fixed time;
+    None: no limit."""
 
 PRECISION_PARAMS_DOC = """\
 mixed_precision : {"auto", "bf16", "fp16", "no"}, default="auto"
@@ -196,6 +203,7 @@ class NeuralEstimatorMixin:
             "checkpoint_dir": self.checkpoint_dir,
             "callbacks": [*(callbacks or []), *user],
             "accumulation_steps": getattr(self, "accumulation_steps", 1),
+            "max_time": getattr(self, "max_time", None),
             "mixed_precision": getattr(self, "mixed_precision", "auto"),
             "fingerprint": self._fit_fingerprint(),
             "desc": type(self).__name__,
