@@ -75,7 +75,7 @@ from skxmc.datasets import get_data_dir, load_text_jsonl
 from skxmc.labels import LabelSpace
 from skxmc.matchxml import make_matchxml
 from skxmc.metrics import evaluate, inverse_propensity
-from skxmc.text import Callback, SentenceEncoder
+from skxmc.text import SentenceEncoder
 
 TFIDF = {"sublinear_tf": True, "ngram_range": (1, 2), "min_df": 2, "max_features": 200_000}
 ROWS = [
@@ -360,22 +360,6 @@ def make_ranker(args: argparse.Namespace) -> XRLinearClassifier:
     )
 
 
-class StageTimeLimit(Callback):
-    """Ends every fine-tuning stage after ``seconds`` of training (``--stage-seconds``).
-
-    For a machine lent for minutes (the GPU profile): the row then finishes inside the
-    lease and reports how many steps each stage ran. A stage cut short keeps the learning
-    rate schedule planned for its full budget, so its rate never decays to zero.
-    """
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-
-    def on_batch_end(self, trainer: Any, record: dict[str, Any]) -> None:
-        if trainer.elapsed() >= self.seconds:
-            trainer.stop("max_time")
-
-
 def thread_report(threads: int) -> str:
     """What the process may use: the cores its main thread may run on (the threads a fit
     starts inherit them; a library may narrow them, e.g. accelerate's
@@ -439,7 +423,7 @@ def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCached
         params = matchxml_params(args, data, sentence, ranker)
         params.update(ABLATIONS[row])
         if args.stage_seconds:
-            params["callbacks"] = [StageTimeLimit(args.stage_seconds)]
+            params["max_time"] = args.stage_seconds  # per fine-tuning stage
         model = fit_complete(make_matchxml(**params), train_texts, Y_train)
         fit_s = time.perf_counter() - t0
         fit_cpu_s = time.process_time() - cpu0
@@ -563,8 +547,9 @@ def main() -> None:
         "--stage-seconds",
         type=float,
         default=None,
-        help="end every fine-tuning stage after this many seconds of training (for a "
-        "machine lent for minutes; the rows report each stage's steps)",
+        help="end every fine-tuning stage after this many seconds of training (the "
+        "matcher's max_time, for a machine lent for minutes; the rows report each "
+        "stage's steps)",
     )
     parser.add_argument(
         "--warm-cache",
