@@ -281,7 +281,7 @@ def params_fingerprint(
     ----------
     estimator : estimator
         Anything with ``get_params(deep=False)``.
-    exclude : tuple of str, default=("verbose", "checkpoint_dir", "device")
+    exclude : tuple of str, default=("verbose", "checkpoint_dir", "device", "max_time")
         Parameters that do not change the training.
 
     Returns
