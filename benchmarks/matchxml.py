@@ -46,6 +46,7 @@ import argparse
 import faulthandler
 import hashlib
 import json
+import os
 import sys
 import threading
 import time
@@ -366,8 +367,6 @@ def thread_report(threads: int) -> str:
     ``ACCELERATE_CPU_AFFINITY``), the thread counts that joblib, numba and torch give a fit
     with ``n_jobs=threads``, and the CPU seconds used so far (a lent machine's log then
     tells a starved pool from a slow one)."""
-    import os
-
     import numba
     from joblib import effective_n_jobs
 
@@ -561,8 +560,9 @@ def main() -> None:
         "--stack-every",
         type=float,
         default=None,
-        help="print every thread's Python stack to stderr every this many seconds (for a "
-        "run on a lent machine that may be cut off: the log then shows where it was)",
+        help="every this many seconds, print every thread's Python stack to stderr and the "
+        "thread report (cores, thread counts, CPU seconds) to stdout (for a run on a lent "
+        "machine that may be cut off: the log then shows where it was and what it had)",
     )
     args = parser.parse_args()
     if args.stack_every:

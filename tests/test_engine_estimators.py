@@ -8,7 +8,6 @@ import re
 
 import numpy as np
 import pytest
-import torch
 from sklearn.base import clone
 
 from skxmc import KNNBertClassifier, SharpReCLClassifier, SNMClassifier
@@ -16,6 +15,7 @@ from skxmc.matchxml import MultiStageMatcher
 from skxmc.text import Callback
 
 from . import test_knnbert, test_matchxml, test_sharprecl, test_snm
+from .test_bad_input_checkpoints import assert_same_state, state
 
 
 class _Epochs(Callback):
@@ -130,8 +130,7 @@ def test_a_fit_stopped_by_max_time_resumes_to_the_uninterrupted_model(tiny_bert_
     assert part.n_steps_ == 1 and not part.interrupted_
     resumed = test_sharprecl.make_clf(tiny_bert_dir, checkpoint_dir=tmp_path).fit(X, y)
     assert resumed.n_steps_ == full.n_steps_
-    for name, tensor in full.module_.state_dict().items():
-        assert torch.equal(resumed.module_.state_dict()[name], tensor), name
+    assert_same_state(state(resumed), state(full))
     np.testing.assert_array_equal(resumed.predict_proba(X), full.predict_proba(X))
 
 
