@@ -417,6 +417,51 @@ def test_sentence_encoder_plain_transformers_backend(tiny_bert_dir, tiny_bert, t
         read_sentence_transformers_folder(st)
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is None,
+    reason="needs sentence-transformers",
+)
+def test_sentence_transformers_backend_loads_float16_checkpoint_as_float32(tiny_bert_dir, tmp_path):
+    # A checkpoint saved in float16 (a hub model shrunk for transport, say) must run in
+    # float32: sentence-transformers alone keeps the stored dtype.
+    from transformers import AutoModel
+
+    folder = tmp_path / "half"
+    AutoModel.from_pretrained(tiny_bert_dir, dtype=torch.float16).save_pretrained(folder)
+    for f in tiny_bert_dir.iterdir():
+        if not (folder / f.name).exists():
+            (folder / f.name).write_bytes(f.read_bytes())
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps({"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True})
+    )
+    (folder / "modules.json").write_text(
+        json.dumps(
+            [
+                {
+                    "idx": 0,
+                    "name": "0",
+                    "path": "",
+                    "type": "sentence_transformers.models.Transformer",
+                },
+                {
+                    "idx": 1,
+                    "name": "1",
+                    "path": "1_Pooling",
+                    "type": "sentence_transformers.models.Pooling",
+                },
+            ]
+        )
+    )
+    assert next(AutoModel.from_pretrained(folder).parameters()).dtype == torch.float16
+    enc = SentenceEncoder(folder, backend="sentence-transformers", device="cpu")
+    emb = enc.encode(TEXTS)
+    assert {p.dtype for p in enc._model.parameters()} == {torch.float32}
+    assert emb.dtype == np.float32
+    ref = SentenceEncoder(folder, backend="transformers", device="cpu").encode(TEXTS)
+    np.testing.assert_allclose(emb, ref, atol=1e-5)
+
+
 # Persistence -----------------------------------------------------------------------------
 
 

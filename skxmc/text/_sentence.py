@@ -28,6 +28,7 @@ from ._device import autocast, resolve_device
 from ._encoder import (
     EncoderNotFoundError,
     batched_inference,
+    dtype_kwargs,
     encoder_forward,
     eval_mode,
     folder_poolings,
@@ -208,8 +209,13 @@ class SentenceEncoder:
             name = str(path) if path.is_dir() else self.name_or_path
             try:
                 with quiet_transformers(self.verbose):
+                    # float32 weights whatever the checkpoint stores: sentence-transformers
+                    # keeps a float16 checkpoint in float16, slow and lossy on a CPU
                     model = SentenceTransformer(
-                        name, device=str(self.device), local_files_only=self.local_files_only
+                        name,
+                        device=str(self.device),
+                        local_files_only=self.local_files_only,
+                        model_kwargs=dtype_kwargs(),
                     )
             except OSError as exc:
                 raise EncoderNotFoundError(
