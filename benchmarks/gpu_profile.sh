@@ -71,7 +71,7 @@ PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 STEP=${1:-}
 shift || true
-SITE="$PWD/.gpu/site"
+SITE=${SITE:-$PWD/.gpu/site}
 export PYTHONPATH="$PWD:$SITE${PYTHONPATH:+:$PYTHONPATH}"
 export SKXMC_DATA="$PWD/.gpu/data"
 export PYTHONUNBUFFERED=1
@@ -161,8 +161,77 @@ run)
     report "$name"
     exit "$status"
     ;;
+parts)
+    # The MatchXML fine-tuning of seeds $SEEDS (default 0 1 2), each in its own process
+    # and all at once (one process leaves the H200 mostly idle), saved with
+    # matchxml_final_features.py --save-parts in .gpu/parts/s<seed>; `ship` brings them
+    # back and the rankers train on this machine's copy of the parts elsewhere. If time
+    # is left, seed 0's MatchXML ranker runs here in a fresh process (does the ranker
+    # starve on this machine without the fine-tuning before it?).
+    need "$SITE/gensim" .gpu/data/tibkat_gnd_en/train.jsonl.gz .gpu/model/model.safetensors
+    nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv 2>/dev/null || true
+    env | grep -E '^(ACCELERATE|OMP|MKL|NUMBA|OPENBLAS|TORCH|CUDA_VISIBLE)' || true
+    echo "nproc $(nproc); cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo n/a)"
+    end=$((SECONDS + ${BUDGET:-500}))
+    profile=(--dataset tibkat_gnd_en --device "$DEVICE" --threads "$(nproc)" --encoder .gpu/model
+        --max-length 128 --sentence-max-length 128 --batch-size 128 --steps 0 --epochs 2
+        --max-matcher-size 0 --learning-rate 5e-5 --verbose 1 --stack-every 60 ${EXTRA:-})
+    mkdir -p .gpu/parts
+    LOG=.gpu/parts/run.log
+    : >"$LOG"
+    pids=()
+    for seed in ${SEEDS:-0 1 2}; do
+        rm -rf ".gpu/parts/s$seed"
+        (timeout $((end - SECONDS)) "$PY" benchmarks/matchxml_final_features.py "${profile[@]}" \
+            --seed "$seed" --save-parts ".gpu/parts/s$seed" 2>&1 | sed -u "s/^/[s$seed] /" | tee -a "$LOG") &
+        pids+=($!)
+        if ((${#pids[@]} == 1)); then
+            # the others read the static embeddings that the first one caches
+            until grep -q '^\[s.*\] features:' "$LOG" || ! kill -0 "${pids[0]}" 2>/dev/null ||
+                ((SECONDS > end)); do
+                sleep 2
+            done
+        fi
+    done
+    wait "${pids[@]}" || true
+    ls -la .gpu/parts/*/ || true
+    left=$((end - SECONDS))
+    if ((left > 30)) && [[ -e .gpu/parts/s0/meta.npz ]]; then
+        echo "[$(date +%T)] seed 0's MatchXML ranker here, a fresh process, ${left} s left"
+        timeout "$left" "$PY" benchmarks/matchxml_final_features.py "${profile[@]}" --seed 0 \
+            --parts .gpu/parts/s0 --variants 1:refined --name matchxml_tibkat_gpu_ranker_s0 || true
+        report matchxml_tibkat_gpu_ranker_s0
+    fi
+    ;;
+ship)
+    # Batch $1 (0, 1, ...) of the saved parts into $OUT/s<seed>/: at most 7 files and
+    # 60 MiB a call, the return limits of a lent machine. Files are packed the same way
+    # in every call, so `ship 0`, `ship 1`, ... bring back everything.
+    "$PY" - "${1:-0}" "${OUT:?ship copies into \$OUT}" <<'PY'
+import shutil
+import sys
+from pathlib import Path
+
+batch, out = int(sys.argv[1]), Path(sys.argv[2])
+files = sorted(p for p in Path(".gpu/parts").glob("s*/*") if (p.parent / "meta.npz").exists())
+bins: list[list[Path]] = []
+for path in sorted(files, key=lambda p: -p.stat().st_size):  # first fit decreasing
+    size = path.stat().st_size
+    for b in bins:
+        if len(b) < 7 and sum(q.stat().st_size for q in b) + size <= 60 * 2**20:
+            b.append(path)
+            break
+    else:
+        bins.append([path])
+print(f"{len(bins)} batches of {len(files)} files")
+for path in bins[batch] if batch < len(bins) else []:
+    (out / path.parent.name).mkdir(exist_ok=True)
+    shutil.copy(path, out / path.parent.name / path.name)
+    print("shipped", path)
+PY
+    ;;
 *)
-    echo "usage: bash benchmarks/gpu_profile.sh check | unpack | run [SEED]  (see the header)" >&2
+    echo "usage: bash benchmarks/gpu_profile.sh check | unpack | run [SEED] | parts | ship N" >&2
     exit 2
     ;;
 esac

@@ -270,13 +270,20 @@ def model_tag(folder: str) -> str:
     return digest.hexdigest()
 
 
-def sentence_cache(args: argparse.Namespace, name: str) -> DiskCachedSentences:
+def sentence_cache(
+    args: argparse.Namespace, name: str, mixed_precision: str = "auto"
+) -> DiskCachedSentences:
     """The disk cache of static sentence embeddings of one data set, keyed by data set,
-    model (content digest) and truncation length, shared by every row, seed and run."""
+    model (content digest) and truncation length, shared by every row, seed and run.
+    ``mixed_precision="no"`` encodes in float32 on a GPU too (the key does not say)."""
     tag = model_tag(args.encoder)
     return DiskCachedSentences(
         SentenceEncoder(
-            args.encoder, device=args.device, max_length=args.sentence_max_length, batch_size=64
+            args.encoder,
+            device=args.device,
+            max_length=args.sentence_max_length,
+            batch_size=64,
+            mixed_precision=mixed_precision,
         ),
         RESULTS / "cache" / f"sentences_{name}_{tag}_{args.sentence_max_length}.npz",
     )

