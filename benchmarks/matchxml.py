@@ -207,6 +207,10 @@ def matchxml_params(
         "max_epochs": args.epochs,
         "learning_rate": args.learning_rate,
         "ranker": ranker,
+        # the matcher's threads (its linear bootstrap and tree; the same model for any
+        # count): at one thread the bootstrap of a 22,625-node stage held the GPU profile
+        # for minutes
+        "n_jobs": args.threads,
         "device": args.device,
         "random_state": args.seed,
         "verbose": args.verbose,

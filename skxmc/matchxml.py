@@ -361,7 +361,10 @@ class MultiStageMatcher(
     warmup : float, default=0.1
         Warm-up of every stage: a fraction of its steps (< 1) or a number of steps.
     n_jobs : int or None, default=None
-        Threads of the linear bootstrap and the tree (joblib semantics).
+        Threads of the linear bootstrap and the tree (joblib semantics); the fitted model
+        is the same for any count. Give a GPU fit the machine's cores (``-1``): the
+        linear bootstrap of a deep stage (thousands of nodes) runs on the CPU and is then
+        the longest step of the fine-tuning.
     device : str, default="auto"
         ``"auto"`` (CUDA when available, with bfloat16 autocast), ``"cpu"``, ``"cuda"``.
     random_state : int, RandomState instance or None, default=0

@@ -351,6 +351,19 @@ def test_linear_bootstrap_matches_liblinear_per_group():
     np.testing.assert_allclose(np.linalg.norm(E, axis=1), 1.0, rtol=1e-5)
 
 
+def test_linear_bootstrap_is_the_same_for_any_n_jobs():
+    """The docs tell GPU users to give the bootstrap every core: the rows must not change."""
+    rng = np.random.default_rng(2)
+    n, d, k = 300, 6, 40
+    Z = rng.standard_normal((n, d)).astype(np.float32)
+    parents = sp.csr_matrix(np.eye(4, dtype=np.float32)[np.arange(k) % 4])
+    Y = sp.csr_matrix((rng.random((n, k)) < 0.05).astype(np.float32))
+    M = sp.csr_matrix((rng.random((n, 4)) < 0.5).astype(np.float32))
+    E1 = linear_bootstrap(Z, Y, parents, M, random_state=0, n_jobs=1)
+    for n_jobs in (2, -1):
+        np.testing.assert_array_equal(linear_bootstrap(Z, Y, parents, M, n_jobs=n_jobs), E1)
+
+
 def test_linear_bootstrap_ignores_texts_outside_the_group():
     """Rows of another parent's group are not negatives: moving them does not matter."""
     rng = np.random.default_rng(1)
