@@ -3,68 +3,48 @@
 #
 # Not the CPU profile of docs/matchxml.rst: every stage fine-tunes down to the labels
 # (--max-matcher-size 0), on every training text (--steps 0, --epochs passes per stage;
-# tibkat has 41k texts, so 2 epochs of batch 128 is ~650 steps per stage, the paper's
+# tibkat has 41k texts, so 2 epochs of batch 128 is 646 steps per stage, the paper's
 # Eurlex-4K budget of 480-620 steps), with 128-token inputs, lr 5e-5 (Table III) and bf16
 # autocast (automatic on CUDA). The encoder is all-MiniLM-L6-v2 (its weights carried as
 # float16, loaded as float32); the static sentence embeddings come from the same
-# pretrained MiniLM (sentence_encoder="auto"; the paper uses Sentence-T5). The ranker
-# runs on the CPU cores. One seed: the device time lent to a session (15 minutes, 10 per
-# call, machine starts included) holds one.
-#
-# Sized to the lease: on 2026-12-04 this profile without a time cap did not finish the
-# MatchXML row in 530 s on an H200 (the only thing printed was the numba compile line), so
-# the run now ends every fine-tuning stage after $STAGE_SECONDS seconds of training
-# (default 60: three stages, and about 350 s for the rest of the row, an estimate, not a
-# GPU measurement: the phases of a full-data CPU run with the tiny BERT,
-# benchmarks/results/phases_tiny_full.json, plus the CPU profile's MiniLM ranker times,
-# scaled to 16 cores) and prints each phase with --verbose 1. The MatchXML row reports the
-# steps each stage ran (`stage_steps`) beside the 2-epoch plan (323 steps an epoch).
-# A second lease (same day) showed the cap does not bind: the three stages ran their full
-# 646 steps in 35, 21 and 17 s, and features, tree and fine-tuning were done about 3.5
-# minutes in; the row then ran out of time after the encoding, in the ranker, with about
-# one core busy (benchmarks/results/gpu_profile_h200_2026-12-04.log). So the run now also
-# prints the ranker's layers and, every $STACK_EVERY seconds (default 60), every thread's
-# stack, the cores the main thread may run on, the thread counts and the CPU seconds so
-# far; the rows record their CPU seconds (`fit cpu s`): the next log says where the
-# ranker's time goes. Results are copied to $OUT every 10 s, so rows that finished come
-# back even when the call is killed at the lease's limit. The baselines of that lease are
-# in (matchxml_tibkat_gpu_baselines), so the next lease needs only `unpack` and
-#   ROWS=matchxml BUDGET=585 ... run 0          (carry .gpu/model; timeout_s 598)
-#
-# Rows ($ROWS), MatchXML first so that a run cut short keeps it: MatchXML, [TF-IDF |
-# sentence] + XR-Linear and TF-IDF + XR-Linear, all with the ranker
-# XRLinearClassifier(relevance_weighted=True, negative_sampling="tfn+man", Cp=2).
-# Results: benchmarks/results/$NAME.{json,md}, default matchxml_tibkat_gpu (copied to $OUT
-# when set).
+# pretrained MiniLM (the paper uses Sentence-T5). The matcher and the rankers get all
+# the machine's cores (n_jobs).
 #
 # The device machine has no gensim, no MiniLM, no data and no network, and a call carries
-# at most 64 MiB, so benchmarks/gpu_pack.py packs them into .gpu/ (git-ignored) as two
-# carries for two calls to the same warm machine (its README: ignored files stay between
-# calls while it is warm, 30 s after a call):
+# at most 64 MiB, so benchmarks/gpu_pack.py packs them into .gpu/ (git-ignored). A
+# machine stays warm only 30 s after a call: send the calls of a lease in ONE batch of
+# tool calls (they run one after the other on the same machine).
 #
-#   here:    python benchmarks/gpu_pack.py
-#   call 1:  bash benchmarks/gpu_profile.sh check   carry .gpu/site.zip .gpu/data .gpu/tiny
-#            (versions, CUDA, a 2,000-text smoke run of every row with a tiny random BERT,
-#            which also compiles and caches the numba kernels; about 2 minutes)
-#   call 2:  bash benchmarks/gpu_profile.sh run [SEED]   carry .gpu/model
-#            (the profile; stops itself after $BUDGET seconds, default 540, keeping the
-#            rows that finished)
+# The way to spend a 15-minute lease (2026-12-04, third lease: 3 seeds in 9.5 minutes):
 #
-# A machine stays warm only 30 s after a call: send call 2 in the same batch of tool
-# calls as call 1 (they run one after the other); asked for in a later turn it found a
-# fresh machine without call 1's files (2026-12-04: one start, about 60 s, lost). Once
-# `check` has passed on the image, `unpack` (1 s: only unzips gensim) can replace it as
-# call 1, with the same carries less .gpu/tiny. The three rows need more than one call's
-# 10 minutes; a lease of 15 holds, in one batch, `unpack`, then
-#   ROWS=matchxml BUDGET=530 ... run 0          (timeout_s 560)
-#   ROWS="tfidf+sentence tfidf" NAME=matchxml_tibkat_gpu_baselines BUDGET=<what is left
-#       less a minute> ... run 0   (no carry; the model and the static embeddings are there)
-# and `python benchmarks/matchxml.py --pool matchxml_tibkat_gpu_all matchxml_tibkat_gpu
-# matchxml_tibkat_gpu_baselines` here joins them.
+#   here:     python benchmarks/gpu_pack.py --python-version 3.12
+#   call 1:   bash benchmarks/gpu_profile.sh unpack    carry .gpu/site.zip .gpu/data
+#   call 2:   set -o pipefail; BUDGET=520 bash benchmarks/gpu_profile.sh parts 2>&1 |
+#                 tee $OUT/run.log                     carry .gpu/model; timeout_s 550
+#   call 3-7: bash benchmarks/gpu_profile.sh ship N    N = 0..4, no carry, timeout_s 60
+#   here:     copy $OUT/s<seed>/ of calls 3-7 into .gpu/parts_back/s<seed>/, then per seed
+#             python benchmarks/matchxml_final_features.py <the profile below> --device cpu
+#                 --threads 2 --seed S --parts .gpu/parts_back/sS
+#                 --variants 1:refined 0:pifa 0:pifa:nosent --name matchxml_tibkat_gpu_parts_sS
 #
-# Dry run on a CPU (the same steps, DEVICE=cpu and a small --max-train):
-#   python benchmarks/gpu_pack.py --python-version 3.11
-#   DEVICE=cpu PYTHON=... bash benchmarks/gpu_profile.sh check
+# `parts` fine-tunes seeds $SEEDS (default 0 1 2) at once, one process each (one leaves
+# the H200 mostly idle), with matchxml_final_features.py --save-parts: MatchXML up to its
+# ranker, saving the fine-tuned blocks of the train and test features and the label2vec
+# embeddings (83 MiB a seed). `ship N` copies batch N of them to $OUT within the return
+# limits (8 files, 64 MiB a call). The rankers (MatchXML's, variant 1:refined, and the two
+# baselines on the same features, 0:pifa and 0:pifa:nosent) then train on any machine;
+# the results do not depend on where. The 1:refined row of seed 0 ranked on the H200 and
+# here agree (docs/benchmarks/matchxml.rst).
+#
+# `check` (versions, CUDA, every row on 2,000 texts with a tiny random BERT; carry
+# .gpu/tiny too) and `run [SEED]` (all rows in one process, $ROWS, $BUDGET, $NAME) are the
+# earlier way: two leases of `run` ran out of time, the second in stage 3's linear
+# bootstrap, which then ran on one core (benchmarks/results/gpu_profile_h200_2026-12-04.log).
+#
+# Dry run on a CPU (the same steps, DEVICE=cpu, a tiny encoder and a small --max-train):
+#   DEVICE=cpu PYTHON=.venv/bin/python SITE=<its site-packages> SEEDS="0 1" BUDGET=200 \
+#   EXTRA="--encoder .gpu/tiny --max-train 2000 --max-test 300 --steps 3 --max-length 32
+#   --sentence-max-length 32 --threads 2" bash benchmarks/gpu_profile.sh parts
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}

@@ -363,12 +363,13 @@ def pool(out: str, names: list[str]) -> str:
     """Pool runs of one profile with different ``--seed`` (one file per seed, e.g. seeds
     split over the cores) into ``results/<out>.{json,md}``: mean ± sample std (ddof=1) of
     every variant over the seeds, and every run. The configurations must agree except for
-    the seed, the variants, the threads and the name: runs of one seed with other
+    the seed, the variants, the threads, the name and the parts folder: runs of one seed with other
     ``--variants`` rank the same cached fine-tuning, and their shared rows (e.g. "as
     fitted") count once."""
     sources = [json.loads((RESULTS / f"{name}.json").read_text()) for name in names]
-    # threads set the speed, not the method (they are not in the cache's digest either)
-    ignored = ("seed", "variants", "name", "threads")
+    # threads set the speed, not the method (they are not in the cache's digest either);
+    # each seed's fine-tuning has its own --parts folder
+    ignored = ("seed", "variants", "name", "threads", "parts")
     configs = [
         {k: v for k, v in {**ADDED_OPTIONS, **s["config"]}.items() if k not in ignored}
         for s in sources
