@@ -138,6 +138,34 @@ TOPICS = {
 }
 
 
+def sentence_transformers_folder(src: Path, dst: Path, pooling: str = "mean") -> Path:
+    """A copy of the plain model folder ``src`` made into a sentence-transformers folder
+    (Transformer + Pooling modules, ``pooling`` "mean" or "cls")."""
+    import json
+
+    shutil.copytree(src, dst)
+    modules = [("0", "", "Transformer"), ("1", "1_Pooling", "Pooling")]
+    (dst / "modules.json").write_text(
+        json.dumps(
+            [
+                {"idx": i, "name": name, "path": path, "type": f"sentence_transformers.models.{t}"}
+                for i, (name, path, t) in enumerate(modules)
+            ]
+        )
+    )
+    (dst / "1_Pooling").mkdir()
+    (dst / "1_Pooling" / "config.json").write_text(
+        json.dumps(
+            {
+                "word_embedding_dimension": 32,
+                "pooling_mode_cls_token": pooling == "cls",
+                "pooling_mode_mean_tokens": pooling == "mean",
+            }
+        )
+    )
+    return dst
+
+
 def topic_texts(counts: tuple[int, ...], seed: int = 0) -> tuple[list[str], np.ndarray]:
     """Toy three-topic texts (shuffled topic words, one dropped) for the text classifiers."""
     rng = np.random.default_rng(seed)

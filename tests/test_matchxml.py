@@ -15,6 +15,7 @@ import skxmc
 from skxmc import MatchXMLClassifier, MultiStageMatcher, XRLinearClassifier
 from skxmc.matchxml import make_matchxml
 from skxmc.metrics import make_topk_scorer, precision_at_k
+from tests.conftest import sentence_transformers_folder
 
 TOPICS = {
     "pets": "cat dog mat sat pet fur",
@@ -374,47 +375,10 @@ def test_default_encoder_needs_no_download(monkeypatch):
         clf._load_encoder()
 
 
-def _with_pooling_config(src, dst, mode):
-    """A copy of a plain model folder made into a sentence-transformers folder."""
-    import json
-    import shutil
-
-    shutil.copytree(src, dst)
-    (dst / "modules.json").write_text(
-        json.dumps(
-            [
-                {
-                    "idx": 0,
-                    "name": "0",
-                    "path": "",
-                    "type": "sentence_transformers.models.Transformer",
-                },
-                {
-                    "idx": 1,
-                    "name": "1",
-                    "path": "1_Pooling",
-                    "type": "sentence_transformers.models.Pooling",
-                },
-            ]
-        )
-    )
-    (dst / "1_Pooling").mkdir()
-    (dst / "1_Pooling" / "config.json").write_text(
-        json.dumps(
-            {
-                "word_embedding_dimension": 32,
-                "pooling_mode_cls_token": mode == "cls",
-                "pooling_mode_mean_tokens": mode == "mean",
-            }
-        )
-    )
-    return dst
-
-
 def test_pooling_auto_reads_the_model(tiny_bert_dir, data, tmp_path, fitted):
     (X, Y), (X_test, _) = data
     assert fitted.matcher_.pooling_ == "cls"  # a plain BERT folder: CLS, as the paper
-    mean_dir = _with_pooling_config(tiny_bert_dir, tmp_path / "st-mean", "mean")
+    mean_dir = sentence_transformers_folder(tiny_bert_dir, tmp_path / "st-mean", "mean")
     clf = make_clf(mean_dir, max_epochs=1).fit(X, Y)
     assert clf.matcher_.pooling_ == "mean" and clf.matcher_.module_.pooling == "mean"
     explicit = make_clf(mean_dir, max_epochs=1, pooling="cls").fit(X, Y)

@@ -46,6 +46,7 @@ from skxmc.text import (
     tokenize,
 )
 from skxmc.text._training import CheckpointMismatchWarning
+from tests.conftest import sentence_transformers_folder
 
 TEXTS = [
     "the cat sat on the mat",
@@ -426,33 +427,8 @@ def test_sentence_transformers_backend_loads_float16_checkpoint_as_float32(tiny_
     # float32: sentence-transformers alone keeps the stored dtype.
     from transformers import AutoModel
 
-    folder = tmp_path / "half"
-    AutoModel.from_pretrained(tiny_bert_dir, dtype=torch.float16).save_pretrained(folder)
-    for f in tiny_bert_dir.iterdir():
-        if not (folder / f.name).exists():
-            (folder / f.name).write_bytes(f.read_bytes())
-    (folder / "1_Pooling").mkdir()
-    (folder / "1_Pooling" / "config.json").write_text(
-        json.dumps({"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True})
-    )
-    (folder / "modules.json").write_text(
-        json.dumps(
-            [
-                {
-                    "idx": 0,
-                    "name": "0",
-                    "path": "",
-                    "type": "sentence_transformers.models.Transformer",
-                },
-                {
-                    "idx": 1,
-                    "name": "1",
-                    "path": "1_Pooling",
-                    "type": "sentence_transformers.models.Pooling",
-                },
-            ]
-        )
-    )
+    folder = sentence_transformers_folder(tiny_bert_dir, tmp_path / "half", "mean")
+    AutoModel.from_pretrained(folder, dtype=torch.float16).save_pretrained(folder)
     assert next(AutoModel.from_pretrained(folder).parameters()).dtype == torch.float16
     enc = SentenceEncoder(folder, backend="sentence-transformers", device="cpu")
     emb = enc.encode(TEXTS)
