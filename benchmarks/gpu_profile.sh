@@ -82,6 +82,20 @@ unpack_site() {
     "$PY" -m zipfile -e .gpu/site.zip "$SITE"
 }
 
+# The paper-budget profile, shared by `run` and `parts` (the rest of their options
+# differ: rows and a stage cap there, --save-parts here).
+PROFILE=(--device "$DEVICE" --threads "$(nproc)" --encoder .gpu/model --max-length 128
+    --sentence-max-length 128 --batch-size 128 --steps 0 --epochs 2 --max-matcher-size 0
+    --learning-rate 5e-5 --verbose 1)
+
+profile_start() {
+    need "$SITE/gensim" .gpu/data/tibkat_gnd_en/train.jsonl.gz .gpu/model/model.safetensors
+    nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv 2>/dev/null || true
+    # what may limit the CPU side: thread and affinity settings, the cgroup's CPU quota
+    env | grep -E '^(ACCELERATE|OMP|MKL|NUMBA|OPENBLAS|TORCH|CUDA_VISIBLE)' || true
+    echo "nproc $(nproc); cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo n/a)"
+}
+
 case "$STEP" in
 unpack)
     unpack_site
@@ -114,11 +128,7 @@ PY
     report gpu_check
     ;;
 run)
-    need "$SITE/gensim" .gpu/data/tibkat_gnd_en/train.jsonl.gz .gpu/model/model.safetensors
-    nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv 2>/dev/null || true
-    # what may limit the CPU side: thread and affinity settings, the cgroup's CPU quota
-    env | grep -E '^(ACCELERATE|OMP|MKL|NUMBA|OPENBLAS|TORCH|CUDA_VISIBLE)' || true
-    echo "nproc $(nproc); cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo n/a)"
+    profile_start
     name=${NAME:-matchxml_tibkat_gpu}
     # Copy the rows as they finish: a call killed at the lease's limit skips the report
     # below and returns only what is already in $OUT.
@@ -128,11 +138,8 @@ run)
         copier=$!
     fi
     status=0
-    time timeout "${BUDGET:-540}" "$PY" benchmarks/matchxml.py \
-        --datasets tibkat_gnd_en --device "$DEVICE" --threads "$(nproc)" \
-        --encoder .gpu/model --max-length 128 --sentence-max-length 128 --batch-size 128 \
-        --steps 0 --epochs 2 --max-matcher-size 0 --learning-rate 5e-5 \
-        --stage-seconds "${STAGE_SECONDS:-60}" --verbose 1 --stack-every "${STACK_EVERY:-60}" \
+    time timeout "${BUDGET:-540}" "$PY" benchmarks/matchxml.py --datasets tibkat_gnd_en \
+        "${PROFILE[@]}" --stage-seconds "${STAGE_SECONDS:-60}" --stack-every "${STACK_EVERY:-60}" \
         --rows ${ROWS:-matchxml tfidf+sentence tfidf} --seeds "${1:-0}" ${EXTRA:-} \
         --name "$name" || status=$?
     if [[ -n $copier ]]; then
@@ -148,14 +155,9 @@ parts)
     # back and the rankers train on this machine's copy of the parts elsewhere. If time
     # is left, seed 0's MatchXML ranker runs here in a fresh process (does the ranker
     # starve on this machine without the fine-tuning before it?).
-    need "$SITE/gensim" .gpu/data/tibkat_gnd_en/train.jsonl.gz .gpu/model/model.safetensors
-    nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv 2>/dev/null || true
-    env | grep -E '^(ACCELERATE|OMP|MKL|NUMBA|OPENBLAS|TORCH|CUDA_VISIBLE)' || true
-    echo "nproc $(nproc); cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo n/a)"
+    profile_start
     end=$((SECONDS + ${BUDGET:-500}))
-    profile=(--dataset tibkat_gnd_en --device "$DEVICE" --threads "$(nproc)" --encoder .gpu/model
-        --max-length 128 --sentence-max-length 128 --batch-size 128 --steps 0 --epochs 2
-        --max-matcher-size 0 --learning-rate 5e-5 --verbose 1 --stack-every 60 ${EXTRA:-})
+    profile=(--dataset tibkat_gnd_en "${PROFILE[@]}" --stack-every 60 ${EXTRA:-})
     mkdir -p .gpu/parts
     LOG=.gpu/parts/run.log
     : >"$LOG"
