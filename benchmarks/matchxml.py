@@ -408,6 +408,18 @@ def watch(args: argparse.Namespace) -> None:
     threading.Thread(target=report, name="thread-report", daemon=True).start()
 
 
+def add_watch_argument(parser: argparse.ArgumentParser) -> None:
+    """``--stack-every`` (read by :func:`watch`), for the scripts run on a lent machine."""
+    parser.add_argument(
+        "--stack-every",
+        type=float,
+        default=None,
+        help="every this many seconds, print every thread's Python stack to stderr and the "
+        "thread report (cores, thread counts, CPU seconds) to stdout (for a run on a lent "
+        "machine that may be cut off: the log then shows where it was and what it had)",
+    )
+
+
 def run_row(row: str, data: dict, args: argparse.Namespace, sentence: DiskCachedSentences) -> dict:
     train_texts, Y_train, test_texts, Y_test = data["train"] + data["test"]
     ranker = make_ranker(args)
@@ -567,14 +579,7 @@ def main() -> None:
         help="only compute the static sentence embeddings of train and "
         "evaluation texts into the disk cache, then stop",
     )
-    parser.add_argument(
-        "--stack-every",
-        type=float,
-        default=None,
-        help="every this many seconds, print every thread's Python stack to stderr and the "
-        "thread report (cores, thread counts, CPU seconds) to stdout (for a run on a lent "
-        "machine that may be cut off: the log then shows where it was and what it had)",
-    )
+    add_watch_argument(parser)
     args = parser.parse_args()
     if args.stack_every:
         watch(args)

@@ -76,6 +76,7 @@ from _common import (
 from matchxml import (
     WordLlamaSentences,
     add_profile_arguments,
+    add_watch_argument,
     load_split,
     make_ranker,
     matchxml_params,
@@ -468,12 +469,7 @@ def main() -> None:
         help="take the fine-tuning from a --save-parts folder instead of fitting (or reading "
         "the cache); TF-IDF and the static block are computed here",
     )
-    parser.add_argument(
-        "--stack-every",
-        type=float,
-        default=None,
-        help="every this many seconds, print every thread's stack and the thread report",
-    )
+    add_watch_argument(parser)
     parser.add_argument("--name", default="matchxml_final_features")
     args = parser.parse_args()
     if args.stack_every:
