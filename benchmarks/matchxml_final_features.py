@@ -32,6 +32,12 @@ ranker's matcher-aware negatives and its search, not the fine-tuning.
 ``--variant-threshold T`` does the same for the ranker's ``weight_threshold`` (the
 profile's ``--weight-threshold`` names the cached run; runs at 0.1 keep their caches).
 
+``--save-parts DIR`` fits MatchXML up to its ranker and saves what only the fine-tuning
+gives (the fine-tuned blocks of the train and evaluation features, the label2vec
+embeddings); ``--parts DIR`` ranks the variants on those parts instead of fitting, with
+TF-IDF and the static block computed where it runs. The GPU profile
+(``gpu_profile.sh parts``) fine-tunes on a lent machine that way and ranks elsewhere.
+
 Use ``--dev-fraction 0.1`` or ``--official-dev`` to choose (the evaluation set is then
 held out of train, or the data set's own dev split beside all of train; test is never
 read). Usage::
