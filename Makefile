@@ -53,7 +53,7 @@ test: install-test
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install-test
-	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
 docs: $(PY)
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
