@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+__all__ = ["LAZY", "public_attribute"]
+
 LAZY = {
     "HierarchicalLabelTree": ".tree",
     "KNNBertClassifier": ".knnbert",

@@ -33,6 +33,8 @@ import numpy as np
 
 from ._version import __version__
 
+__all__ = ["build_parser", "main"]
+
 logger = logging.getLogger(__name__)
 
 STDIN = "-"
