@@ -80,6 +80,7 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
         "cli",
         "persistence",
         "api",
+        "contributing",
         "api/linear",
         "api/neural",
         "api/labels_metrics",
