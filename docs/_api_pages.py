@@ -280,6 +280,9 @@ def write(directory: Path) -> list[Path]:
     changed, so that Sphinx rebuilds only what changed); the paths."""
     entries = api_entries()
     directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("_api_*.rst"):  # parts of pages that no longer exist
+        if stale.stem.removeprefix("_api_") not in PAGES:
+            stale.unlink()
     paths = []
     for page in PAGES:
         path = directory / f"_api_{page}.rst"
