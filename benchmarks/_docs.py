@@ -32,6 +32,9 @@ CITERS = (
     ("skxmc", "*.py"),
 )
 CITED = re.compile(r"benchmarks/results/([A-Za-z0-9_.*\-]+(?:/[A-Za-z0-9_.*\-]+)*)")
+# a results file named alone in literal text (``knnbert_sample_std.md``)
+NAMED = re.compile(r"``([A-Za-z0-9_.\-]+\.(?:md|json|log))``")
+INCLUDE = re.compile(r"\.\. include:: [./]*_generated/([A-Za-z0-9_.\-]+\.inc)")
 SKIP = {"cache", "quick"}
 
 
@@ -53,8 +56,9 @@ def citations(results: Path = RESULTS) -> dict[str, list[str]]:
         if not path.is_file():
             continue
         text = path.read_text(errors="replace")
-        for match in CITED.finditer(text):
-            target = match.group(1).rstrip(".")
+        targets = [m.group(1).rstrip(".") for m in CITED.finditer(text)]
+        targets += [m.group(1) for m in NAMED.finditer(text)]
+        for target in targets:
             for name in fnmatch.filter(present, target) if "*" in target else [target]:
                 if name in present:
                     cited.setdefault(name, set()).add(path.relative_to(ROOT).as_posix())
@@ -74,16 +78,39 @@ def kept(results: Path = RESULTS) -> dict[str, list[str]]:
         for name in (f"{suite}.json", f"{suite}.md"):
             if name in present:
                 keep.setdefault(name, []).append(f"suite output (python -m benchmarks {suite})")
-    for path in sorted(results.glob("*.json")):
-        if path.name in keep:
-            continue
-        data = json.loads(path.read_text())
-        if isinstance(data, dict) and "tables" in data and "suite" in data:
-            keep[path.name] = ["docs tables (python -m benchmarks tables)"]
-            if path.with_suffix(".md").name in present:
-                keep[path.with_suffix(".md").name] = [f"text of {path.name}"]
+    included = includes()
+    for path in _suite_files(results):
+        name = path.relative_to(results).as_posix()
+        pages = sorted({p for inc in _incs(path) for p in included.get(inc, [])})
+        if pages:
+            keep.setdefault(name, []).extend(f"{p} (table)" for p in pages)
     keep.pop("INDEX.md", None)
     return dict(sorted(keep.items()))
+
+
+def includes() -> dict[str, list[str]]:
+    """``{generated include: [pages that include it]}``."""
+    found: dict[str, set[str]] = {}
+    for path in _citing_files():
+        if path.is_file() and path.suffix == ".rst":
+            for match in INCLUDE.finditer(path.read_text()):
+                found.setdefault(match.group(1), set()).add(path.relative_to(ROOT).as_posix())
+    return {k: sorted(v) for k, v in found.items()}
+
+
+def _suite_files(results: Path) -> list[Path]:
+    """The suite-format JSON files: suite outputs and converted old results."""
+    out = []
+    for path in [*sorted(results.glob("*.json")), *sorted(results.glob("converted/*.json"))]:
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and "tables" in data and "suite" in data:
+            out.append(path)
+    return out
+
+
+def _incs(path: Path) -> list[str]:
+    data = json.loads(path.read_text())
+    return [f"{path.stem}-{t.get('id') or _slug(t['title'])}.inc" for t in data["tables"]]
 
 
 def write_index(results: Path = RESULTS, prune: bool = False) -> Path:
@@ -133,36 +160,33 @@ def rst_table(result: dict, table: dict, source: str) -> str:
         "   :header-rows: 1",
         "",
     ]
-    for row in [dict(zip(columns, columns)), *table["rows"]]:
-        texts = cells(row, columns, table.get("digits")) if row is not table else columns
+    for texts in [list(columns), *(cells(r, columns, table.get("digits")) for r in table["rows"])]:
         lines.append(f"   * - {_rst_cell(texts[0])}")
         lines += [f"     - {_rst_cell(t)}" for t in texts[1:]]
     seeds = result.get("seeds")
     origin = f"``{result['command']}``"
     if result.get("converted_from"):
-        origin += f" (converted from ``{result['converted_from']}``)"
-    lines += [
-        "",
-        f"{table.get('caption', '')} Source: {source}, {origin}, commit "
-        f"``{str(result.get('commit', 'unknown'))[:10]}``"
-        + (f", seeds {' '.join(map(str, seeds))}" if seeds else "")
-        + (" (mean ± sample std, ddof=1)" if seeds and len(seeds) > 1 else "")
-        + ".",
-    ]
-    return "\n".join(lines).replace("Source:", "Source:", 1).lstrip() + "\n"
+        origin += f", converted from ``{result['converted_from']}``"
+    caption = table.get("caption", "")
+    commit = str(result.get("commit"))
+    commit = commit[:10] if len(commit) == 40 else commit
+    caption += f" Source: {source} ({origin}; commit {commit}"
+    if seeds:
+        caption += f"; seeds {' '.join(map(str, seeds))}"
+        if len(seeds) > 1:
+            caption += ", mean ± sample std (ddof=1)"
+    lines += ["", caption.strip() + ")."]
+    return "\n".join(lines) + "\n"
 
 
 def write_tables(results: Path = RESULTS, out: Path = GENERATED) -> list[Path]:
     """Write one include per table of every suite-format JSON; returns the paths."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for path in sorted(results.glob("*.json")):
+    for path in _suite_files(results):
         result = json.loads(path.read_text())
-        if not (isinstance(result, dict) and "tables" in result and "suite" in result):
-            continue
-        source = f"``benchmarks/results/{path.name}``"
-        for table in result["tables"]:
-            name = f"{path.stem}-{table.get('id') or _slug(table['title'])}.inc"
+        source = f"``benchmarks/results/{path.relative_to(results).as_posix()}``"
+        for table, name in zip(result["tables"], _incs(path)):
             target = out / name
             target.write_text(rst_table(result, table, source))
             written.append(target)
