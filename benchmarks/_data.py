@@ -213,6 +213,36 @@ def tiny_encoder(folder: Path, texts: list[str]) -> str:
     return str(folder)
 
 
+def tiny_encoder_from(folder: Path, tokenizer_source: str | Path) -> str:
+    """A random BERT (2 layers, width 32, seed 0) saved in ``folder`` with the tokenizer
+    files of the model folder ``tokenizer_source`` copied as they are (re-saving them with
+    this machine's transformers may write a format an older tokenizers cannot read): a real
+    model's tokenization, as fast to run as a model can be (the GPU kit's smoke tests)."""
+    import shutil
+
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    source = Path(tokenizer_source)
+    tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = BertModel(config)
+    model.save_pretrained(str(folder))
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        if (source / name).is_file():
+            shutil.copyfile(source / name, Path(folder) / name)
+    return str(folder)
+
+
 def encoder_for(args: Any, texts: list[str]) -> tuple[str, str]:
     """``(path, description)``: ``--encoder``, else a tiny random one under ``--quick``,
     else the bundled MiniLM."""

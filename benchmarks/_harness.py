@@ -263,3 +263,14 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def write_results(name: str, payload: dict, table: str, out_dir: Path = RESULTS) -> Path:
+    """``out_dir/<name>.json`` and ``.md`` in the format of the scripts before the harness
+    (the GPU kit, ``gpu_engine_bf16.py``, still writes it); returns the JSON path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    payload = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S"), **payload}
+    path = out_dir / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, default=_jsonable))
+    (out_dir / f"{name}.md").write_text(table + "\n")
+    return path
