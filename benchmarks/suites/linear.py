@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> dict:
                 "peak memory (MB) of the fresh process; metrics x100.",
                 "columns": columns,
                 "rows": rows,
-                "digits": {"fresh_peak_rss_mb": 0},
+                "digits": {"fresh_peak_rss_mb": 0, "predict_s": 3},
             }
         ],
         "runs": runs,

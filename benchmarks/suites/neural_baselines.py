@@ -142,8 +142,10 @@ def run(args: argparse.Namespace) -> dict:
     else:
         texts = _data.text_split("trec")["X_train"][:n_texts]
         encoder, encoder_name = _data.encoder_for(args, texts)
+        # --quick: two fresh interpreters, not three (each loads torch and transformers)
+        configs = args.configs[:2] if args.quick else args.configs
         for seed in args.seeds:
-            for config in args.configs:
+            for config in configs:
                 r = in_child(
                     "benchmarks.suites.neural_baselines:measure",
                     env={"OMP_NUM_THREADS": "1"},

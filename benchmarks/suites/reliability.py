@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> dict:
         lo, hi, n = args.delays
         n_jobs = args.n_jobs
         if args.quick:
-            lo, hi, n, n_jobs = 0.5, 1.5, 2, [2]
+            lo, hi, n, n_jobs = 0.5, 0.5, 1, [2]
         delays = [lo + (hi - lo) * i / max(int(n) - 1, 1) for i in range(int(n))]
         runs = ctrl_c(n_jobs, delays)
         counts = Counter((r["n_jobs"], r["outcome"]) for r in runs)
