@@ -184,8 +184,7 @@ def tiny_encoder(folder: Path, texts: list[str]) -> str:
     import collections
     import re
 
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertTokenizerFast
 
     folder.mkdir(parents=True, exist_ok=True)
     words = collections.Counter(w for t in texts for w in re.findall(r"\w+", t.lower()))
@@ -199,18 +198,26 @@ def tiny_encoder(folder: Path, texts: list[str]) -> str:
     ]
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
     BertTokenizerFast(str(folder / "vocab.txt")).save_pretrained(str(folder))
+    _random_bert(folder, len(vocab), 128)
+    return str(folder)
+
+
+def _random_bert(folder: Path, vocab_size: int, max_positions: int) -> None:
+    """Save a random BERT of 2 layers of width 32 (seed 0) in ``folder``."""
+    import torch
+    from transformers import BertConfig, BertModel
+
     config = BertConfig(
-        vocab_size=len(vocab),
+        vocab_size=vocab_size,
         hidden_size=32,
         num_hidden_layers=2,
         num_attention_heads=2,
         intermediate_size=64,
-        max_position_embeddings=128,
+        max_position_embeddings=max_positions,
     )
     with torch.random.fork_rng():
         torch.manual_seed(0)
         BertModel(config).save_pretrained(str(folder))
-    return str(folder)
 
 
 def tiny_encoder_from(folder: Path, tokenizer_source: str | Path) -> str:
@@ -220,23 +227,11 @@ def tiny_encoder_from(folder: Path, tokenizer_source: str | Path) -> str:
     model's tokenization, as fast to run as a model can be (the GPU kit's smoke tests)."""
     import shutil
 
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from transformers import AutoTokenizer
 
     source = Path(tokenizer_source)
     tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-    )
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        model = BertModel(config)
-    model.save_pretrained(str(folder))
+    _random_bert(Path(folder), tokenizer.vocab_size, 512)
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
         if (source / name).is_file():
             shutil.copyfile(source / name, Path(folder) / name)

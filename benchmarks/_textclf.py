@@ -39,6 +39,27 @@ def add_arguments(parser: argparse.ArgumentParser, datasets: dict, rows: dict) -
     parser.add_argument("--device", default="cpu")
 
 
+def build(cls: type, encoder: str, args: argparse.Namespace, seed: int, **params: Any) -> Any:
+    """A fine-tuned text classifier of class ``cls`` with the suite's training settings
+    (passed through :func:`benchmarks._data.training_settings`), mean pooling and
+    ``params``."""
+    training = _data.training_settings(
+        cls,
+        max_epochs=args.epochs,
+        batch_size=args.batch_size,
+        device=args.device,
+        random_state=seed,
+    )
+    return cls(
+        encoder=encoder,
+        pooling="mean",
+        max_length=args.max_length,
+        learning_rate=args.learning_rate,
+        **training,
+        **params,
+    )
+
+
 def load(folder: str, ratio: int | None, args: argparse.Namespace, seed: int) -> dict[str, Any]:
     """Train and test texts of one set; ``ratio`` makes it imbalanced (most/least 50)."""
     from skxmc.datasets import get_data_dir, make_imbalanced

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from benchmarks import _data, _textclf
+from benchmarks import _textclf
 
 SEEDS = (0, 1, 2, 3, 4)
 DATASETS = {
@@ -39,18 +39,10 @@ def make_estimator(encoder: str, args: argparse.Namespace, seed: int, row: dict)
     """The only place that builds a KNN-BERT estimator (training settings included)."""
     from skxmc import KNNBertClassifier
 
-    training = _data.training_settings(
-        KNNBertClassifier,
-        max_epochs=args.epochs,
-        batch_size=args.batch_size,
-        device=args.device,
-        random_state=seed,
-    )
-    params = {"encoder": encoder, "pooling": "mean", "max_length": args.max_length}
-    params.update(learning_rate=args.learning_rate, knn_memory="queue", **training)
+    params = {"knn_memory": "queue", **row}
     if args.quick:
         params["queue_size"] = 256  # 120 texts: a paper-sized queue is all start-up cost
-    return KNNBertClassifier(**{**params, **row})
+    return _textclf.build(KNNBertClassifier, encoder, args, seed, **params)
 
 
 def heads(clf: Any, row: str) -> dict[str, dict]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from benchmarks import _data, _textclf
+from benchmarks import _textclf
 
 SEEDS = (0, 1, 2)
 DATASETS = {
@@ -45,16 +45,7 @@ def make_estimator(encoder: str, args: argparse.Namespace, seed: int, row: dict)
     """The only place that builds a SharpReCL estimator (training settings included)."""
     from skxmc import SharpReCLClassifier
 
-    training = _data.training_settings(
-        SharpReCLClassifier,
-        max_epochs=args.epochs,
-        batch_size=args.batch_size,
-        device=args.device,
-        random_state=seed,
-    )
-    params = {"encoder": encoder, "pooling": "mean", "max_length": args.max_length}
-    params.update(learning_rate=args.learning_rate, n_views=2, **training)
-    return SharpReCLClassifier(**{**params, **row})
+    return _textclf.build(SharpReCLClassifier, encoder, args, seed, **{"n_views": 2, **row})
 
 
 def run(args: argparse.Namespace) -> dict:
