@@ -253,13 +253,17 @@ def encoder_for(args: Any, texts: list[str]) -> tuple[str, str]:
 
 def training_settings(estimator: Any, **settings: Any) -> dict[str, Any]:
     """The engine's training settings for a neural estimator's constructor: one
-    ``training=TrainingConfig(...)`` where the estimator takes it (issue 47, item 3), the
-    flat keywords of 26aef59 otherwise. Each suite builds its estimators in one function
-    that calls this, so that the move touches nothing else."""
+    ``training=TrainingConfig(...)`` holding those the config takes, where the estimator
+    takes it (issue 47, item 3), and the rest (or all, at 26aef59) as flat keywords. Each
+    suite builds its estimators in one function that calls this, so that the move touches
+    nothing else."""
     import inspect
 
-    if "training" in inspect.signature(estimator).parameters:
-        import skxmc.text
+    if "training" not in inspect.signature(estimator).parameters:
+        return settings
+    from skxmc.text import TrainingConfig
 
-        return {"training": skxmc.text.TrainingConfig(**settings)}
-    return settings
+    fields = inspect.signature(TrainingConfig).parameters
+    inside = {k: v for k, v in settings.items() if k in fields}
+    rest = {k: v for k, v in settings.items() if k not in fields}
+    return {"training": TrainingConfig(**inside), **rest}

@@ -89,3 +89,29 @@ def test_index_is_current() -> None:
         if p.is_file() and p.name != "INDEX.md" and p.name not in keep
     ]
     assert not uncited, f"results no page cites (python -m benchmarks index --prune): {uncited}"
+
+
+def test_training_settings_follow_the_estimator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suites' estimators get one ``training=TrainingConfig(...)`` where they take it
+    (the settings the config has; the rest stay flat) and flat keywords otherwise."""
+    import dataclasses
+
+    import skxmc.text
+    from benchmarks._data import training_settings
+
+    @dataclasses.dataclass
+    class Config:
+        max_epochs: int = 1
+        batch_size: int = 8
+
+    monkeypatch.setattr(skxmc.text, "TrainingConfig", Config, raising=False)
+
+    class New:
+        def __init__(self, training=None, device="cpu", random_state=0) -> None: ...
+
+    class Old:
+        def __init__(self, max_epochs=1, device="cpu") -> None: ...
+
+    new = training_settings(New, max_epochs=3, batch_size=4, device="cpu", random_state=1)
+    assert new == {"training": Config(3, 4), "device": "cpu", "random_state": 1}
+    assert training_settings(Old, max_epochs=3, device="cpu") == {"max_epochs": 3, "device": "cpu"}
