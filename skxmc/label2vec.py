@@ -549,8 +549,8 @@ class Label2VecTransformer(
             )
 
     def _check_negative(self, n_vocab: int) -> None:
-        """Refuse a ``negative`` far above the number of labels (gensim's cost grows with
-        it, e.g. 90 s for 40 labels at 10**6, with nothing more to learn)."""
+        """Refuse a ``negative`` far above the number of labels: gensim's cost grows with
+        it, with nothing more to learn."""
         if n_vocab == 0 or self.negative <= max(n_vocab, _DEFAULT_NEGATIVE):
             return  # no vocabulary: fit reports min_count with its own message
         raise ValueError(
