@@ -23,7 +23,7 @@ LAZY = {
     "describe": "._persistence",
     "load": "._persistence",
     "save": "._persistence",
-    "warmup": "._numba",
+    "warmup": "._warmup",
 }
 
 
