@@ -28,8 +28,9 @@ from ._beam import (
     beam_search,
     check_blocks,
 )
+from ._problem import LayerGroups, row_squared_norms, solver_view
 from ._select import selected_search
-from ._solver import LayerGroups, fit_layer, row_squared_norms, solver_view
+from ._solver import fit_layer
 
 logger = logging.getLogger(__name__)
 
@@ -485,143 +486,34 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         -------
         self : XRLinearClassifier
         """
-        check_not_raw_text(X, type(self).__name__)
-        # validate_data(reset=True) sets n_features_in_ / feature_names_in_ on the estimator
-        # it is given: an unfitted twin keeps them off self until the model is complete.
-        twin = type(self)(**self.get_params(deep=False))
-        X = validate_data(twin, X, accept_sparse="csr", dtype=np.float32, reset=True)
-        X = _as_sorted_csr(X)
-        Y_csr, classes, target_type = encode_target(
-            Y, classes=self.classes, name="Y", n_samples=X.shape[0]
-        )
-        if Y_csr.shape[1] == 0:
-            raise ValueError("Y has no labels at all; XRLinearClassifier needs at least one.")
-        n_jobs = int(effective_n_jobs(self.n_jobs))
+        X, Y, classes, target_type, twin = self._validate_fit_input(X, Y)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         sqnorms = row_squared_norms(X)
-        median_norm, _, norm_phrase = _row_norm_summary(sqnorms)
-        if median_norm > 0 and not _ROW_NORM_RANGE[0] <= median_norm <= _ROW_NORM_RANGE[1]:
-            warnings.warn(
-                f"XRLinearClassifier expects L2-normalised rows of X, but {norm_phrase}. "
-                f"weight_threshold={self.weight_threshold!r} and the regularisation assume "
-                f"unit-norm rows, so the model may be much worse or empty: L2-normalise the "
-                f"rows (TfidfVectorizer(norm='l2'), the default, or "
-                f"sklearn.preprocessing.normalize(X)).",
-                UserWarning,
-                stacklevel=3,
-            )
-
-        t0 = time.perf_counter()
-        tree = (
-            HierarchicalLabelTree(random_state=seed, n_jobs=self.n_jobs)
-            if self.tree is None
-            else clone(self.tree)
-        )
-        tree = tree.fit(X, Y_csr)
-        progress(
-            logger,
-            self.verbose,
-            "label tree: %d layers %s in %.2f s",
-            tree.n_layers_,
-            [C.shape[0] for C in tree.cluster_chain_],
-            time.perf_counter() - t0,
-        )
+        norms = self._check_row_norms(sqnorms)
+        tree = self._fit_tree(X, Y, seed)
         if self.relevance_weighted:
-            targets = _relevance_targets(Y_csr, tree.cluster_chain_)
+            targets = _relevance_targets(Y, tree.cluster_chain_)
         else:
-            targets = tree.cluster_label_matrices(Y_csr)
-        weights: list[sp.csc_matrix] = []
-        fit_times: list[float] = []
-        empty_layers: list[str] = []
-        cache = None
-        # Inside joblib.parallel_config(backend="dask"): the layers' node problems and the
-        # matcher's searches run on the cluster (skxmc.linear._distributed), same model.
-        cluster = _cluster_session("XRLinearClassifier.fit")
-        bytes_per_layer = None if cluster is None else cluster.bytes_per_layer
-        try:
-            if cluster is not None:
-                cluster.share_x(X, sqnorms)
-                view = None
-            else:
-                view = solver_view(X, sqnorms)
-            for t, (C, Y_t) in enumerate(zip(tree.cluster_chain_, targets)):
-                t_layer = time.perf_counter()
-                if t == 0:
-                    # Under the root every instance is a candidate of every first-layer node.
-                    matcher = sp.csr_matrix(np.ones((X.shape[0], 1), dtype=np.float32))
-                elif self.negative_sampling == "tfn+man":
-                    matcher = self._search(
-                        X, top_k=self.beam_size, n_layers=t, cache=cache, cluster=cluster
-                    )
-                else:
-                    matcher = None
-                groups = LayerGroups.from_matrices(Y_t, C, matcher)
-                W = fit_layer(
-                    X,
-                    Y_t,
-                    groups,
-                    loss=self.loss,
-                    Cp=self.Cp,
-                    Cn=self.Cn,
-                    tol=self.tol,
-                    max_iter=self.max_iter,
-                    bias=self.bias,
-                    weight_threshold=self.weight_threshold,
-                    use_relevance=self.relevance_weighted,
-                    random_state=seed + t,
-                    n_jobs=n_jobs,
-                    row_sqnorms=sqnorms,
-                    _executor=cluster,
-                    _view=view,
-                )
-                weights.append(W)
-                share = _empty_node_share(W, Y_t)
-                if share > _EMPTY_NODE_SHARE:
-                    empty_layers.append(f"layer {t + 1} ({share:.0%} of {W.shape[1]} nodes)")
-                if self.negative_sampling == "tfn+man" and t + 1 < len(targets):
-                    # the next layer's matcher searches the layers trained so far
-                    cache = _search_structures(tree, weights, classes)
-                    if cluster is not None:
-                        cluster.add_search_layer(cache.chunks[t], cache.parents[t])
-                fit_times.append(time.perf_counter() - t_layer)
-                progress(
-                    logger,
-                    self.verbose,
-                    "layer %d/%d: %d nodes, %d weights, %.2f s",
-                    t + 1,
-                    len(targets),
-                    C.shape[0],
-                    W.nnz,
-                    fit_times[-1],
-                )
-                if cluster is not None:
-                    sent = cluster.end_layer()
-                    progress(
-                        logger,
-                        self.verbose,
-                        "layer %d/%d on the cluster: %d bytes broadcast, %d sent, %d received",
-                        t + 1,
-                        len(targets),
-                        sent["broadcast"],
-                        sent["to_workers"],
-                        sent["from_workers"],
-                    )
-        finally:
-            if cluster is not None:
-                cluster.close()
-        if empty_layers:
-            warnings.warn(
-                f"XRLinearClassifier kept no feature weight for most nodes of "
-                f"{', '.join(empty_layers)}: every weight below weight_threshold="
-                f"{self.weight_threshold!r} was pruned, so these nodes score all samples "
-                f"alike and the model ranks poorly. weight_threshold assumes L2-normalised "
-                f"rows of X (TF-IDF rows should be L2-normalised, as "
-                f"TfidfVectorizer(norm='l2') does) and a bias of order 1; here "
-                f"{norm_phrase} and bias={self.bias!r}. Normalise X, or lower "
-                f"weight_threshold.",
-                UserWarning,
-                stacklevel=3,
-            )
+            targets = tree.cluster_label_matrices(Y)
+        weights, fit_times, bytes_per_layer = self._train_layers(
+            X, sqnorms, tree, targets, classes, seed, norms
+        )
+        self._publish(twin, classes, target_type, tree, weights, fit_times, bytes_per_layer)
+        return self
+
+    def _publish(
+        self,
+        twin: XRLinearClassifier,
+        classes: np.ndarray,
+        target_type: str,
+        tree: HierarchicalLabelTree,
+        weights: list[sp.csc_matrix],
+        fit_times: list[float],
+        bytes_per_layer: Any,
+    ) -> None:
+        """Set the fitted attributes, all at once: one dict update (atomic under the GIL),
+        so a concurrent predict sees the old model or the new one, and a fit interrupted
+        before it has changed nothing."""
         fitted = {
             "n_features_in_": twin.n_features_in_,
             "classes_": classes,
@@ -634,12 +526,193 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         }
         if hasattr(twin, "feature_names_in_"):
             fitted["feature_names_in_"] = twin.feature_names_in_
-        # One dict update (atomic under the GIL): a concurrent predict sees the old model
-        # or the new one, and an interrupted fit above has changed nothing.
         self.__dict__.update(fitted)
         if "feature_names_in_" not in fitted:
             self.__dict__.pop("feature_names_in_", None)  # stale names of a previous fit
-        return self
+
+    def _validate_fit_input(self, X: Any, Y: Any) -> tuple:
+        """``(X, Y, classes, target_type, twin)``: X as sorted CSR float32, Y as a label
+        indicator CSR matrix with its classes and target type, and the twin estimator
+        that holds ``n_features_in_`` / ``feature_names_in_`` until the model is complete
+        (``validate_data(reset=True)`` sets them on the estimator it is given)."""
+        check_not_raw_text(X, type(self).__name__)
+        twin = type(self)(**self.get_params(deep=False))
+        X = validate_data(twin, X, accept_sparse="csr", dtype=np.float32, reset=True)
+        X = _as_sorted_csr(X)
+        Y_csr, classes, target_type = encode_target(
+            Y, classes=self.classes, name="Y", n_samples=X.shape[0]
+        )
+        if Y_csr.shape[1] == 0:
+            raise ValueError("Y has no labels at all; XRLinearClassifier needs at least one.")
+        return X, Y_csr, classes, target_type, twin
+
+    def _check_row_norms(self, sqnorms: np.ndarray) -> tuple[float, str]:
+        """Warn when the rows of X are far from L2-normalised; their median norm and a
+        phrase describing them, for later messages."""
+        median_norm, _, norm_phrase = _row_norm_summary(sqnorms)
+        if median_norm > 0 and not _ROW_NORM_RANGE[0] <= median_norm <= _ROW_NORM_RANGE[1]:
+            warnings.warn(
+                f"XRLinearClassifier expects L2-normalised rows of X, but {norm_phrase}. "
+                f"weight_threshold={self.weight_threshold!r} and the regularisation assume "
+                f"unit-norm rows, so the model may be much worse or empty: L2-normalise the "
+                f"rows (TfidfVectorizer(norm='l2'), the default, or "
+                f"sklearn.preprocessing.normalize(X)).",
+                UserWarning,
+                stacklevel=4,
+            )
+        return median_norm, norm_phrase
+
+    def _fit_tree(self, X: sp.csr_matrix, Y: sp.csr_matrix, seed: int) -> HierarchicalLabelTree:
+        """The label tree: a clone of ``tree`` (or the default tree), fitted on X, Y."""
+        t0 = time.perf_counter()
+        tree = (
+            HierarchicalLabelTree(random_state=seed, n_jobs=self.n_jobs)
+            if self.tree is None
+            else clone(self.tree)
+        )
+        tree = tree.fit(X, Y)
+        progress(
+            logger,
+            self.verbose,
+            "label tree: %d layers %s in %.2f s",
+            tree.n_layers_,
+            [C.shape[0] for C in tree.cluster_chain_],
+            time.perf_counter() - t0,
+        )
+        return tree
+
+    def _train_layers(
+        self,
+        X: sp.csr_matrix,
+        sqnorms: np.ndarray,
+        tree: HierarchicalLabelTree,
+        targets: list[sp.csr_matrix],
+        classes: np.ndarray,
+        seed: int,
+        norms: tuple[float, str],
+    ) -> tuple[list[sp.csc_matrix], list[float], Any]:
+        """Train the node models layer by layer, top down: ``(weights, seconds per layer,
+        bytes per layer on a cluster or None)``. Inside ``joblib.parallel_config(
+        backend="dask")`` the layers' node problems and the matcher's searches run on the
+        cluster (:mod:`skxmc.linear._distributed`), with the same model."""
+        weights: list[sp.csc_matrix] = []
+        fit_times: list[float] = []
+        empty_layers: list[str] = []
+        cache = None
+        cluster = _cluster_session("XRLinearClassifier.fit")
+        bytes_per_layer = None if cluster is None else cluster.bytes_per_layer
+        try:
+            if cluster is not None:
+                cluster.share_x(X, sqnorms)
+                view = None
+            else:
+                view = solver_view(X, sqnorms)
+            for t, (C, Y_t) in enumerate(zip(tree.cluster_chain_, targets)):
+                t_layer = time.perf_counter()
+                matcher = self._layer_matcher(X, t, cache, cluster)
+                groups = LayerGroups.from_matrices(Y_t, C, matcher)
+                W = self._fit_layer(X, Y_t, groups, seed + t, sqnorms, cluster, view)
+                weights.append(W)
+                share = _empty_node_share(W, Y_t)
+                if share > _EMPTY_NODE_SHARE:
+                    empty_layers.append(f"layer {t + 1} ({share:.0%} of {W.shape[1]} nodes)")
+                if self.negative_sampling == "tfn+man" and t + 1 < len(targets):
+                    # the next layer's matcher searches the layers trained so far
+                    cache = _search_structures(tree, weights, classes)
+                    if cluster is not None:
+                        cluster.add_search_layer(cache.chunks[t], cache.parents[t])
+                fit_times.append(time.perf_counter() - t_layer)
+                self._report_layer(t, len(targets), C.shape[0], W.nnz, fit_times[-1], cluster)
+        finally:
+            if cluster is not None:
+                cluster.close()
+        self._check_kept_weights(empty_layers, norms)
+        return weights, fit_times, bytes_per_layer
+
+    def _layer_matcher(self, X: sp.csr_matrix, t: int, cache: Any, cluster: Any) -> Any:
+        """The rows each parent node of layer ``t`` trains on besides its positives:
+        every row under the root (layer 0), the beam of the layers above with matcher-aware
+        negatives (``"tfn+man"``), else none (teacher forcing only)."""
+        if t == 0:
+            # Under the root every instance is a candidate of every first-layer node.
+            return sp.csr_matrix(np.ones((X.shape[0], 1), dtype=np.float32))
+        if self.negative_sampling == "tfn+man":
+            return self._search(X, top_k=self.beam_size, n_layers=t, cache=cache, cluster=cluster)
+        return None
+
+    def _fit_layer(
+        self,
+        X: sp.csr_matrix,
+        Y_t: sp.csr_matrix,
+        groups: LayerGroups,
+        random_state: int,
+        sqnorms: np.ndarray,
+        cluster: Any,
+        view: tuple | None,
+    ) -> sp.csc_matrix:
+        """One layer's node models with this estimator's solver settings."""
+        return fit_layer(
+            X,
+            Y_t,
+            groups,
+            loss=self.loss,
+            Cp=self.Cp,
+            Cn=self.Cn,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            bias=self.bias,
+            weight_threshold=self.weight_threshold,
+            use_relevance=self.relevance_weighted,
+            random_state=random_state,
+            n_jobs=int(effective_n_jobs(self.n_jobs)),
+            row_sqnorms=sqnorms,
+            _executor=cluster,
+            _view=view,
+        )
+
+    def _report_layer(
+        self, t: int, n_layers: int, n_nodes: int, nnz: int, seconds: float, cluster: Any
+    ) -> None:
+        """Progress lines of a trained layer (``verbose``)."""
+        progress(
+            logger,
+            self.verbose,
+            "layer %d/%d: %d nodes, %d weights, %.2f s",
+            t + 1,
+            n_layers,
+            n_nodes,
+            nnz,
+            seconds,
+        )
+        if cluster is not None:
+            sent = cluster.end_layer()
+            progress(
+                logger,
+                self.verbose,
+                "layer %d/%d on the cluster: %d bytes broadcast, %d sent, %d received",
+                t + 1,
+                n_layers,
+                sent["broadcast"],
+                sent["to_workers"],
+                sent["from_workers"],
+            )
+
+    def _check_kept_weights(self, empty_layers: list[str], norms: tuple[float, str]) -> None:
+        """Warn when most nodes of some layers kept no feature weight."""
+        norm_phrase = norms[1]
+        if empty_layers:
+            warnings.warn(
+                f"XRLinearClassifier kept no feature weight for most nodes of "
+                f"{', '.join(empty_layers)}: every weight below weight_threshold="
+                f"{self.weight_threshold!r} was pruned, so these nodes score all samples "
+                f"alike and the model ranks poorly. weight_threshold assumes L2-normalised "
+                f"rows of X (TF-IDF rows should be L2-normalised, as "
+                f"TfidfVectorizer(norm='l2') does) and a bias of order 1; here "
+                f"{norm_phrase} and bias={self.bias!r}. Normalise X, or lower "
+                f"weight_threshold.",
+                UserWarning,
+                stacklevel=5,
+            )
 
     # -------------------------------------------------------------- predict
 
