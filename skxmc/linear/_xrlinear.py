@@ -626,7 +626,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         finally:
             if cluster is not None:
                 cluster.close()
-        self._check_kept_weights(empty_layers, norms)
+        self._check_kept_weights(weights, empty_layers, norms)
         return weights, fit_times, bytes_per_layer
 
     def _layer_matcher(self, X: sp.csr_matrix, t: int, cache: Any, cluster: Any) -> Any:
@@ -697,9 +697,25 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
                 sent["from_workers"],
             )
 
-    def _check_kept_weights(self, empty_layers: list[str], norms: tuple[float, str]) -> None:
-        """Warn when most nodes of some layers kept no feature weight."""
-        norm_phrase = norms[1]
+    def _check_kept_weights(
+        self, weights: list[sp.csc_matrix], empty_layers: list[str], norms: tuple[float, str]
+    ) -> None:
+        """Raise when no layer kept a single feature weight and the rows of X are not
+        L2-normalised: the model would rank every sample alike, and the fix is the input.
+        Warn when most nodes of some layers kept none (e.g. a ``weight_threshold`` the
+        user chose high on purpose)."""
+        median_norm, norm_phrase = norms
+        unnormalised = not _ROW_NORM_RANGE[0] <= median_norm <= _ROW_NORM_RANGE[1]
+        if median_norm > 0 and unnormalised and not any(W[:-1].nnz for W in weights):
+            raise ValueError(
+                f"XRLinearClassifier kept no feature weight in any layer: {norm_phrase}, "
+                f"but weight_threshold={self.weight_threshold!r} and the regularisation "
+                f"assume L2-normalised rows, so every weight was pruned and the model would "
+                f"rank every sample alike. L2-normalise the rows of X: "
+                f"TfidfVectorizer(norm='l2') (the default) or "
+                f"sklearn.preprocessing.normalize(X). To train on these rows as they are, "
+                f"lower weight_threshold explicitly (e.g. weight_threshold=0)."
+            )
         if empty_layers:
             warnings.warn(
                 f"XRLinearClassifier kept no feature weight for most nodes of "
