@@ -64,6 +64,15 @@ def _fit_items(
     arithmetic in the same order, so they give identical weights. The weights are read out
     in the order of the original feature ids, so each output column comes out sorted.
 
+    An item runs in three steps, marked in the loop: (1) the group's rows and touched
+    features (:func:`_scan_group`, :func:`_read_out_order`); (2) the rows the solver reads
+    (:func:`_copy_rows` or X itself); (3) per label, the targets (:func:`_set_targets`),
+    the dual coordinate descent (:func:`~skxmc._kernels.dcd._solve`) and the pruning of
+    its weights into the output (:func:`_prune`). The buffers are allocated once per call
+    and grown, never per item or label. The kernel stays one function above 100 lines:
+    numba passes no structs cheaply, and splitting the allocation or the two ``_solve``
+    calls would pass a dozen buffers around for no clarity.
+
     Returns ``(labels, counts, rows, vals)``: for the j-th trained label ``labels[j]``,
     ``counts[j]`` consecutive entries of ``rows`` / ``vals`` (sorted by row; row
     ``n_features`` is the bias weight).
@@ -79,12 +88,8 @@ def _fit_items(
 
     # np.empty and loops only: every other array constructor (np.full, np.zeros, arange,
     # astype) is one more numba implementation to compile in the first fit
-    pos = np.empty(n_rows, np.int64)  # row of X -> position in the current group
-    for i in range(n_rows):
-        pos[i] = -1
-    fmap = np.empty(n_features, np.int64)  # feature -> local id (-1: untouched)
-    for f in range(n_features):
-        fmap[f] = -1
+    pos = _int_buffer(n_rows, -1)  # row of X -> position in the current group
+    fmap = _int_buffer(n_features, -1)  # feature -> local id (-1: untouched)
     feats = np.empty(0, np.int64)
     feats_tmp = np.empty(0, np.int64)
     out_keys = np.empty(0, np.int64)  # (original id, position in feats), sorted
@@ -112,15 +117,16 @@ def _fit_items(
     out_counts = np.empty(n_out_labels, np.int64)
     out_rows = np.empty(max(1024, 64 * n_out_labels), np.int32)
     out_vals = np.empty(out_rows.shape[0], np.float32)
-    used = 0
+    # int64, not a literal 0: _prune and _grow would also compile for Literal[int](0)
+    used = np.int64(0)
     j = 0
 
     for t in range(n_items):
+        # 1. the item's group: its rows, their touched features, the read-out order
         g = item_group[t]
         r0 = g_row_indptr[g]
         m = g_row_indptr[g + 1] - r0
         grows = g_row_indices[r0 : r0 + m]
-        # touched features of the group, and row -> local position
         nnz = 0
         for k in range(m):
             r = grows[k]
@@ -129,18 +135,7 @@ def _fit_items(
             feats = np.empty(min(nnz, n_features), np.int64)
             feats_tmp = np.empty(feats.shape[0], np.int64)
             out_keys = np.empty(feats.shape[0], np.int64)
-        # int64 from the start: a literal 0 here would also compile radix_sort for it
-        nf = np.int64(0)
-        for k in range(m):
-            r = grows[k]
-            pos[r] = k
-            sqn[k] = sqnorms[r]
-            for p in range(x_indptr[r], x_indptr[r + 1]):
-                f = x_indices[p]
-                if fmap[f] < 0:
-                    fmap[f] = 0
-                    feats[nf] = f
-                    nf += 1
+        nf = _scan_group(grows, x_indptr, x_indices, sqnorms, pos, sqn, fmap, feats)
         if compact_mode < 0:
             compact = nnz <= _COMPACT_MAX_NNZ_FRACTION * x_indptr[n_rows]
         else:
@@ -148,15 +143,9 @@ def _fit_items(
         if compact:
             # local ids in rank order: the most frequent features share cache lines
             radix_sort(feats, nf, feats_tmp, counts, feat_bits)
-        # read-out order: by original feature id, so that each output column comes out
-        # sorted; a key's low bits hold the feature's position in feats
-        pos_bits = 1
-        while (1 << pos_bits) < nf:
-            pos_bits += 1
+        pos_bits = _read_out_order(feats, nf, feature_of, out_keys, feats_tmp, counts, feat_bits)
         pos_mask = (np.int64(1) << pos_bits) - 1
-        for q in range(nf):
-            out_keys[q] = (feature_of[feats[q]] << pos_bits) | q
-        radix_sort(out_keys, nf, feats_tmp, counts, feat_bits + pos_bits)
+        # 2. the rows the solver reads: a local copy (compact) or X through the row ids
         if compact:
             if w_loc.shape[0] < nf:
                 w_loc = np.empty(nf, np.float64)
@@ -165,16 +154,18 @@ def _fit_items(
             if loc_indices.shape[0] < nnz:
                 loc_indices = np.empty(nnz, np.uint32)
                 loc_data = np.empty(nnz, np.float32)
-            for q in range(nf):
-                fmap[feats[q]] = q
-            nz = 0
-            for k in range(m):
-                r = grows[k]
-                for p in range(x_indptr[r], x_indptr[r + 1]):
-                    loc_indices[nz] = fmap[x_indices[p]]
-                    loc_data[nz] = x_data[p]
-                    nz += 1
-                loc_indptr[k + 1] = nz
+            _copy_rows(
+                grows,
+                x_indptr,
+                x_indices,
+                x_data,
+                feats,
+                nf,
+                fmap,
+                loc_indptr,
+                loc_indices,
+                loc_data,
+            )
             w = w_loc
         else:
             if w_full.shape[0] == 0:
@@ -185,16 +176,10 @@ def _fit_items(
         for q in range(nf):
             fmap[feats[q]] = -1
 
+        # 3. every label of the item: targets, solve, prune into the output
         for li in range(item_start[t], item_stop[t]):
             c = g_label_indices[li]
-            for k in range(m):
-                y[k] = -1.0
-                cost[k] = cn
-            for p in range(y_indptr[c], y_indptr[c + 1]):
-                k = pos[y_indices[p]]
-                if k >= 0:
-                    y[k] = 1.0
-                    cost[k] = cp * y_data[p] if use_relevance else cp
+            _set_targets(c, m, y_indptr, y_indices, y_data, pos, y, cost, cp, cn, use_relevance)
             if compact:
                 b, _ = _solve(
                     logistic,
@@ -233,35 +218,153 @@ def _fit_items(
                     alpha,
                     index,
                 )
-            # keep |w| >= threshold (exact zeros never); reset the buffer on the way,
-            # touching only the group's features (never O(d) per label)
             if used + nf + 1 > out_rows.shape[0]:
-                cap = max(2 * out_rows.shape[0], used + nf + 1)
-                new_rows = np.empty(cap, np.int32)
-                new_vals = np.empty(cap, np.float32)
-                for q in range(used):  # a loop: see radix_sort
-                    new_rows[q] = out_rows[q]
-                    new_vals[q] = out_vals[q]
-                out_rows = new_rows
-                out_vals = new_vals
+                out_rows, out_vals = _grow(out_rows, out_vals, used, used + nf + 1)
             start = used
-            for i in range(nf):
-                key = out_keys[i]
-                q = key & pos_mask
-                wi = q if compact else feats[q]
-                v = w[wi]
-                w[wi] = 0.0
-                if v != 0.0 and abs(v) >= threshold:
-                    out_rows[used] = key >> pos_bits
-                    out_vals[used] = v
-                    used += 1
-            if b != 0.0 and abs(b) >= threshold:
-                out_rows[used] = n_features
-                out_vals[used] = b
-                used += 1
+            used = _prune(
+                w,
+                b,
+                out_keys,
+                nf,
+                pos_bits,
+                pos_mask,
+                compact,
+                feats,
+                threshold,
+                n_features,
+                out_rows,
+                out_vals,
+                used,
+            )
             out_labels[j] = c
             out_counts[j] = used - start
             j += 1
         for k in range(m):
             pos[grows[k]] = -1
     return out_labels, out_counts, out_rows[:used], out_vals[:used]
+
+
+@jit(nogil=True)
+def _int_buffer(n, value):  # pragma: no cover - compiled
+    """``np.full(n, value, np.int64)`` with np.empty and a loop (see _fit_items)."""
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        out[i] = value
+    return out
+
+
+@jit(nogil=True)
+def _scan_group(grows, x_indptr, x_indices, sqnorms, pos, sqn, fmap, feats):  # pragma: no cover
+    """Enter the group's rows ``grows`` in ``pos`` (row of X -> position in the group) and
+    their squared norms in ``sqn``; list the features they touch in ``feats`` (marking them
+    0 in ``fmap``, which holds -1 for untouched features). Returns how many there are."""
+    # int64 from the start: a literal 0 here would also compile radix_sort for it
+    nf = np.int64(0)
+    for k in range(grows.shape[0]):
+        r = grows[k]
+        pos[r] = k
+        sqn[k] = sqnorms[r]
+        for p in range(x_indptr[r], x_indptr[r + 1]):
+            f = x_indices[p]
+            if fmap[f] < 0:
+                fmap[f] = 0
+                feats[nf] = f
+                nf += 1
+    return nf
+
+
+@jit(nogil=True)
+def _read_out_order(feats, nf, feature_of, out_keys, tmp, counts, feat_bits):  # pragma: no cover
+    """Sort the touched features by original feature id, so that each output column comes
+    out sorted: ``out_keys[q]`` holds the id in its high bits and the feature's position in
+    ``feats`` in its ``pos_bits`` low bits. Returns ``pos_bits``."""
+    pos_bits = 1
+    while (1 << pos_bits) < nf:
+        pos_bits += 1
+    for q in range(nf):
+        out_keys[q] = (feature_of[feats[q]] << pos_bits) | q
+    radix_sort(out_keys, nf, tmp, counts, feat_bits + pos_bits)
+    return pos_bits
+
+
+@jit(nogil=True)
+def _copy_rows(
+    grows, x_indptr, x_indices, x_data, feats, nf, fmap, loc_indptr, loc_indices, loc_data
+):  # pragma: no cover - compiled
+    """Copy the group's rows into the local CSR ``loc_*``, feature ``feats[q]`` renumbered
+    ``q`` (``fmap`` is left holding the local ids)."""
+    for q in range(nf):
+        fmap[feats[q]] = q
+    nz = 0
+    for k in range(grows.shape[0]):
+        r = grows[k]
+        for p in range(x_indptr[r], x_indptr[r + 1]):
+            loc_indices[nz] = fmap[x_indices[p]]
+            loc_data[nz] = x_data[p]
+            nz += 1
+        loc_indptr[k + 1] = nz
+
+
+@jit(nogil=True)
+def _set_targets(
+    c, m, y_indptr, y_indices, y_data, pos, y, cost, cp, cn, use_relevance
+):  # pragma: no cover - compiled
+    """Targets and costs of label ``c`` on the group's ``m`` rows: +1 and ``cp`` (times the
+    relevance with ``use_relevance``) where ``Y[:, c]`` is stored, -1 and ``cn`` elsewhere."""
+    for k in range(m):
+        y[k] = -1.0
+        cost[k] = cn
+    for p in range(y_indptr[c], y_indptr[c + 1]):
+        k = pos[y_indices[p]]
+        if k >= 0:
+            y[k] = 1.0
+            cost[k] = cp * y_data[p] if use_relevance else cp
+
+
+@jit(nogil=True)
+def _grow(out_rows, out_vals, used, need):  # pragma: no cover - compiled
+    """The output buffers, doubled (at least to ``need``), their ``used`` entries kept."""
+    cap = max(2 * out_rows.shape[0], need)
+    new_rows = np.empty(cap, np.int32)
+    new_vals = np.empty(cap, np.float32)
+    for q in range(used):  # a loop: see radix_sort
+        new_rows[q] = out_rows[q]
+        new_vals[q] = out_vals[q]
+    return new_rows, new_vals
+
+
+@jit(nogil=True)
+def _prune(
+    w,
+    b,
+    out_keys,
+    nf,
+    pos_bits,
+    pos_mask,
+    compact,
+    feats,
+    threshold,
+    n_features,
+    out_rows,
+    out_vals,
+    used,
+):  # pragma: no cover - compiled
+    """Append the label's weights with ``|w| >= threshold`` (exact zeros never) to
+    ``out_rows`` / ``out_vals`` in read-out order, then its bias weight ``b`` as row
+    ``n_features``; reset the weight buffer on the way, touching only the group's
+    features (never O(d) per label). Returns the new ``used``."""
+    for i in range(nf):
+        key = out_keys[i]
+        q = key & pos_mask
+        wi = q if compact else feats[q]
+        v = w[wi]
+        w[wi] = 0.0
+        if v != 0.0 and abs(v) >= threshold:
+            out_rows[used] = key >> pos_bits
+            out_vals[used] = v
+            used += 1
+    if b != 0.0 and abs(b) >= threshold:
+        out_rows[used] = n_features
+        out_vals[used] = b
+        used += 1
+    return used
