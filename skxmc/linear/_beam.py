@@ -221,29 +221,10 @@ def score_candidates(
         return out
     if chunks.feature_major is not None and candidates is None:
         raise ValueError("a layer scored from its feature-major copy needs the candidates.")
-    x_indptr, x_indices, x_data = csr_arrays(X)
     if chunks.feature_major is not None:
-        w_indptr, w_indices, w_data = csr_arrays(chunks.feature_major)
-        c_indptr, c_indices, c_data = csr_arrays(candidates)
-        with _numba_threads(n_jobs):
-            _score_dense_kernel(
-                x_indptr,
-                x_indices,
-                x_data,
-                np.float32(bias),
-                X.shape[1],
-                w_indptr,
-                w_indices,
-                w_data,
-                chunks.n_nodes,
-                c_indptr,
-                c_indices,
-                c_data,
-                code,
-                _row_blocks(X.shape[0], n_jobs),
-                out,
-            )
+        _score_dense(X, chunks, candidates, bias, code, n_jobs, out)
         return out
+    x_indptr, x_indices, x_data = csr_arrays(X)
     parent = path.indices.astype(np.int64)
     kids_per_entry = chunks.children_count[parent]
     cand_start = np.concatenate([[0], np.cumsum(kids_per_entry)[:-1]]).astype(np.int64)
@@ -289,6 +270,40 @@ def score_candidates(
         else:
             _score_read_blocks(chunks, span, parent, entry_order, run)
     return out
+
+
+def _score_dense(
+    X: sp.csr_matrix,
+    chunks: ChunkedWeights,
+    candidates: sp.csr_matrix,
+    bias: float,
+    code: int,
+    n_jobs: int,
+    out: np.ndarray,
+) -> None:
+    """:func:`score_candidates` of a small layer: a dense per-thread accumulator over all
+    nodes, from the layer's feature-major copy, into ``out``."""
+    x_indptr, x_indices, x_data = csr_arrays(X)
+    w_indptr, w_indices, w_data = csr_arrays(chunks.feature_major)
+    c_indptr, c_indices, c_data = csr_arrays(candidates)
+    with _numba_threads(n_jobs):
+        _score_dense_kernel(
+            x_indptr,
+            x_indices,
+            x_data,
+            np.float32(bias),
+            X.shape[1],
+            w_indptr,
+            w_indices,
+            w_data,
+            chunks.n_nodes,
+            c_indptr,
+            c_indices,
+            c_data,
+            code,
+            _row_blocks(X.shape[0], n_jobs),
+            out,
+        )
 
 
 # Bytes of blocks read at once when a mapped layer is scored from its file (see
