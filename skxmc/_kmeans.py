@@ -1,4 +1,5 @@
-"""Compiled kernels for recursive balanced spherical 2-means (the label tree).
+"""Recursive balanced spherical 2-means (the label tree): the Python side of the compiled
+kernels in :mod:`skxmc._kernels.kmeans`.
 
 The algorithm follows PECOS's hierarchical k-means (``pecos/core/utils/clustering.hpp``):
 every internal node holds a contiguous segment of a permutation ``elements`` of the label

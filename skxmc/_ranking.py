@@ -1,4 +1,5 @@
-"""Top-k ranking of score matrices and hit detection, compiled with numba.
+"""Top-k ranking of score matrices and hit detection (the compiled kernels are in
+:mod:`skxmc._kernels.ranking`).
 
 Shared by the metrics (ranking predictions) and the estimators (turning beam scores into
 top-k label arrays). Ties are broken deterministically: equal scores rank the lower

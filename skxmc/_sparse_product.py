@@ -1,6 +1,7 @@
 """``A @ B`` for CSR float32 matrices, threaded, with sorted rows (PIFA's ``Y.T @ X``), and
 what skxmc's sparse kernels share: the radix sort they use instead of ``np.sort`` and the
-one dtype set (``csr_arrays``) their arguments are converted to.
+one dtype set (``csr_arrays``) their arguments are converted to. The compiled kernels are
+in :mod:`skxmc._kernels.sparse`.
 
 scipy's sparse product is single-threaded and leaves each row's columns in the order they
 were first reached, so a caller that needs canonical rows (the label tree's kernels do)
