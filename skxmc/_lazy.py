@@ -25,7 +25,7 @@ LAZY = {
     "describe": "._persistence",
     "load": "._persistence",
     "save": "._persistence",
-    "warmup": "._numba",
+    "warmup": "._warmup",
 }
 
 

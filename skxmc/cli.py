@@ -548,7 +548,7 @@ def _info(args: argparse.Namespace) -> int:
 def _warmup(args: argparse.Namespace) -> int:
     import inspect
 
-    from . import _numba
+    from . import _warmup as _numba
 
     # Looked up at run time: the command line does not break where it is missing.
     warmup = getattr(_numba, "warmup", None)

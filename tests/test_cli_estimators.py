@@ -456,7 +456,7 @@ def test_not_cached_says_how_to_download(tmp_path, monkeypatch, capsys):
 
 
 def test_warmup_calls_the_numba_warmup(monkeypatch, capsys):
-    from skxmc import _numba
+    from skxmc import _warmup as _numba
 
     calls = []
 
@@ -472,7 +472,7 @@ def test_warmup_calls_the_numba_warmup(monkeypatch, capsys):
 
 
 def test_warmup_without_the_function_errors_clearly(monkeypatch, capsys):
-    from skxmc import _numba
+    from skxmc import _warmup as _numba
 
     monkeypatch.delattr(_numba, "warmup", raising=False)
     assert main(["warmup"]) == 1
