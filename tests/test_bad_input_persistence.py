@@ -28,13 +28,17 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 import skxmc
-from skxmc._persistence import ARRAYS_NAME, CONFIG_NAME, MANIFEST_KEY, _build_manifest
 from skxmc.datasets import load_demo
+from skxmc.io import ARRAYS_NAME, CONFIG_NAME, MANIFEST_KEY
+from skxmc.io._arrays import decode_strings, encode_strings
+from skxmc.io._format import build_manifest
 
 from .conftest import topic_texts
 
 W0 = "model.attributes.weights_.0"
 CLASSES = "model.arrays.classes_"
+# String labels are stored as UTF-8 bytes plus offsets (issue 48 item 17).
+CLASS_OFFSETS = f"{CLASSES}.offsets"
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +85,7 @@ def _write_config(d: Path, config: dict) -> None:
 
 def _refresh_manifest(d: Path) -> None:
     config = _config(d)
-    config[MANIFEST_KEY] = _build_manifest(d)
+    config[MANIFEST_KEY] = build_manifest(d)
     _write_config(d, config)
 
 
@@ -99,6 +103,27 @@ def _edit_json(edit: Callable[[dict], None]) -> Callable[[Path], None]:
     def apply(d: Path) -> None:
         config = _config(d)
         edit(config["model"])
+        _write_config(d, config)
+
+    return apply
+
+
+def _edit_classes(edit: Callable[[list], list]) -> Callable[[Path], None]:
+    """Rewrite the saved string labels (bytes, offsets and the shape in the JSON)."""
+
+    def apply(d: Path) -> None:
+        with np.load(d / ARRAYS_NAME) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+        config = _config(d)
+        ref = config["model"]["arrays"]["__dict__"]["classes_"]
+        labels = edit(
+            decode_strings(
+                CLASSES, arrays[CLASS_OFFSETS], arrays[f"{CLASSES}.utf8"], ref["shape"], None
+            ).tolist()
+        )
+        arrays[CLASS_OFFSETS], arrays[f"{CLASSES}.utf8"] = encode_strings(labels)
+        ref["shape"] = [len(labels)]
+        np.savez(d / ARRAYS_NAME, **arrays)
         _write_config(d, config)
 
     return apply
@@ -222,7 +247,7 @@ LOAD_CASES = [
     Case(
         "reversed-classes",
         "xrl",
-        _edit_npz(lambda a: a.update({CLASSES: a[CLASSES][::-1]})),
+        _edit_classes(lambda labels: labels[::-1]),
         False,
         ValueError,
         r"arrays\.npz is not the file that was saved",
@@ -296,7 +321,7 @@ LOAD_CASES = [
     Case(
         "classes-shortened",
         "xrl",
-        _edit_npz(lambda a: a.update({CLASSES: a[CLASSES][:-1]})),
+        _edit_classes(lambda labels: labels[:-1]),
         True,
         ValueError,
         r"skxmc-model\.json.*classes_ has \d+ labels",
@@ -322,10 +347,10 @@ LOAD_CASES = [
     Case(
         "missing-array-key",
         "xrl",
-        _edit_npz(lambda a: a.pop(CLASSES)),
+        _edit_npz(lambda a: a.pop(CLASS_OFFSETS)),
         True,
         ValueError,
-        rf"arrays\.npz has no array '{CLASSES}'",
+        rf"arrays\.npz has no array '{CLASS_OFFSETS}'",
     ),
     Case(
         "unknown-param",
@@ -382,21 +407,26 @@ def test_load_refuses_bad_model_dirs(case, saved):
     case.edit(directory)
     if case.refresh:
         _refresh_manifest(directory)
-    # A directory without the file list loads with a warning, then fails on what follows.
+    # A directory without the file list loads (trusted=True) with a warning, then fails on
+    # what follows.
     old = case.id.endswith("no-manifest")
     with pytest.warns(UserWarning, match="lists no files") if old else nullcontext():
         with pytest.raises(case.error, match=case.match):
-            skxmc.load(directory)
+            skxmc.load(directory, trusted=old)
 
 
-def test_6_persist_without_manifest_loads_with_warning(saved):
+def test_6_persist_without_manifest_is_refused_unless_trusted(saved):
+    # Issue 48 item 4: deleting "files" must not switch verification off silently.
     directory, clf, X = saved("xrl")
     config = _config(directory)
     del config[MANIFEST_KEY]
     _write_config(directory, config)
-    with pytest.warns(UserWarning, match=r"skxmc-model\.json lists no files"):
-        loaded = skxmc.load(directory)
-    np.testing.assert_array_equal(loaded.predict_topk(X)[0], clf.predict_topk(X)[0])
+    _edit_classes(lambda labels: labels[::-1])(directory)
+    with pytest.raises(ValueError, match=r"lists no files.*trusted=True"):
+        skxmc.load(directory)
+    with pytest.warns(UserWarning, match=r"skxmc-model\.json lists no files.*trusted=True"):
+        loaded = skxmc.load(directory, trusted=True)
+    assert loaded.predict_topk(X)[0].shape == clf.predict_topk(X)[0].shape
 
 
 def test_6_persist_roundtrip_with_manifest(saved):

@@ -24,9 +24,9 @@ import scipy.sparse as sp
 from numba import prange
 
 from .._numba import interruptible, jit
-from .._persistence import mapped_file_span
 from .._ranking import insert_ranked
 from .._sparse_product import csr_arrays, radix_bits, radix_sort
+from ..io import mapped_file_span
 
 POST_PROCESSORS = ("l3-hinge", "sigmoid", "noop")
 # codes the scoring kernels get for each post-processor (0: the raw score)
