@@ -182,6 +182,19 @@ def _foreign_weights(d: Path) -> None:
     save_module_weights(torch.nn.Linear(3, 2), d / "model.safetensors")
 
 
+def _non_finite_weight(value: float) -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        from safetensors.numpy import load_file, save_file
+
+        tensors = load_file(d / "model.safetensors")
+        name = sorted(k for k, v in tensors.items() if v.dtype.kind == "f")[-1]
+        tensors[name] = tensors[name].copy()
+        tensors[name].flat[0] = value
+        save_file(tensors, d / "model.safetensors")
+
+    return apply
+
+
 def _drop_manifest_and(edit: Callable[[Path], None]) -> Callable[[Path], None]:
     def apply(d: Path) -> None:
         edit(d)
@@ -384,6 +397,23 @@ LOAD_CASES = [
         RuntimeError,
         r"model\.safetensors.*do not fit",
     ),
+    # issue 48 item 2: a diverged run's (or a crafted) NaN / inf weights
+    Case(
+        "safetensors-nan",
+        "sharp",
+        _non_finite_weight(float("nan")),
+        True,
+        ValueError,
+        r"model\.safetensors: tensor '.+' holds NaN or infinite values",
+    ),
+    Case(
+        "safetensors-inf",
+        "sharp",
+        _non_finite_weight(float("-inf")),
+        True,
+        ValueError,
+        r"model\.safetensors: tensor '.+' holds NaN or infinite values",
+    ),
 ]
 
 
@@ -547,3 +577,17 @@ def test_6_persist_kill_9_during_overwrite(tmp_path):
     assert trials >= 3
     first.save(target, overwrite=True)  # removes the hidden folders the kills left
     assert [p.name for p in work.iterdir()] == ["model"]
+
+
+def test_6_persist_neural_model_files_follow_the_umask(saved):
+    # Issue 48 item 14: model.safetensors was written 0600, unreadable by a server's user.
+    previous = os.umask(0o022)
+    try:
+        directory, _, _ = saved("sharp")
+    finally:
+        os.umask(previous)
+    modes = {
+        p.relative_to(directory).as_posix(): p.stat().st_mode & 0o777 for p in directory.rglob("*")
+    }
+    assert modes["model.safetensors"] == 0o644, modes
+    assert set(modes.values()) <= {0o644, 0o755}, modes
