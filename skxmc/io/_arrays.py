@@ -63,7 +63,7 @@ class ArrayStore:
             return {"__object_array__": _jsonable_list(arr.tolist()), "shape": list(arr.shape)}
         if arr.dtype.kind == "U":
             # Fixed-width strings cost 4 bytes x the longest one per entry: UTF-8 + offsets.
-            offsets, utf8 = encode_strings(arr.ravel().tolist())
+            offsets, utf8 = encode_strings(arr)
             self.arrays[f"{key}.offsets"], self.arrays[f"{key}.utf8"] = offsets, utf8
             self.format_version = max(self.format_version, 3)
             return {"__strings__": key, "shape": list(arr.shape)}
@@ -87,12 +87,19 @@ class ArrayStore:
         return _array(arrays, ref["__array__"])
 
 
-def encode_strings(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``(offsets, utf8)``: string ``i`` is ``utf8[offsets[i]:offsets[i + 1]]``."""
-    encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    return offsets, np.frombuffer(b"".join(encoded), dtype=np.uint8)
+def encode_strings(strings: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(offsets, utf8)``: string ``i`` is ``utf8[offsets[i]:offsets[i + 1]]``. Encoded a
+    block at a time into one buffer, so that no list of all the encoded strings exists
+    beside it."""
+    strings = np.asarray(strings).ravel()
+    offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+    buffer = bytearray()
+    for start in range(0, len(strings), 4096):
+        block = [s.encode("utf-8", "surrogatepass") for s in strings[start : start + 4096].tolist()]
+        np.cumsum([len(b) for b in block], out=offsets[start + 1 : start + 1 + len(block)])
+        offsets[start + 1 : start + 1 + len(block)] += len(buffer)
+        buffer += b"".join(block)
+    return offsets, np.frombuffer(buffer, dtype=np.uint8)
 
 
 def decode_strings(
@@ -113,11 +120,11 @@ def decode_strings(
         raise ValueError(f"{where}: {len(offsets)} offsets for shape {tuple(shape)}.")
     if offsets[0] != 0 or offsets[-1] != len(utf8) or np.any(np.diff(offsets) < 0):
         raise ValueError(f"{where}: offsets must rise from 0 to the number of bytes.")
-    data = utf8.tobytes()
+    data = memoryview(np.ascontiguousarray(utf8))  # no copy of the bytes
     bounds = offsets.tolist()
     out = np.empty(n, dtype=object)
     try:
-        out[:] = [data[a:b].decode("utf-8", "surrogatepass") for a, b in itertools.pairwise(bounds)]
+        out[:] = [str(data[a:b], "utf-8", "surrogatepass") for a, b in itertools.pairwise(bounds)]
     except UnicodeDecodeError as exc:
         raise ValueError(f"{where} is not valid UTF-8 ({exc}).") from None
     return out.reshape(shape)

@@ -4,11 +4,8 @@ Face repository id (``"user/repo"``) in the *local* Hugging Face cache.
 Nothing is downloaded here: :func:`resolve_model_dir` calls
 ``huggingface_hub.snapshot_download(repo, local_files_only=True)``, which reads the cache
 offline, as ``from_pretrained`` does without a network; users download with
-``huggingface_hub.snapshot_download`` or ``hf download``. (``ModelHubMixin`` was tried for
-push / download: its ``save_pretrained`` / ``from_pretrained`` protocol wants a
-``_save_pretrained(folder)`` / ``_from_pretrained(model_id, ...)`` pair per class and a
-``config.json``, which :func:`skxmc.save` / :func:`skxmc.load` already are with a verified
-manifest; ``huggingface_hub.upload_folder`` pushes a saved folder as it is.)
+``huggingface_hub.snapshot_download`` or ``hf download`` (see :mod:`skxmc.io` on why
+there is no push / download here).
 """
 
 from __future__ import annotations
