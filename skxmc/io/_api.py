@@ -287,24 +287,25 @@ def load(
     if verify not in (True, False, None):
         raise ValueError(f"verify must be True, False or None; got {verify!r}.")
     directory = resolve_model_dir(directory)
-    before = snapshot(directory)
-    try:
-        return _load(directory, mmap=mmap, verify=verify, trusted=trusted)
-    except (ValueError, OSError):
-        if snapshot(directory) == before:
-            raise
-    # A save(overwrite=True) replaced the model while it was read: read the new one once.
-    logger.info("%s was replaced while loading; loading it again", directory)
-    before = snapshot(directory)
-    try:
-        return _load(directory, mmap=mmap, verify=verify, trusted=trusted)
-    except (ValueError, OSError) as exc:
-        if snapshot(directory) == before:
-            raise
-        raise ValueError(
-            f"the model in {str(directory)!r} was replaced while loading, twice (a save with "
-            f"overwrite=True is writing it); load it again when the save is done."
-        ) from exc
+    # A save(overwrite=True) may replace the model while it is read: whether a load failed
+    # or succeeded, it counts only if the model it started with is still the one there.
+    for attempt in range(2):
+        before = snapshot(directory)
+        try:
+            est = _load(directory, mmap=mmap, verify=verify, trusted=trusted)
+        except (ValueError, OSError) as exc:
+            if snapshot(directory) == before:
+                raise
+            error: Exception | None = exc
+        else:
+            if snapshot(directory) == before:
+                return est
+            error = None
+        logger.info("%s was replaced while loading (attempt %d)", directory, attempt + 1)
+    raise ValueError(
+        f"the model in {str(directory)!r} was replaced while loading, twice (a save with "
+        f"overwrite=True is writing it); load it again when the save is done."
+    ) from error
 
 
 def _load(directory: Path, *, mmap: bool, verify: bool | None, trusted: bool) -> Any:
