@@ -121,11 +121,29 @@ def save(
     >>> skxmc.load(path).predict_topk(["a fast car"])[0].tolist()
     [['vehicle']]
     """
-    from .._version import __version__
-
     given = Path(directory)
     directory = real_target(given)  # a symbolic link is written through
     card = checked_card_options(model_card)  # before anything is written
+    _check_saveable(estimator, directory, overwrite)
+    store = ArrayStore()
+    spec = encode(estimator, "model", store)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(directory)
+    tmp = new_sibling_dir(directory)
+    try:
+        _write_model(tmp, estimator, spec, store, card)
+        if directory.exists():
+            refuse_foreign_entries(directory)  # again: files may have arrived meanwhile
+        move_into_place(tmp, directory)  # after an exchange, ``tmp`` holds the old model
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    logger.info("saved %s to %s", type(estimator).__name__, directory)
+    return given
+
+
+def _check_saveable(estimator: Any, directory: Path, overwrite: bool) -> None:
+    """Refuse, before anything is written, what :func:`save` must not do."""
     if not (is_registered(estimator) or is_pipeline(estimator)):
         raise TypeError(
             f"{type(estimator).__name__} does not support save(); skxmc.save takes skxmc "
@@ -135,54 +153,47 @@ def save(
         raise ValueError(
             f"this {type(estimator).__name__} is not fitted yet; fit it before saving."
         )
-    if directory.exists():
-        if not directory.is_dir():
-            raise FileExistsError(f"directory {str(directory)!r} exists and is a file.")
-        if any(directory.iterdir()):
-            if not holds_model(directory):
-                raise FileExistsError(
-                    f"directory {str(directory)!r} is not empty and holds no skxmc model; "
-                    f"choose an empty or new directory (nothing was written)."
-                )
-            if not overwrite:
-                raise FileExistsError(
-                    f"directory {str(directory)!r} already holds a model; pass overwrite=True "
-                    f"to replace it."
-                )
-            refuse_foreign_entries(directory)
-    store = ArrayStore()
-    spec = encode(estimator, "model", store)
+    if not directory.exists():
+        return
+    if not directory.is_dir():
+        raise FileExistsError(f"directory {str(directory)!r} exists and is a file.")
+    if any(directory.iterdir()):
+        if not holds_model(directory):
+            raise FileExistsError(
+                f"directory {str(directory)!r} is not empty and holds no skxmc model; "
+                f"choose an empty or new directory (nothing was written)."
+            )
+        if not overwrite:
+            raise FileExistsError(
+                f"directory {str(directory)!r} already holds a model; pass overwrite=True "
+                f"to replace it."
+            )
+        refuse_foreign_entries(directory)
+
+
+def _write_model(tmp: Path, estimator: Any, spec: dict, store: ArrayStore, card: Any) -> None:
+    """Write the model's files into the empty folder ``tmp``, the config last."""
+    from .._version import __version__
+
+    np.savez(tmp / ARRAYS_NAME, **store.arrays)
+    if hasattr(estimator, "_save_extra_files"):
+        estimator._save_extra_files(tmp)
+    for part, est in store.parts:
+        (tmp / part).mkdir(parents=True)
+        est._save_extra_files(tmp / part)
+    if card is not None:
+
+        def shape_of(key: str) -> tuple | None:
+            return getattr(store.arrays.get(key), "shape", None)
+
+        summary = summarize(spec, store.format_version, __version__, shape_of)
+        text = model_card_text(summary, card, estimator)
+        (tmp / CARD_NAME).write_text(text, encoding="utf-8")
     config = {"format_version": store.format_version, "skxmc_version": __version__, "model": spec}
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(directory)
-    tmp = new_sibling_dir(directory)
-    try:
-        np.savez(tmp / ARRAYS_NAME, **store.arrays)
-        if hasattr(estimator, "_save_extra_files"):
-            estimator._save_extra_files(tmp)
-        for part, est in store.parts:
-            (tmp / part).mkdir(parents=True)
-            est._save_extra_files(tmp / part)
-        if card is not None:
-
-            def shape_of(key: str) -> tuple | None:
-                return getattr(store.arrays.get(key), "shape", None)
-
-            summary = summarize(spec, store.format_version, __version__, shape_of)
-            text = model_card_text(summary, card, estimator)
-            (tmp / CARD_NAME).write_text(text, encoding="utf-8")
-        # Written last, with the list of the files above: a folder without it is no model.
-        config[MANIFEST_KEY] = build_manifest(tmp)
-        (tmp / CONFIG_NAME).write_text(json.dumps(config, indent=1), encoding="utf-8")
-        follow_umask(tmp)  # some writers (safetensors) create files 0600
-        if directory.exists():
-            refuse_foreign_entries(directory)  # again: files may have arrived meanwhile
-        move_into_place(tmp, directory)  # after an exchange, ``tmp`` holds the old model
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    logger.info("saved %s to %s", type(estimator).__name__, directory)
-    return given
+    # Written last, with the list of the files above: a folder without it is no model.
+    config[MANIFEST_KEY] = build_manifest(tmp)
+    (tmp / CONFIG_NAME).write_text(json.dumps(config, indent=1), encoding="utf-8")
+    follow_umask(tmp)  # some writers (safetensors) create files 0600
 
 
 def load(
@@ -194,28 +205,21 @@ def load(
 ) -> Any:
     """Load an estimator or pipeline saved with :func:`save`; never unpickles anything.
 
-    Only classes registered by skxmc and scikit-learn's text vectorisers are created, so
-    opening a model directory from someone else runs no code from it. Pipelines come back as
-    :class:`skxmc.pipeline.Pipeline`; a model directory of ``skxmc fit`` is one.
+    Only skxmc's registered classes and scikit-learn's text vectorisers are created, so a
+    model directory from someone else runs no code. Pipelines (``skxmc fit`` writes one)
+    come back as :class:`skxmc.pipeline.Pipeline`.
 
-    Before anything is used, the files are checked against the list that :func:`save`
-    recorded in ``skxmc-model.json`` (present, same size and sha256, no unknown files in
-    the model's sub-folders), every sparse matrix's structure is checked, the shapes and
-    label counts are checked against each other, and the parameters are validated as
-    ``fit`` validates them; ``verify`` chooses how much of the files' content these
-    checks read. The floating-point tensors of safetensors files (neural models) must be
-    finite. A directory without that list (saved by an older skxmc, or with the list
-    deleted) is refused unless ``trusted=True``, which loads it with a warning.
-
-    A load that fails because a ``save(overwrite=True)`` replaced the model meanwhile
-    reads the new model once more; if that fails too, the error says the model was
-    replaced while loading.
+    Before anything is used, the files are checked against the list in
+    ``skxmc-model.json`` (present, same size and sha256, nothing unknown in the model's
+    sub-folders), as are sparse structures, shapes, label counts, finite weights (also in
+    safetensors) and parameters; ``verify`` chooses how much content these checks read.
+    A directory without the list is refused unless ``trusted=True`` (with a warning). A
+    model replaced by a ``save(overwrite=True)`` during the load is read once more; if it
+    is replaced again, the error says so.
 
     A string that is not an existing path and reads as a Hugging Face repository id
-    (``"user/repo"``) is resolved in the local Hugging Face cache, as ``from_pretrained``
-    does offline: the snapshot of its ``main`` branch, downloaded beforehand with
-    ``huggingface_hub.snapshot_download("user/repo")`` (or ``hf download user/repo``).
-    Nothing is downloaded here; ``HF_HUB_CACHE`` / ``HF_HOME`` choose the cache.
+    (``"user/repo"``) is resolved in the local Hugging Face cache (downloaded beforehand
+    with ``hf download user/repo``; nothing is downloaded here).
 
     Parameters
     ----------
@@ -226,37 +230,26 @@ def load(
     mmap : bool, default=False
         Map the arrays of ``arrays.npz`` into memory instead of reading them: an array's
         pages are read from disk when first used and are shared by every process that
-        maps the same file, so several serving processes hold one copy of a large model.
-        An :class:`~skxmc.XRLinearClassifier` saved by this version also stores its
-        beam-search layout, so it predicts from the mapped arrays without building
-        anything; older model directories load, but build that layout in memory. In
-        layers of small per-parent blocks (the leaves of a large model) the blocks a
-        search reaches are read from the file (``pread``, at most 32 MiB at a time),
-        not through the map: the file's pages stay in the shared page cache and each
-        process holds only the blocks it is scoring (through a map, the kernel may map
-        a whole cached folio, up to 2 MB, around each block touched).
-        Recommended for serving large models from several processes; the map is
-        copy-on-write, so nothing can change the files.
+        maps the same file, so several serving processes hold one copy of a large model
+        (XR-Linear predicts from the mapped arrays, reading the leaf blocks it reaches
+        with ``pread``; see the scaling guide). The map is copy-on-write, so nothing can
+        change the files.
     verify : bool or None, default=None
         How much of the files' content is checked before use; the files' presence and
         sizes (a truncated or extended file), the archive's headers, the shapes and the
         structure whose size grows with the labels or tree nodes (row pointers) are
         always checked.
 
-        - ``True``: also every file's sha256 against the list, and every entry of every
-          array (index ranges, finite values): the whole model is read once.
-        - ``None`` (the default): ``True`` without ``mmap``; with ``mmap``, every check
-          but the sha256. The entry checks keep compiled code in bounds whatever the
-          files hold (a crafted directory raises an error); the hash, which whoever edits
-          a directory can also rewrite, only guards against accidental damage. The load
-          still reads every array once.
-        - ``False``: no hash and no entry checks, so a mapped load reads only headers and
-          row pointers, and prediction reads only the pages it uses. The files' content
-          is trusted: a damaged or crafted file can make prediction return wrong scores
-          or crash the process. Use it only for model directories you saved yourself or
-          loaded once with ``verify=True`` (when deploying them, say), e.g.
-          ``load(path, mmap=True, verify=False)`` to start serving processes of a large
-          model in well under a second.
+        - ``True``: also every file's sha256, and every entry of every array and tensor
+          (index ranges, finite values): the whole model is read once.
+        - ``None`` (the default): ``True`` without ``mmap``; with ``mmap``, all but the
+          sha256 (the entry checks keep compiled code in bounds whatever the files hold;
+          the hash, which an editor can rewrite too, guards against accidental damage).
+        - ``False``: no hash and no entry checks: a mapped load reads only headers and
+          row pointers. A damaged or crafted file can then make prediction return wrong
+          scores or crash the process: only for directories you saved yourself or
+          loaded once with ``verify=True`` (``load(path, mmap=True, verify=False)``
+          starts a serving process of a large model in well under a second).
     trusted : bool, default=False
         Load a directory whose ``skxmc-model.json`` lists no files (nothing can be
         verified), with a warning. Only for directories you saved yourself with an older
@@ -272,6 +265,8 @@ def load(
     FileNotFoundError
         When ``directory`` holds no model or a file of the model is missing, or names a
         Hugging Face repository that is not in the local cache.
+    NotADirectoryError
+        When ``directory`` is a file other than ``skxmc-model.json``.
     ValueError
         When a file is damaged, truncated or changed, or the model it describes is
         inconsistent or has invalid parameters; the message names the file.
