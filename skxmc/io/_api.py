@@ -45,7 +45,7 @@ from ._pipeline import load_legacy_cli_dir
 from ._registry import is_fitted, is_pipeline, is_registered
 from ._tensors import check_finite
 
-logger = logging.getLogger("skxmc.io")
+logger = logging.getLogger(__name__)
 
 
 def save(

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ._format import CONFIG_NAME, holds_model
 
-logger = logging.getLogger("skxmc.io")
+logger = logging.getLogger(__name__)
 
 # A save's working folder next to the target: ``.<name>.skxmc-<pid>-<hex>.tmp``; the pid
 # lets a later save remove the folder a killed one left behind.

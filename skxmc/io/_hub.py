@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ._format import CONFIG_NAME
 
-logger = logging.getLogger("skxmc.io")
+logger = logging.getLogger(__name__)
 
 # "user/repo" as the Hugging Face hub spells repository ids (no "--" or "..": the cache
 # folder name models--user--repo would be ambiguous).
