@@ -22,9 +22,9 @@ LAZY = {
     "SharpReCLClassifier": ".sharprecl",
     "XRLinearClassifier": ".linear",
     "as_label_sets": ".labels",
-    "describe": "._persistence",
-    "load": "._persistence",
-    "save": "._persistence",
+    "describe": ".io",
+    "load": ".io",
+    "save": ".io",
     "warmup": "._warmup",
 }
 

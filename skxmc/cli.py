@@ -277,8 +277,8 @@ def _targets(labels: np.ndarray, args: argparse.Namespace) -> Any:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from ._persistence import holds_model, refuse_foreign_entries, save
     from .datasets import load_text_jsonl
+    from .io import holds_model, refuse_foreign_entries, save
     from .pipeline import make_pipeline
 
     model_dir = Path(args.model_dir)
@@ -399,7 +399,7 @@ def _check_output(output: str, input_path: str) -> None:
 
 def _load_model(model_dir: str) -> Any:
     """``skxmc.load`` with errors that name ``--model-dir``."""
-    from ._persistence import load
+    from .io import load
 
     path = Path(model_dir)
     old = path.with_name(f".{path.name}.old")
@@ -510,7 +510,7 @@ def _size(n_bytes: int) -> str:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from ._persistence import describe
+    from .io import describe
 
     info = describe(args.model_dir)
     if args.json:

@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 from skxmc._compat import Interval, _fit_context
 from skxmc._logging import progress
 from skxmc._optional import require
-from skxmc._persistence import PersistenceMixin, persistent
+from skxmc.io import PersistenceMixin, persistent
 from skxmc.labels import LabelSpace, encode_labels
 
 __all__ = ["Label2VecTransformer"]

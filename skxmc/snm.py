@@ -27,9 +27,9 @@ with require_extra("text", "SNMClassifier"):
 from ._base import MultiLabelRankerMixin
 from ._compat import Interval, StrOptions, _fit_context, validate_data
 from ._memory import check_snm_fit
-from ._persistence import PersistenceMixin, persistent
 from ._ranking import topk_to_csr, truth_hits
 from ._search import SEARCH_METHODS, InnerProductIndex, resolve_search
+from .io import PersistenceMixin, persistent
 from .labels import LabelSpace, encode_target
 from .losses import (
     MARGIN_FUNCTIONS,

@@ -19,8 +19,8 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 import skxmc
 from skxmc import XRLinearClassifier
-from skxmc._persistence import CARD_NAME, CONFIG_NAME, MANIFEST_KEY, describe
 from skxmc.cli import main
+from skxmc.io import CARD_NAME, CONFIG_NAME, MANIFEST_KEY, describe
 from skxmc.pipeline import Pipeline, make_pipeline
 
 from .conftest import TOPICS, topic_texts

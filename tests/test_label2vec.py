@@ -21,7 +21,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 import skxmc.label2vec as label2vec_module
-from skxmc._persistence import load
+from skxmc.io import load
 from skxmc.label2vec import GENSIM_LOGGER_NAME, Label2VecTransformer
 
 ROOT = Path(__file__).resolve().parents[1]

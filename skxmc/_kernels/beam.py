@@ -12,6 +12,15 @@ from .jit import jit
 from .ranking import insert_ranked
 from .sparse import radix_sort
 
+__all__ = [
+    "_check_blocks_kernel",
+    "_chunk_layout_kernel",
+    "_expand_kernel",
+    "_keep_topk_kernel",
+    "_score_chunks_kernel",
+    "_score_dense_kernel",
+]
+
 
 @jit(nogil=True)
 def _chunk_layout_kernel(

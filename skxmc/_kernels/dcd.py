@@ -12,6 +12,8 @@ import numpy as np
 
 from .jit import jit, prefetch
 
+__all__ = ["_row_sqnorms", "_solve"]
+
 # xorshift64* constants (Vigna 2016); module-level so numba freezes them as uint64.
 _XS_A = np.uint64(12)
 _XS_B = np.uint64(25)

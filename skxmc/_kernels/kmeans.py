@@ -10,6 +10,18 @@ import numpy as np
 
 from .jit import jit
 
+__all__ = [
+    "_add_rows",
+    "_combine",
+    "_moved",
+    "_partition",
+    "_reset",
+    "_scores",
+    "_split_nodes",
+    "_touched_features",
+    "_update_sums",
+]
+
 
 @jit(nogil=True)
 def _touched_features(indptr, indices, is_dense, n_features, seg, mark, touched):

@@ -14,6 +14,8 @@ from .dcd import _solve
 from .jit import jit
 from .sparse import radix_sort
 
+__all__ = ["_fit_items"]
+
 # A group is copied into a renumbered local CSR when its rows hold at most this fraction
 # of X's nonzeros (see _fit_items). Measured on TF-IDF tibkat, one thread: the copy is
 # 10-35% faster up to half of the rows and break-even at all rows, while it costs

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from .jit import jit
 
+__all__ = ["_csr_topk_kernel", "_hits_kernel", "insert_ranked"]
+
 
 @jit(nogil=True, inline="always")
 def insert_ranked(col, s, idx, score, start, cap, filled):  # pragma: no cover - numba

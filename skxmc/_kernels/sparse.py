@@ -8,6 +8,8 @@ import numpy as np
 
 from .jit import jit
 
+__all__ = ["_product_rows", "radix_sort"]
+
 
 @jit(nogil=True)
 def radix_sort(a, n, tmp, counts, n_bits):  # pragma: no cover - compiled

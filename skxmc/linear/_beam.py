@@ -31,8 +31,19 @@ from .._kernels.beam import (
     _score_dense_kernel,
 )
 from .._kernels.jit import interruptible
-from .._persistence import mapped_file_span
 from .._sparse_product import csr_arrays, radix_bits
+from ..io import mapped_file_span
+
+__all__ = [
+    "DENSE_LAYER_MAX_NODES",
+    "POST_PROCESSORS",
+    "ChunkedWeights",
+    "beam_search",
+    "check_blocks",
+    "expand_children",
+    "keep_topk",
+    "score_candidates",
+]
 
 POST_PROCESSORS = ("l3-hinge", "sigmoid", "noop")
 # codes the scoring kernels get for each post-processor (0: the raw score)

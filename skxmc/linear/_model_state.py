@@ -8,8 +8,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._persistence import checks_entries
+from ..io import checks_entries
 from ._beam import ChunkedWeights, check_blocks
+
+__all__ = ["_check_model_state", "_chunked_from_layout", "_is_block_layout", "_layout_arrays"]
 
 # The arrays of a ChunkedWeights that a saved model stores (its beam-search layout), so that
 # loading, memory-mapped or not, builds nothing: name -> dtype, or the feature-major copy

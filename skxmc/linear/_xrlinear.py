@@ -18,8 +18,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import MultiLabelRankerMixin, check_not_raw_text
 from .._compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from .._logging import progress
-from .._persistence import PersistenceMixin, persistent
 from .._ranking import topk_from_sparse
+from ..io import PersistenceMixin, persistent
 from ..labels import LabelSpace, encode_target
 from ..tree import HierarchicalLabelTree
 from ._beam import (
