@@ -548,13 +548,13 @@ def _info(args: argparse.Namespace) -> int:
 def _warmup(args: argparse.Namespace) -> int:
     import inspect
 
-    from . import _warmup as _numba
+    from . import _warmup
 
     # Looked up at run time: the command line does not break where it is missing.
-    warmup = getattr(_numba, "warmup", None)
+    warmup = getattr(_warmup, "warmup", None)
     if not callable(warmup):
         raise ValueError(
-            "this skxmc has no skxmc._numba.warmup(), so its kernels cannot be compiled "
+            "this skxmc has no skxmc.warmup(), so its kernels cannot be compiled "
             "ahead of time; they compile on first use instead (nothing was done)."
         )
     kwargs = {"verbose": args.verbose} if "verbose" in inspect.signature(warmup).parameters else {}

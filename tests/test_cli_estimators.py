@@ -456,7 +456,7 @@ def test_not_cached_says_how_to_download(tmp_path, monkeypatch, capsys):
 
 
 def test_warmup_calls_the_numba_warmup(monkeypatch, capsys):
-    from skxmc import _warmup as _numba
+    from skxmc import _warmup
 
     calls = []
 
@@ -464,7 +464,7 @@ def test_warmup_calls_the_numba_warmup(monkeypatch, capsys):
         calls.append(verbose)
         return {"seconds": 0.5, "compiled": 3, "loaded": 7, "kernels": 10}
 
-    monkeypatch.setattr(_numba, "warmup", warmup, raising=False)
+    monkeypatch.setattr(_warmup, "warmup", warmup, raising=False)
     assert main(["warmup", "-v"]) == 0
     assert calls == [1]
     out = capsys.readouterr().out
@@ -472,8 +472,8 @@ def test_warmup_calls_the_numba_warmup(monkeypatch, capsys):
 
 
 def test_warmup_without_the_function_errors_clearly(monkeypatch, capsys):
-    from skxmc import _warmup as _numba
+    from skxmc import _warmup
 
-    monkeypatch.delattr(_numba, "warmup", raising=False)
+    monkeypatch.delattr(_warmup, "warmup", raising=False)
     assert main(["warmup"]) == 1
     assert "skxmc warmup: error:" in capsys.readouterr().err
