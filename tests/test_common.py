@@ -56,10 +56,6 @@ _UNNORMALISED_ROW_CHECKS = (
 # check name -> reason, per estimator class name. Keep reasons honest and specific.
 _XRLINEAR_XFAIL = {
     **{check.__name__: _UNNORMALISED_ROWS for check in _UNNORMALISED_ROW_CHECKS},
-    "check_supervised_y_2d": (
-        "a 2-D y is read as a 0/1 label indicator matrix, so a column of class ids "
-        "(values > 1) is rejected as non-binary instead of raveled with a warning"
-    ),
     "check_classifiers_multilabel_representation_invariance": (
         "the check passes the indicator as a Python list of 0/1 rows, which is ambiguous "
         "with label collections; skxmc raises and says how to pass either meaning"

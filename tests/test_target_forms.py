@@ -1,0 +1,82 @@
+"""Target forms that sklearn users pass (issue 48 items 1, 9, 10, 11): column vectors,
+DataFrame columns, plain lists of label lists, and sklearn's own scorers on label sets."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import DataConversionWarning
+
+from skxmc import SNMClassifier, XRLinearClassifier
+
+
+def _blobs(n: int = 90, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Three well-separated classes in 6 dimensions, rows L2-normalised."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 3
+    X = rng.random((n, 6)).astype(np.float32) * 0.2
+    X[np.arange(n), y] += 1.0
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X, y
+
+
+def _rankers():
+    return [
+        XRLinearClassifier(),
+        SNMClassifier(hidden_size=16, embedding_size=8, max_epochs=3, device="cpu"),
+    ]
+
+
+# ---------------------------------------------------------------- item 1: column vectors
+
+
+@pytest.mark.parametrize("clf", _rankers(), ids=lambda c: type(c).__name__)
+def test_column_vector_target_is_raveled_with_a_warning(clf):
+    X, y = _blobs()
+    yb = (y == 0).astype(int)
+    with pytest.warns(DataConversionWarning, match="column-vector Y"):
+        clf.fit(X, yb.reshape(-1, 1))
+    assert clf.target_type_ == "multiclass"
+    assert clf.classes_.tolist() == [0, 1]
+    pred = clf.predict(X)
+    assert pred.shape == (len(X),)
+    # Read as a one-label indicator, every row was predicted 1 (26aef59).
+    assert 0 < pred.mean() < 1
+    # score() takes the same column vector
+    assert clf.score(X, yb.reshape(-1, 1)) > 0.5
+
+
+def test_dataframe_column_of_strings_is_one_label_per_row():
+    pd = pytest.importorskip("pandas")
+    X, y = _blobs()
+    df = pd.DataFrame({"label": np.array(["a", "b", "c"])[y]})
+    with pytest.warns(DataConversionWarning):
+        clf = XRLinearClassifier().fit(X, df[["label"]])
+    assert clf.target_type_ == "multiclass"
+    pred = clf.predict(X[:6])
+    assert pred.shape == (6,)  # 26aef59: an indicator with every label in every row
+    assert set(pred) <= {"a", "b", "c"}
+
+
+def test_matchxml_column_vector(tiny_bert_dir):
+    from tests.test_matchxml import make_clf, multilabel_texts
+
+    texts, labels = multilabel_texts(24)
+    y = np.array([row[0] for row in labels])[:, None]
+    with pytest.warns(DataConversionWarning):
+        clf = make_clf(tiny_bert_dir, max_epochs=1).fit(texts, y)
+    assert clf.target_type_ == "multiclass"
+    assert clf.predict(texts[:3]).shape == (3,)
+
+
+def test_sparse_column_stays_a_one_label_indicator():
+    import scipy.sparse as sp
+
+    from skxmc.labels import encode_target
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Y, _, kind = encode_target(sp.csr_matrix(np.array([[1], [0], [1]])))
+    assert kind == "multilabel-sparse" and Y.shape == (3, 1)
