@@ -24,7 +24,7 @@ with require_extra("text", "SNMClassifier"):
     import torch
     import torch.nn.functional as F
 
-from ._base import MultiLabelRankerMixin
+from ._base import MultiLabelRankerMixin, check_not_raw_text
 from ._compat import Interval, StrOptions, _fit_context, validate_data
 from ._memory import check_snm_fit
 from ._ranking import topk_to_csr, truth_hits
@@ -550,6 +550,7 @@ class SNMClassifier(
         -------
         self : SNMClassifier
         """
+        check_not_raw_text(X, type(self).__name__)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float32, reset=True)
         if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
             raise ValueError("X contains NaN or infinity.")
@@ -672,6 +673,7 @@ class SNMClassifier(
 
     def _validate_X(self, X: Any) -> Any:
         check_is_fitted(self, "module_")
+        check_not_raw_text(X, type(self).__name__)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float32, reset=False)
         if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
             raise ValueError("X contains NaN or infinity.")

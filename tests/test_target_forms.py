@@ -80,3 +80,16 @@ def test_sparse_column_stays_a_one_label_indicator():
         warnings.simplefilter("error")
         Y, _, kind = encode_target(sp.csr_matrix(np.array([[1], [0], [1]])))
     assert kind == "multilabel-sparse" and Y.shape == (3, 1)
+
+
+# ------------------------------------------------------ item 13: raw text into SNM
+
+
+def test_snm_on_raw_text_says_to_put_a_vectorizer_first():
+    texts = ["cocoa review showers", "bank rates rise", "cocoa prices"]
+    with pytest.raises(ValueError, match=r"needs numeric features.*TfidfVectorizer"):
+        SNMClassifier(device="cpu").fit(texts, [["a"], ["b"], ["a"]])
+    X, y = _blobs(30)
+    clf = SNMClassifier(hidden_size=8, embedding_size=8, max_epochs=1, device="cpu").fit(X, y)
+    with pytest.raises(ValueError, match="make_pipeline"):
+        clf.predict(np.array(texts))
