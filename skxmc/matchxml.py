@@ -27,7 +27,7 @@ with require_extra("text", "MatchXMLClassifier"):
     import torch
     import torch.nn.functional as F
 
-from ._base import MultiLabelRankerMixin
+from ._base import THRESHOLD_CONSTRAINT, MultiLabelRankerMixin
 from ._compat import HasMethods, Interval, StrOptions, _fit_context, _num_samples
 from ._logging import progress
 from ._ranking import topk_from_sparse, topk_to_csr, truth_hits
@@ -1200,6 +1200,7 @@ class MatchXMLClassifier(
         "ranker_max_leaf_size": [Interval(Integral, 2, None, closed="left"), None],
         "fine_tuned_weight": [Interval(Real, 0, None, closed="left")],
         "top_k": [Interval(Integral, 1, None, closed="left")],
+        "threshold": THRESHOLD_CONSTRAINT,
         "classes": ["array-like", None],
         "sparse_output": ["boolean"],
         "device": [str],
@@ -1221,6 +1222,7 @@ class MatchXMLClassifier(
         ranker_max_leaf_size: int | None = None,
         fine_tuned_weight: float = 1.0,
         top_k: int = 10,
+        threshold: Any = "auto",
         classes: Any = None,
         sparse_output: bool = False,
         device: str = "auto",
@@ -1238,6 +1240,7 @@ class MatchXMLClassifier(
         self.ranker_max_leaf_size = ranker_max_leaf_size
         self.fine_tuned_weight = fine_tuned_weight
         self.top_k = top_k
+        self.threshold = threshold
         self.classes = classes
         self.sparse_output = sparse_output
         self.device = device

@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import MultiLabelRankerMixin, check_not_raw_text
+from .._base import THRESHOLD_CONSTRAINT, MultiLabelRankerMixin, check_not_raw_text
 from .._compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from .._logging import progress
 from .._ranking import topk_from_sparse
@@ -294,6 +294,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         "relevance_weighted": ["boolean"],
         "beam_size": [Interval(Integral, 1, None, closed="left")],
         "top_k": [Interval(Integral, 1, None, closed="left")],
+        "threshold": THRESHOLD_CONSTRAINT,
         "classes": ["array-like", None],
         "sparse_output": ["boolean"],
         "post_processor": [StrOptions(set(POST_PROCESSORS))],
@@ -321,6 +322,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         relevance_weighted: bool = False,
         beam_size: int = 10,
         top_k: int = 10,
+        threshold: Any = "auto",
         classes: Any = None,
         sparse_output: bool = False,
         post_processor: str = "l3-hinge",
@@ -340,6 +342,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         self.relevance_weighted = relevance_weighted
         self.beam_size = beam_size
         self.top_k = top_k
+        self.threshold = threshold
         self.classes = classes
         self.sparse_output = sparse_output
         self.post_processor = post_processor
