@@ -60,6 +60,7 @@ reaches (``k`` caps them), and ``labels=subset`` in ``predict``, ``predict_topk`
 
 from __future__ import annotations
 
+import sys
 import textwrap
 import warnings
 from numbers import Integral, Real
@@ -71,7 +72,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._compat import Interval, StrOptions
 from ._ranking import topk_from_sparse
-from .labels import LabelSpace
+from .labels import LabelSpace, encode_labels
 
 __all__ = ["THRESHOLD_CONSTRAINT", "MultiLabelRankerMixin", "check_not_raw_text"]
 
@@ -134,6 +135,11 @@ THRESHOLD_CONSTRAINT: list = [
     "array-like",
     None,
 ]
+
+
+#: Calls between sklearn's ``_fit_and_predict`` and a ranker's output method (a Pipeline
+#: and its ``available_if`` wrappers add a few).
+_FRAMES_TO_FOLD = 12
 
 
 class MultiLabelRankerMixin:
@@ -253,6 +259,43 @@ class MultiLabelRankerMixin:
             )
         return None if threshold is None else self._check_threshold(threshold)
 
+    def _check_fold_columns(self) -> None:
+        """In sklearn's ``cross_val_predict``, refuse label collections without a fixed
+        ``classes`` when this fold learned fewer labels than ``Y`` holds: the folds'
+        CSR outputs would have different widths, which scipy reports as "incompatible
+        dimensions for axis 1" when sklearn stacks them."""
+        if getattr(self, "classes", None) is not None:
+            return
+        if self._target_type() != "multilabel-sequences":
+            return
+        frame, y = sys._getframe(1), None
+        for _ in range(_FRAMES_TO_FOLD):
+            if frame is None:
+                break
+            if frame.f_code.co_name == "_fit_and_predict" and str(
+                frame.f_globals.get("__name__", "")
+            ).startswith("sklearn.model_selection"):
+                y = frame.f_locals.get("y")
+                break
+            frame = frame.f_back
+        del frame
+        if y is None:
+            return
+        try:
+            n_all = len(encode_labels(y, name="Y")[1])
+        except (TypeError, ValueError):
+            return
+        if n_all == len(self.classes_):
+            return
+        name = type(self).__name__
+        raise ValueError(
+            f"cross_val_predict on label collections: this fold's {name} learned "
+            f"{len(self.classes_)} labels but Y holds {n_all}, so the folds' predictions "
+            f"would have different columns. Fix the columns with the classes parameter, "
+            f"e.g. {name}(classes=MultiLabelBinarizer().fit(Y).classes_) (in a Pipeline: "
+            f"set_params(<step>__classes=...))."
+        )
+
     def _rank_scores(  # pragma: no cover
         self, X: Any, k: int | None, labels: np.ndarray | None = None
     ) -> sp.csr_matrix:
@@ -317,6 +360,7 @@ class MultiLabelRankerMixin:
             others the lowest score the estimator can produce.
         """
         check_is_fitted(self)
+        self._check_fold_columns()
         columns = self._label_columns(labels)
         if self._target_type() == "multiclass" and len(self.classes_) == 2:
             P = self.predict_proba(X, labels=labels)
@@ -350,6 +394,7 @@ class MultiLabelRankerMixin:
         proba : ndarray or csr_matrix of shape (n_samples, n_labels)
         """
         check_is_fitted(self)
+        self._check_fold_columns()
         columns = self._label_columns(labels)
         P = self._proba_of(self._scores(X, None, columns))
         if self._target_type() == "multiclass":
@@ -415,6 +460,7 @@ class MultiLabelRankerMixin:
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_labels), or csr_matrix
         """
         check_is_fitted(self)
+        self._check_fold_columns()
         columns = self._label_columns(labels)
         if self._target_type() == "multiclass":
             self._decision_threshold()  # refuses a number for a 1-D target

@@ -544,15 +544,44 @@ class LabelSet(frozenset):
     def _no_order(self, other: Any) -> bool:
         # ValueError, not TypeError: sklearn's encoders catch TypeError and replace the
         # message with one that does not say what to do.
-        raise ValueError(
-            "Label sets have no order. If this comes from sklearn's cross_val_predict with "
-            "method='decision_function' or 'predict_proba' (which re-encode a 1-D target as "
-            "classes), pass a dense 0/1 indicator instead, e.g. "
-            "MultiLabelBinarizer(classes=classes).fit_transform(Y); method='predict' works "
-            "on label sets when the estimator has classes=classes."
-        )
+        raise ValueError(_no_order_message())
 
     __lt__ = __le__ = __gt__ = __ge__ = _no_order
+
+
+_CROSS_VAL_PREDICT_ADVICE = (
+    "sklearn's cross_val_predict, with method='decision_function' or 'predict_proba', "
+    "re-encodes a 1-D target as classes: pass a dense 0/1 indicator instead, e.g. "
+    "MultiLabelBinarizer(classes=classes).fit_transform(Y); method='predict' works on label "
+    "sets when the estimator has classes=classes."
+)
+_METRIC_ADVICE = (
+    "sklearn's classification metrics and string scorers ('f1_samples', 'accuracy', "
+    "'roc_auc'...) need a 0/1 indicator: score with skxmc.metrics.label_set_scorer('f1_samples') "
+    "(e.g. cross_validate(..., scoring={'f1': label_set_scorer('f1_samples')})), or compare "
+    "MultiLabelBinarizer(classes=clf.classes_).fit_transform(Y) with clf.predict(X); skxmc's "
+    "ranking scorers (skxmc.metrics.make_topk_scorer) take label sets as they are."
+)
+
+
+def _no_order_message() -> str:
+    """Why label sets were compared, from the callers on the stack: sklearn's metrics
+    (which sort the labels of a target) or cross_val_predict (which encodes classes)."""
+    import sys
+
+    names, modules = set(), set()
+    frame = sys._getframe(2)
+    while frame is not None:
+        names.add(frame.f_code.co_name)
+        modules.add(str(frame.f_globals.get("__name__", "")))
+        frame = frame.f_back
+    del frame
+    head = "Label sets have no order. "
+    if "cross_val_predict" in names:
+        return head + _CROSS_VAL_PREDICT_ADVICE
+    if any(m.startswith("sklearn.metrics") for m in modules):
+        return head + _METRIC_ADVICE
+    return f"{head}Two usual causes. {_CROSS_VAL_PREDICT_ADVICE} {_METRIC_ADVICE}"
 
 
 def as_label_sets(Y: Any, *, classes: Any = None, indicator: bool | None = None) -> np.ndarray:
