@@ -1174,7 +1174,8 @@ class MatchXMLClassifier(
     >>> BertModel(BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
     ...           num_attention_heads=2, intermediate_size=32)).save_pretrained(d)
     >>> texts = ["cats and dogs", "dogs", "fish in the sea", "sea fish"] * 5
-    >>> Y = [["pets"], ["pets"], ["ocean"], ["ocean", "food"]] * 5
+    >>> from skxmc import as_label_sets
+    >>> Y = as_label_sets([["pets"], ["pets"], ["ocean"], ["ocean", "food"]] * 5)
     >>> matcher = MultiStageMatcher(encoder=d, label_embedding="pifa", max_length=8,
     ...                             max_epochs=2)
     >>> clf = MatchXMLClassifier(matcher=matcher, device="cpu").fit(texts, Y)

@@ -186,3 +186,37 @@ def test_cross_val_predict_on_label_sets_points_to_classes():
     Y_full = as_label_sets([[str(i % 3)] for i in range(40)] + [])
     Y_full[0] = frozenset({"0", "1"})
     cross_val_predict(XRLinearClassifier(), X, Y_full, cv=2)
+
+
+# ------------------------- item 10: examples and loaders give label sets, not lists
+
+
+@pytest.mark.parametrize(
+    "obj",
+    ["skxmc.XRLinearClassifier", "skxmc.MatchXMLClassifier", "skxmc.pipeline.Pipeline"],
+)
+def test_docstring_examples_fit_on_label_sets(obj):
+    """A plain list of label lists breaks sklearn's model selection with its default cv
+    ("legacy multi-label data representation", raised before skxmc sees Y), so the
+    examples users copy make label sets."""
+    import importlib
+
+    module, name = obj.rsplit(".", 1)
+    doc = getattr(importlib.import_module(module), name).__doc__
+    examples = doc[doc.index("Examples") :]
+    assert "as_label_sets(" in examples
+
+
+def test_plain_lists_and_label_sets_in_cross_val_score():
+    from sklearn.model_selection import cross_val_score
+
+    from skxmc import as_label_sets
+    from skxmc.datasets import load_demo
+
+    X, y = _blobs(60)
+    lists = [["abc"[v]] + (["extra"] if i % 3 == 0 else []) for i, v in enumerate(y)]
+    with pytest.raises(ValueError, match="legacy multi-label"):
+        cross_val_score(XRLinearClassifier(), X, lists)  # sklearn's own check_cv
+    assert cross_val_score(XRLinearClassifier(), X, as_label_sets(lists)).mean() > 0.5
+    demo = load_demo()
+    assert isinstance(demo.train_labels, np.ndarray) and demo.train_labels.dtype == object

@@ -258,12 +258,12 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     Examples
     --------
     >>> from sklearn.feature_extraction.text import TfidfVectorizer
-    >>> from skxmc import XRLinearClassifier
+    >>> from skxmc import XRLinearClassifier, as_label_sets
     >>> from skxmc.pipeline import make_pipeline
     >>> texts = ["cheap flights to rome", "rome hotel deals", "python sparse matrix",
     ...          "numpy matrix product", "hotel in paris", "flights to paris"]
-    >>> labels = [["travel", "italy"], ["travel", "italy"], ["programming"],
-    ...           ["programming"], ["travel", "france"], ["travel", "france"]]
+    >>> labels = as_label_sets([["travel", "italy"], ["travel", "italy"], ["programming"],
+    ...                         ["programming"], ["travel", "france"], ["travel", "france"]])
     >>> clf = make_pipeline(TfidfVectorizer(), XRLinearClassifier(top_k=2))
     >>> clf = clf.fit(texts, labels)
     >>> labels, scores = clf.predict_topk(["flights to rome"])
