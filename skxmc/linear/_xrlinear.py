@@ -270,6 +270,18 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     >>> labels.tolist()
     [['travel', 'italy']]
 
+    A dense 0/1 indicator (columns: travel, italy, programming, france) gets sklearn's
+    rule, ``predict_proba >= 0.5`` (``threshold="auto"``); ``threshold=None`` gives each
+    row its ``top_k`` best labels instead:
+
+    >>> import numpy as np
+    >>> Y = np.array([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0],
+    ...               [1, 0, 0, 1], [1, 0, 0, 1]])
+    >>> clf = make_pipeline(TfidfVectorizer(), XRLinearClassifier()).fit(texts, Y)
+    >>> clf.predict(["flights to rome", "sparse matrix"])
+    array([[1, 1, 0, 0],
+           [0, 0, 1, 0]])
+
     With one label per sample it is a multi-class classifier:
 
     >>> y = ["travel", "travel", "programming", "programming", "travel", "travel"]
