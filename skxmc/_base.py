@@ -44,7 +44,8 @@ relevant as not, so that one ``threshold`` means roughly the same for every rank
   [-1, 1]; ``predict_proba`` is ``sigmoid(a * cosine + b)``, Platt-scaled in ``fit`` on
   training rows (``proba_calibration_``): probabilities of relevance among each row's best
   labels, over-confident where the model over-fits its training data (tune ``threshold``
-  on held-out data). Models saved before skxmc had this map cosines linearly to [0, 1];
+  on held-out data). Models saved before skxmc had this map cosines linearly to [0, 1] (and
+  ``threshold="auto"`` keeps the top-k rule for them);
 * a 1-D (multi-class) target: each row of ``predict_proba`` is divided by its sum.
 
 None of them is calibrated on held-out data: for decisions that need probabilities,
@@ -156,6 +157,9 @@ class MultiLabelRankerMixin:
     """
 
     _score_floor: float = 0.0
+    # False where predict_proba is not on the common scale (an SNM model saved before its
+    # Platt scaling): threshold="auto" then keeps the top-k rule.
+    _proba_on_common_scale: bool = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -247,7 +251,8 @@ class MultiLabelRankerMixin:
         one per label. Models saved before the parameter existed read as ``"auto"``."""
         threshold = getattr(self, "threshold", "auto")
         if isinstance(threshold, str) and threshold == "auto":
-            return 0.5 if self._target_type() == "multilabel-indicator" else None
+            dense = self._target_type() == "multilabel-indicator"
+            return 0.5 if dense and self._proba_on_common_scale else None
         if self._target_type() == "multiclass":
             if threshold is None:
                 return None

@@ -798,6 +798,10 @@ class SNMClassifier(
         lr = LogisticRegression(C=1e4).fit(score, label)
         return np.array([float(lr.coef_[0, 0]), float(lr.intercept_[0])])
 
+    @property
+    def _proba_on_common_scale(self) -> bool:
+        return self._calibration() is not None
+
     def _calibration(self) -> tuple[float, float] | None:
         # Models saved before the calibration existed keep their linear map.
         ab = getattr(self, "proba_calibration_", None)

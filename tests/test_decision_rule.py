@@ -159,8 +159,10 @@ def test_snm_calibration_survives_save_and_load(tmp_path):
     skxmc.save(clf, tmp_path / "m")
     back = skxmc.load(tmp_path / "m")
     np.testing.assert_array_equal(back.predict_proba(X), clf.predict_proba(X))
-    # a model without the calibration (saved by an older skxmc) keeps the linear map
+    # a model without the calibration (saved by an older skxmc) keeps the linear map,
+    # and its "auto" rule stays top-k (0.5 would keep most labels on that scale)
     del back.proba_calibration_
     P = back.predict_proba(X)
     cos = back.decision_function(X)
     np.testing.assert_allclose(P, np.clip((cos + 1) / 2, 0, 1), atol=1e-6)
+    assert np.all(back.predict(X).sum(1) == back.top_k)
