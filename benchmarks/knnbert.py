@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> None:
             if knnbert_rows:
                 fits.append((knnbert_rows, {}))
             for row_names, extra in fits:
-                clf = KNNBertClassifier(**{**params, **extra})
+                clf = KNNBertClassifier(**KNNBertClassifier._upgrade_params({**params, **extra}))
                 start = time.perf_counter()
                 fit_complete(clf, data["X"], data["y"])
                 fit_s = time.perf_counter() - start

@@ -43,6 +43,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import encoder_path, markdown_table, peak_rss_mb, tiny_encoder, write_results
 
+from skxmc.text import TrainingConfig
+
 
 def load_texts(n_train: int, n_texts: int, seed: int) -> tuple[str, list, np.ndarray, list]:
     """Training texts and labels, and held-out texts to embed."""
@@ -129,11 +131,13 @@ def main() -> None:
         encoder=encoder,
         pooling="mean",
         max_length=args.max_length,
-        batch_size=args.batch_size,
-        max_epochs=1,
-        max_steps=args.max_steps,
-        random_state=args.seed,
-        device="cpu",
+        training=TrainingConfig(
+            batch_size=args.batch_size,
+            max_epochs=1,
+            max_steps=args.max_steps,
+            random_state=args.seed,
+            device="cpu",
+        ),
     )
     fit_s, _ = timed(lambda: clf.fit(X, y))
     print(f"fitted on {len(X)} {dataset} texts in {fit_s:.1f} s ({clf.n_steps_} steps)")

@@ -484,7 +484,7 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 params.update(overrides)
                 params.update(ROWS[row])
-                clf = SharpReCLClassifier(**params)
+                clf = SharpReCLClassifier(**SharpReCLClassifier._upgrade_params(params))
                 fit_kw = {}
                 if data["X_aug"] is not None and params.get("augmentation") is not None:
                     fit_kw["X_augmented"] = data["X_aug"]

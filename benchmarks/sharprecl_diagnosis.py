@@ -94,7 +94,7 @@ def fit(variant: str, seed: int, dataset: str, dev: float | None) -> None:
             raise SystemExit(f"unknown variant part {part!r}")
     data = load(dataset, None, None, seed, dev)
     X_eval, y_eval = (data["X_dev"], data["y_dev"]) if dev else (data["X_test"], data["y_test"])
-    clf = SharpReCLClassifier(**params)
+    clf = SharpReCLClassifier(**SharpReCLClassifier._upgrade_params(params))
     start = time.perf_counter()
     clf.fit(data["X"], data["y"])
     seconds = time.perf_counter() - start
@@ -164,7 +164,7 @@ def gradients(variant: str, dataset: str) -> None:
     data = load(dataset, None, None, 0)
     params = dict(BASE, encoder=encoder_path(None), random_state=0, max_steps=4)
     params.update(VARIANTS["s1"])
-    SharpReCLClassifier(**params).fit(data["X"], data["y"])
+    SharpReCLClassifier(**SharpReCLClassifier._upgrade_params(params)).fit(data["X"], data["y"])
 
 
 def collect(name: str, split: str, files: list[str]) -> None:

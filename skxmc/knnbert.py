@@ -34,6 +34,7 @@ from .text import (
     resolve_device,
     softmax,
 )
+from .text._config import TrainingConfig
 
 __all__ = ["KNNBertClassifier"]
 
@@ -167,20 +168,6 @@ class KNNBertClassifier(TransformerClassifierBase):
         models (MiniLM) are trained for ``"mean"``.
     max_length : int, default=128
         Truncation length in tokens.
-    batch_size : int, default=16
-        Texts per training batch (the paper: 8).
-    max_epochs : int, default=3
-        Passes over the training data.
-    max_steps : int or None, default=None
-        Cap on optimiser steps.
-    learning_rate : float, default=2e-5
-        Peak AdamW learning rate of the encoder (the paper's).
-    head_learning_rate : float or None, default=None
-        Learning rate of the heads; None: ``learning_rate``.
-    weight_decay : float, default=0.0
-        AdamW weight decay.
-    warmup : float, default=0.0
-        Linear warm-up, as a fraction of the steps (< 1) or a number of steps.
     dropout : float, default=0.1
         Dropout of the classifier and projection heads.
     contrastive_weight : float, default=0.1
@@ -237,20 +224,8 @@ class KNNBertClassifier(TransformerClassifierBase):
         fraction of the memory. ``"auto"``: approximate from 200,000 memory entries on
         when faiss is installed, exact below, where exact search is as fast (the kNN
         search benchmarks page).
-    device : str, default="auto"
-        ``"auto"``: CUDA when available, else CPU.
-    random_state : int, RandomState instance or None, default=0
-        Seeds initialisation, dropout, batch order and the sampling of enqueued texts.
-        The default makes two fits on the same data give the same model on
-        CPU (as every skxmc estimator); None draws a new seed from numpy's global random
-        state at every fit. GPU kernels are not bitwise reproducible.
-    verbose : int, default=0
-        0 silent; >= 1 progress bars and a summary line.
-    checkpoint_dir : str, path-like or None, default=None
-        Checkpoint folder; an interrupted ``fit`` resumes from it (queue included).
-    {engine_params}
-    {precision_params}
-    {validation_params}
+    {training_params}
+        The paper: ``batch_size=8``, ``learning_rate=2e-5``. Checkpoints hold the queue.
 
     Attributes
     ----------
@@ -298,12 +273,20 @@ class KNNBertClassifier(TransformerClassifierBase):
     --------
     >>> from skxmc import KNNBertClassifier  # doctest: +SKIP
     >>> clf = KNNBertClassifier(encoder="/models/all-MiniLM-L6-v2", pooling="mean",
-    ...                         n_enqueue_per_anchor=4, random_state=0)  # doctest: +SKIP
+    ...                         n_enqueue_per_anchor=4)  # doctest: +SKIP
     >>> clf.fit(train_texts, train_labels).score(test_texts, test_labels)  # doctest: +SKIP
     0.9...
     >>> sims, rows, labels = clf.kneighbors(["a great movie"], n_neighbors=3,
     ...                                     return_labels=True)  # doctest: +SKIP
     """
+
+    _training_defaults = {
+        "batch_size": 16,
+        "max_epochs": 3,
+        "learning_rate": 2e-5,
+        "weight_decay": 0.0,
+        "warmup": 0.0,
+    }
 
     _parameter_constraints: dict = {
         **TransformerClassifierBase._parameter_constraints,
@@ -328,13 +311,6 @@ class KNNBertClassifier(TransformerClassifierBase):
         encoder: str = "bert-base-uncased",
         pooling: str = "cls",
         max_length: int = 128,
-        batch_size: int = 16,
-        max_epochs: int = 3,
-        max_steps: int | None = None,
-        learning_rate: float = 2e-5,
-        head_learning_rate: float | None = None,
-        weight_decay: float = 0.0,
-        warmup: float = 0.0,
         dropout: float = 0.1,
         contrastive_weight: float = 0.1,
         contrastive_keys: str = "queue",
@@ -348,27 +324,11 @@ class KNNBertClassifier(TransformerClassifierBase):
         n_neighbors: int = 10,
         knn_memory: str = "queue",
         search: str = "auto",
-        device: str = "auto",
-        random_state: Any = 0,
-        verbose: int = 0,
-        checkpoint_dir: Any = None,
-        callbacks: list | None = None,
-        validation_fraction: float | None = None,
-        n_iter_no_change: int | None = None,
-        accumulation_steps: int = 1,
-        max_time: float | None = None,
-        mixed_precision: str = "auto",
+        training: TrainingConfig | None = None,
     ) -> None:
         self.encoder = encoder
         self.pooling = pooling
         self.max_length = max_length
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.max_steps = max_steps
-        self.learning_rate = learning_rate
-        self.head_learning_rate = head_learning_rate
-        self.weight_decay = weight_decay
-        self.warmup = warmup
         self.dropout = dropout
         self.contrastive_weight = contrastive_weight
         self.contrastive_keys = contrastive_keys
@@ -382,16 +342,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         self.n_neighbors = n_neighbors
         self.knn_memory = knn_memory
         self.search = search
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.checkpoint_dir = checkpoint_dir
-        self.callbacks = callbacks
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.accumulation_steps = accumulation_steps
-        self.max_time = max_time
-        self.mixed_precision = mixed_precision
+        self.training = training
 
     def fit(self, X: Any, y: Any) -> KNNBertClassifier:
         """Fine-tune on texts ``X`` with classes ``y``, then store the kNN memory.
@@ -434,12 +385,12 @@ class KNNBertClassifier(TransformerClassifierBase):
         """Refuse a ``queue_size`` (or enqueue count) whose tensors cannot fit."""
         if not self._uses_queue():
             return
-        device = resolve_device(self.device)
+        device = resolve_device(self._train.device)
         hidden = encoder_hidden_size(self.encoder)
         h = hidden or 1  # unknown until the encoder loads: a lower bound
         width = f"hidden size {hidden}" if hidden else "a hidden size of at least 1"
         q = int(self.queue_size)
-        batch = min(int(self.batch_size), n_samples)
+        batch = min(int(self._train.batch_size), n_samples)
         # The queue holds a float32 key and two int64 (label, row) per entry; it is built
         # on the CPU, then moved to the training device.
         queue = q * (FLOAT32 * h + 2 * INT64)
@@ -452,7 +403,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         check_allocation(
             queue + batch * q * (FLOAT32 + 3),
             what=f"{what} and one step's similarities to it (batch x queue_size)",
-            parameter=f"queue_size={q}, batch_size={self.batch_size} and {width}",
+            parameter=f"queue_size={q}, batch_size={self._train.batch_size} and {width}",
             device=device,
             hint="lower queue_size or batch_size",
         )
@@ -461,7 +412,8 @@ class KNNBertClassifier(TransformerClassifierBase):
             INT64 * batch * int(self.n_enqueue_per_anchor),
             what="the texts enqueued per training step (batch x n_enqueue_per_anchor)",
             parameter=(
-                f"n_enqueue_per_anchor={self.n_enqueue_per_anchor} and batch_size={self.batch_size}"
+                f"n_enqueue_per_anchor={self.n_enqueue_per_anchor} and "
+                f"batch_size={self._train.batch_size}"
             ),
             hint="lower n_enqueue_per_anchor",
         )
@@ -493,9 +445,9 @@ class KNNBertClassifier(TransformerClassifierBase):
         keys = batched_inference(
             module.keys,
             task.tokens.subset(order),
-            batch_size=2 * self.batch_size,
+            batch_size=2 * self._train.batch_size,
             device=device,
-            verbose=self.verbose,
+            verbose=self._train.verbose,
             desc="filling the queue",
         )
         module.enqueue(
@@ -505,7 +457,9 @@ class KNNBertClassifier(TransformerClassifierBase):
 
     def _training_batches(self, task: FitTask, epoch: int, rng: np.random.Generator) -> Any:
         # Plain random batches: length-bucketing could group texts of one class.
-        return task.tokens.batches(self.batch_size, shuffle=True, rng=rng, sort_by_length=False)
+        return task.tokens.batches(
+            self._train.batch_size, shuffle=True, rng=rng, sort_by_length=False
+        )
 
     def _finish_fit(self, task: _KNNBertTask) -> None:
         module = getattr(self, "module_", None)
@@ -537,9 +491,9 @@ class KNNBertClassifier(TransformerClassifierBase):
             feats = batched_inference(
                 module.embed,
                 task.tokens.subset(rows),
-                batch_size=2 * self.batch_size,
+                batch_size=2 * self._train.batch_size,
                 device=device,
-                verbose=self.verbose,
+                verbose=self._train.verbose,
                 desc="kNN memory",
             )
         self.memory_features_ = feats
@@ -588,7 +542,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         rng = task.trainer.rng
         y = task.y.numpy()
         rows = np.concatenate([rng.choice(task.class_members[y[i]], n) for i in anchor_rows])
-        chunk = 2 * self.batch_size
+        chunk = 2 * self._train.batch_size
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
             yield part, self.module_.keys(task.tokens.collate(part).to(device).inputs)

@@ -64,6 +64,7 @@ from .text import (
     validation_callbacks,
     validation_rows,
 )
+from .text._config import TRAINING_FIELDS, TrainingConfig
 from .tree import HierarchicalLabelTree, pifa_embeddings
 
 __all__ = [
@@ -306,8 +307,6 @@ class MultiStageMatcher(
     max_length : int, default=128
         Truncation length in tokens (capped at the encoder's position embeddings). On CPU
         32-64 keeps fine-tuning affordable; on GPU use 128-512.
-    batch_size : int, default=32
-        Texts per training batch (inference uses twice as many).
     label_embedding : {"label2vec", "pifa", "pifa+label2vec"} or estimator, default="label2vec"
         Label embeddings of the preliminary tree (see :class:`~skxmc.HierarchicalLabelTree`;
         PIFA is computed over the ``tree_features`` of ``fit``).
@@ -347,38 +346,19 @@ class MultiStageMatcher(
         (:func:`linear_bootstrap`). ``"centroid"``: the normalised mean embedding of the
         node's positive texts. Either way a node without positives in the stage's texts
         starts from its parent's row.
-    max_epochs : int, default=1
-        Passes over the fine-tuning texts per stage.
-    max_steps : int or None, default=None
-        Cap on optimiser steps per stage. When ``max_steps * batch_size`` is below the
-        number of texts, each stage fine-tunes on a random subset of that size.
-    learning_rate : float, default=5e-5
-        Peak learning rate of the encoder (AdamW, betas (0.9, 0.98), eps 1e-6).
     label_learning_rate : float, default=1e-3
         Learning rate of the label tables (SparseAdam).
-    weight_decay : float, default=0.1
-        Encoder weight decay (not on biases and LayerNorm).
-    warmup : float, default=0.1
-        Warm-up of every stage: a fraction of its steps (< 1) or a number of steps.
     n_jobs : int or None, default=None
         Threads of the linear bootstrap and the tree (joblib semantics); the fitted model
         is the same for any count. Give a GPU fit the machine's cores (``-1``): the
         linear bootstrap of a deep stage (thousands of nodes) runs on the CPU and is then
         the longest step of the fine-tuning.
-    device : str, default="auto"
-        ``"auto"`` (CUDA when available, with bfloat16 autocast), ``"cpu"``, ``"cuda"``.
-    random_state : int, RandomState instance or None, default=0
-        Seeds the tree, label2vec, subsets, weight initialisation and batch order. The
-        default makes two CPU fits on the same data give the same model; None draws a new
-        seed from numpy's global random state at every fit.
-    verbose : int, default=0
-        Progress bars and one log line per stage when > 0.
-    checkpoint_dir : str, path-like or None, default=None
-        Checkpoints of every stage (``stage<t>`` subfolders); an interrupted ``fit``
-        called again with the same data and parameters resumes there.
-    {engine_params}
-    {precision_params}
-    {validation_params}
+    {training_params}
+        Per stage here: ``max_epochs``, ``max_steps``, ``warmup`` and ``max_time`` apply
+        to every stage, and when ``max_steps * batch_size`` is below the number of texts
+        each stage fine-tunes on a random subset of that size. Checkpoints go to
+        ``stage<t>`` subfolders of ``checkpoint_dir``. ``random_state`` also seeds the
+        tree, label2vec and the subsets.
 
     Attributes
     ----------
@@ -425,19 +405,30 @@ class MultiStageMatcher(
     ...           num_attention_heads=2, intermediate_size=32)).save_pretrained(d)
     >>> texts = ["cats and dogs", "dogs", "fish in the sea", "sea fish"] * 5
     >>> Y = [["pets"], ["pets"], ["ocean"], ["ocean", "food"]] * 5
+    >>> from skxmc.text import TrainingConfig
     >>> matcher = MultiStageMatcher(encoder=d, label_embedding="pifa", max_length=8,
-    ...                             device="cpu").fit(texts, Y)
+    ...                             training=TrainingConfig(device="cpu")).fit(texts, Y)
     >>> matcher.transform(["sea fish"]).shape
     (1, 16)
     """
 
     _onnx_inference = True
 
+    _training_defaults = {
+        "batch_size": 32,
+        "max_epochs": 1,
+        "learning_rate": 5e-5,
+        "weight_decay": 0.1,
+        "warmup": 0.1,
+    }
+    # One encoder: no heads with a learning rate of their own (see label_learning_rate).
+    _training_unsupported = ("head_learning_rate",)
+
     _parameter_constraints: dict = {
+        "training": [TrainingConfig, None],
         "encoder": [str, os.PathLike],
         "pooling": [StrOptions({"auto", "cls", "pooler", "mean", "max", "mean_sqrt_len"})],
         "max_length": [Interval(Integral, 2, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
         "label_embedding": [
             StrOptions({"label2vec", "pifa", "pifa+label2vec"}),
             HasMethods(["fit"]),
@@ -454,23 +445,8 @@ class MultiStageMatcher(
         "max_candidates": [Interval(Integral, 1, None, closed="left")],
         "beam_size": [Interval(Integral, 1, None, closed="left")],
         "label_bootstrap": [StrOptions({"linear", "centroid"})],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
-        "max_steps": [Interval(Integral, 1, None, closed="left"), None],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "label_learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "weight_decay": [Interval(Real, 0, None, closed="left")],
-        "warmup": [Interval(Real, 0, None, closed="left")],
         "n_jobs": [Integral, None],
-        "device": [str],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-        "checkpoint_dir": [str, os.PathLike, None],
-        "callbacks": [list, None],
-        "accumulation_steps": [Interval(Integral, 1, None, closed="left")],
-        "max_time": [Interval(Real, 0, None, closed="neither"), None],
-        "mixed_precision": [StrOptions({"auto", "bf16", "fp16", "no"})],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     def __init__(
@@ -479,7 +455,6 @@ class MultiStageMatcher(
         encoder: str | os.PathLike = DEFAULT_ENCODER,
         pooling: str = "auto",
         max_length: int = 128,
-        batch_size: int = 32,
         label_embedding: Any = "label2vec",
         branching_factor: int = 16,
         max_leaf_size: int = 100,
@@ -493,28 +468,13 @@ class MultiStageMatcher(
         max_candidates: int = 1000,
         beam_size: int = 10,
         label_bootstrap: str = "linear",
-        max_epochs: int = 1,
-        max_steps: int | None = None,
-        learning_rate: float = 5e-5,
         label_learning_rate: float = 1e-3,
-        weight_decay: float = 0.1,
-        warmup: float = 0.1,
         n_jobs: int | None = None,
-        device: str = "auto",
-        random_state: Any = 0,
-        verbose: int = 0,
-        checkpoint_dir: str | os.PathLike | None = None,
-        callbacks: list | None = None,
-        accumulation_steps: int = 1,
-        max_time: float | None = None,
-        mixed_precision: str = "auto",
-        validation_fraction: float | None = None,
-        n_iter_no_change: int | None = None,
+        training: TrainingConfig | None = None,
     ) -> None:
         self.encoder = encoder
         self.pooling = pooling
         self.max_length = max_length
-        self.batch_size = batch_size
         self.label_embedding = label_embedding
         self.branching_factor = branching_factor
         self.max_leaf_size = max_leaf_size
@@ -528,28 +488,14 @@ class MultiStageMatcher(
         self.max_candidates = max_candidates
         self.beam_size = beam_size
         self.label_bootstrap = label_bootstrap
-        self.max_epochs = max_epochs
-        self.max_steps = max_steps
-        self.learning_rate = learning_rate
         self.label_learning_rate = label_learning_rate
-        self.weight_decay = weight_decay
-        self.warmup = warmup
         self.n_jobs = n_jobs
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.checkpoint_dir = checkpoint_dir
-        self.callbacks = callbacks
-        self.accumulation_steps = accumulation_steps
-        self.max_time = max_time
-        self.mixed_precision = mixed_precision
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
+        self.training = training
 
     # ------------------------------------------------------------------ helpers
 
     def _log(self, message: str, *args: Any) -> None:
-        progress(logger, self.verbose, message, *args)
+        progress(logger, self._train.verbose, message, *args)
 
     def _tokenize(self, texts: list[str]) -> TokenizedTexts:
         return tokenize(self.tokenizer_, texts, max_length=self._max_length())
@@ -559,9 +505,9 @@ class MultiStageMatcher(
         Z = self._text_model_outputs(
             "features",
             tokens,
-            batch_size=2 * self.batch_size,
+            batch_size=2 * self._train.batch_size,
             device=device,
-            verbose=self.verbose,
+            verbose=self._train.verbose,
             desc=desc,
         )
         return _normalized_rows(np.asarray(Z, dtype=np.float32))
@@ -572,7 +518,7 @@ class MultiStageMatcher(
     def _load_encoder(self) -> tuple[torch.nn.Module, Any]:
         source = self._encoder_source()
         try:
-            return load_encoder(source, verbose=self.verbose)
+            return load_encoder(source, verbose=self._train.verbose)
         except EncoderNotFoundError as exc:
             if source != DEFAULT_ENCODER:
                 raise
@@ -617,10 +563,10 @@ class MultiStageMatcher(
                 f"texts; pass one row per text."
             )
         self.__dict__.pop("_onnx_model", None)  # a session holds the previous fit's weights
-        rs = check_random_state(self.random_state)
+        rs = check_random_state(self._train.random_state)
         seed = int(rs.randint(np.iinfo(np.int32).max))
         train, valid = validation_rows(
-            len(texts), self.validation_fraction, self.n_iter_no_change, rs
+            len(texts), self._train.validation_fraction, self._train.n_iter_no_change, rs
         )
         valid_texts = None if valid is None else [texts[i] for i in valid]
         if valid is not None:
@@ -641,7 +587,7 @@ class MultiStageMatcher(
             max_leaf_size=self.max_leaf_size,
             random_state=seed,
             n_jobs=self.n_jobs,
-            verbose=self.verbose,
+            verbose=self._train.verbose,
         ).fit(tree_features, Y_csr)
         times["tree"] = time.perf_counter() - t0
         sizes = [C.shape[0] for C in self.tree_.cluster_chain_]
@@ -698,13 +644,17 @@ class MultiStageMatcher(
         layers = self.tree_.cluster_label_matrices(Y)
         valid_layers = None if held_out is None else self.tree_.cluster_label_matrices(held_out[1])
         rng = np.random.default_rng(seed)
-        device = inference_device(self.device)
+        device = inference_device(self._train.device)
         n_texts = len(tokens)
         results: list[tuple[int, Any]] = []
         previous: np.ndarray | None = None  # the last stage's normalised label table
         for stage in range(n_stages):
             # A stage that cannot see every text trains on a random subset of what it can.
-            budget = None if self.max_steps is None else self.max_steps * self.batch_size
+            budget = (
+                None
+                if self._train.max_steps is None
+                else self._train.max_steps * self._train.batch_size
+            )
             rows = (
                 np.arange(n_texts)
                 if budget is None or budget >= n_texts
@@ -729,9 +679,9 @@ class MultiStageMatcher(
             callbacks = []
             if held_out is not None:
                 scoring = _stage_precision_at_1(
-                    module, held_out[0], valid_layers[stage], 2 * self.batch_size
+                    module, held_out[0], valid_layers[stage], 2 * self._train.batch_size
                 )
-                callbacks = validation_callbacks(scoring, self.n_iter_no_change)
+                callbacks = validation_callbacks(scoring, self._train.n_iter_no_change)
             result = self._train_stage(
                 module, stage_tokens, candidates, Y_t, loss_name, (stage, n_stages, seed), callbacks
             )
@@ -926,8 +876,8 @@ class MultiStageMatcher(
             ParamGroup(
                 "encoder",
                 module.text,
-                lr=self.learning_rate,
-                weight_decay=self.weight_decay,
+                lr=self._train.learning_rate,
+                weight_decay=self._train.weight_decay,
                 betas=(0.9, 0.98),
                 eps=1e-6,
             ),
@@ -936,7 +886,9 @@ class MultiStageMatcher(
         engine = self._engine_params(callbacks)
         engine.update(
             checkpoint_dir=(
-                None if self.checkpoint_dir is None else Path(self.checkpoint_dir) / f"stage{stage}"
+                None
+                if self._train.checkpoint_dir is None
+                else Path(self._train.checkpoint_dir) / f"stage{stage}"
             ),
             fingerprint={**engine["fingerprint"], "stage": stage},
             desc=f"MatchXML stage {stage + 1}/{n_stages}",
@@ -944,9 +896,9 @@ class MultiStageMatcher(
         trainer = Trainer(
             module,
             groups,
-            n_epochs=self.max_epochs,
-            max_steps=self.max_steps,
-            warmup=self.warmup,
+            n_epochs=self._train.max_epochs,
+            max_steps=self._train.max_steps,
+            warmup=self._train.warmup,
             random_state=seed + stage,
             # The stage's texts and targets (tree clusters of the labels).
             fit_data=(tokens, Y_t, self.classes_),
@@ -954,7 +906,7 @@ class MultiStageMatcher(
         )
 
         def batches(epoch: int, rng: np.random.Generator) -> Any:
-            return tokens.batches(self.batch_size, shuffle=True, rng=rng)
+            return tokens.batches(self._train.batch_size, shuffle=True, rng=rng)
 
         return trainer.fit(step, batches)
 
@@ -1013,7 +965,7 @@ class MultiStageMatcher(
         texts = _single_texts(X, type(self).__name__, fitting=False)
         if not texts:
             return np.zeros((0, self._n_features_out), dtype=np.float32)
-        return self._embed(self._tokenize(texts), inference_device(self.device), "encoding")
+        return self._embed(self._tokenize(texts), inference_device(self._train.device), "encoding")
 
     @property
     def _n_features_out(self) -> int:
@@ -1175,8 +1127,9 @@ class MatchXMLClassifier(
     ...           num_attention_heads=2, intermediate_size=32)).save_pretrained(d)
     >>> texts = ["cats and dogs", "dogs", "fish in the sea", "sea fish"] * 5
     >>> Y = [["pets"], ["pets"], ["ocean"], ["ocean", "food"]] * 5
+    >>> from skxmc.text import TrainingConfig
     >>> matcher = MultiStageMatcher(encoder=d, label_embedding="pifa", max_length=8,
-    ...                             max_epochs=2)
+    ...                             training=TrainingConfig(max_epochs=2))
     >>> clf = MatchXMLClassifier(matcher=matcher, device="cpu").fit(texts, Y)
     >>> labels, scores = clf.predict_topk(["sea fish"], k=2)
     >>> sorted(labels[0].tolist())
@@ -1245,7 +1198,7 @@ class MatchXMLClassifier(
         self.verbose = verbose
 
     def set_params(self, **params: Any) -> MatchXMLClassifier:
-        """Set parameters, including those of the parts (``matcher__learning_rate``,
+        """Set parameters, including those of the parts (``matcher__training__learning_rate``,
         ``ranker__Cp``...); a part left None first gets its default estimator.
 
         Returns
@@ -1314,7 +1267,11 @@ class MatchXMLClassifier(
         rs = check_random_state(self.random_state)
         seed = int(rs.randint(np.iinfo(np.int32).max))
         matcher = clone(self.matcher) if self.matcher is not None else MultiStageMatcher()
-        matcher.set_params(device=self.device, random_state=seed, verbose=self.verbose)
+        matcher.set_params(
+            training__device=self.device,
+            training__random_state=seed,
+            training__verbose=self.verbose,
+        )
         times: dict[str, Any] = {}
 
         # 1. Sparse and static dense features.
@@ -1551,15 +1508,20 @@ def make_matchxml(**params: Any) -> MatchXMLClassifier:
     --------
     >>> from skxmc.matchxml import make_matchxml
     >>> clf = make_matchxml(encoder="path/to/encoder", max_steps=300, top_k=5)
-    >>> clf.matcher.max_steps, clf.top_k
+    >>> clf.matcher.training.max_steps, clf.top_k
     (300, 5)
     """
     own = set(MatchXMLClassifier().get_params(deep=False))
     matcher = {k: params.pop(k) for k in list(params) if k not in own}
+    # The flat form is this helper's purpose: training settings go to the matcher's
+    # TrainingConfig (device, random_state and verbose are the classifier's own).
+    training = {k: matcher.pop(k) for k in list(matcher) if k in TRAINING_FIELDS}
     unknown = sorted(set(matcher) - set(MultiStageMatcher().get_params(deep=False)))
     if unknown:
         raise TypeError(
             f"make_matchxml() got unknown parameter {unknown[0]!r}: neither MatchXMLClassifier "
             f"nor MultiStageMatcher takes it."
         )
+    if training:
+        matcher["training"] = TrainingConfig(**training)
     return MatchXMLClassifier(matcher=MultiStageMatcher(**matcher), **params)

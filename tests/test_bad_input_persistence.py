@@ -30,6 +30,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 import skxmc
 from skxmc._persistence import ARRAYS_NAME, CONFIG_NAME, MANIFEST_KEY, _build_manifest
 from skxmc.datasets import load_demo
+from skxmc.text import TrainingConfig
 
 from .conftest import topic_texts
 
@@ -57,13 +58,11 @@ def sharp(tiny_bert_dir):
         encoder=str(tiny_bert_dir),
         pooling="mean",
         max_length=16,
-        batch_size=8,
-        max_epochs=1,
         n_synthetic_negative=20,
         n_synthetic_positive=4,
         n_hard=4,
         projection_dim=16,
-        random_state=0,
+        training=TrainingConfig(batch_size=8, max_epochs=1, random_state=0),
     )
     return clf.fit(X, y), X
 

@@ -81,7 +81,7 @@ def public_estimators() -> list[BaseEstimator]:
     for name in sorted(skxmc.__all__):
         obj = getattr(skxmc, name)
         if inspect.isclass(obj) and issubclass(obj, BaseEstimator) and not inspect.isabstract(obj):
-            found.append(obj(**getattr(obj, "_test_params", {})))
+            found.append(obj().set_params(**getattr(obj, "_test_params", {})))
     return found
 
 

@@ -37,6 +37,7 @@ from ._callbacks import (
     LRScheduler,
     ProgressBar,
 )
+from ._config import TrainingConfig
 from ._device import (
     autocast,
     inference_device,
@@ -121,6 +122,7 @@ __all__ = [
     "TrainResult",
     "TrainState",
     "Trainer",
+    "TrainingConfig",
     "TrainingInterruptedWarning",
     "TransformerClassifierBase",
     "autocast",
