@@ -76,7 +76,7 @@ from skxmc.datasets import get_data_dir, load_text_jsonl
 from skxmc.labels import LabelSpace
 from skxmc.matchxml import make_matchxml
 from skxmc.metrics import evaluate, inverse_propensity
-from skxmc.text import SentenceEncoder
+from skxmc.text._sentence import SentenceEncoder
 
 TFIDF = {"sublinear_tf": True, "ngram_range": (1, 2), "min_df": 2, "max_features": 200_000}
 ROWS = [

@@ -22,19 +22,12 @@ from ._memory import FLOAT32, INT64, check_allocation, encoder_hidden_size
 from ._persistence import persistent
 from ._search import SEARCH_METHODS, InnerProductIndex
 from .losses import batch_contrastive_loss, moco_contrastive_loss, queue_contrastive_loss
-from .text import (
-    EncoderModule,
-    FitTask,
-    TransformerClassifierBase,
-    batched_inference,
-    encoder_forward,
-    eval_mode,
-    fill_engine_docs,
-    momentum_update,
-    resolve_device,
-    softmax,
-)
+from .text._classifier import EncoderModule, TransformerClassifierBase, softmax
 from .text._config import TrainingConfig
+from .text._device import resolve_device
+from .text._encoder import batched_inference, encoder_forward, eval_mode
+from .text._estimator import FitTask, fill_engine_docs
+from .text._training import momentum_update
 
 __all__ = ["KNNBertClassifier"]
 
@@ -51,8 +44,8 @@ def _head(hidden: int, out: int, dropout: float) -> nn.Sequential:
 
 
 class _KNNBertModule(EncoderModule):
-    """Query encoder, classifier and projection heads; during ``fit`` also the momentum
-    key encoder, key projection and the queue (as buffers, so checkpoints hold them)."""
+    """Query encoder, classifier and projection heads (the persisted model; the key side
+    of training is a :class:`_MomentumContrast` of the fit)."""
 
     def __init__(self, encoder: nn.Module, pooling: str, n_classes: int, dropout: float):
         super().__init__(encoder, pooling)
@@ -60,8 +53,6 @@ class _KNNBertModule(EncoderModule):
         self.n_classes = n_classes
         self.classifier = _head(h, n_classes, dropout)
         self.projection = _head(h, h, dropout)
-        self.key_encoder: nn.Module | None = None
-        self.key_projection: nn.Module | None = None
 
     # Query side -------------------------------------------------------------------------
 
@@ -79,23 +70,37 @@ class _KNNBertModule(EncoderModule):
         features = self.features(inputs)
         return torch.cat([self.classifier(features).float(), self.project(features)], dim=1)
 
-    # Key side and queue -----------------------------------------------------------------
+    def encoder_features(self, encoder: nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return encoder_forward(encoder, inputs, self.pooling).float()
 
-    def add_key_side(self, queue_size: int) -> None:
-        self.key_encoder = copy.deepcopy(self.encoder)
-        self.key_projection = copy.deepcopy(self.projection)
-        for p in [*self.key_encoder.parameters(), *self.key_projection.parameters()]:
-            p.requires_grad_(False)
-        h = self.hidden_size
+
+class _MomentumContrast(nn.Module):
+    """The training-only key side of KNN-BERT (MoCo): momentum copies of the encoder and
+    the projection, and the queue of (key, label, training row) entries.
+
+    It lives in the fit's task, never on the estimator: the persisted model stays the
+    query side. The trainer trains this module, which holds the model's own encoder,
+    classifier and projection (shared, not copied) under the same names, so that a
+    checkpoint holds the key side and the queue with the model, in the layout of
+    skxmc 26aef59's checkpoints (queue buffers, then ``encoder``, ``classifier``,
+    ``projection``, ``key_encoder``, ``key_projection``).
+    """
+
+    def __init__(self, model: _KNNBertModule, queue_size: int) -> None:
+        super().__init__()
+        h = model.hidden_size
         self.register_buffer("queue", torch.zeros(queue_size, h))
         self.register_buffer("queue_labels", torch.full((queue_size,), -1, dtype=torch.long))
         self.register_buffer("queue_indices", torch.full((queue_size,), -1, dtype=torch.long))
         self.register_buffer("queue_ptr", torch.zeros((), dtype=torch.long))
-
-    def drop_key_side(self) -> None:
-        self.key_encoder = self.key_projection = None
-        for name in ("queue", "queue_labels", "queue_indices", "queue_ptr"):
-            self._buffers.pop(name, None)
+        self.model = [model]  # a list: not a submodule (its parts are, below)
+        self.encoder = model.encoder
+        self.classifier = model.classifier
+        self.projection = model.projection
+        self.key_encoder = copy.deepcopy(model.encoder)
+        self.key_projection = copy.deepcopy(model.projection)
+        for p in [*self.key_encoder.parameters(), *self.key_projection.parameters()]:
+            p.requires_grad_(False)
 
     def momentum_update(self, momentum: float) -> None:
         momentum_update(self.key_encoder, self.encoder, momentum)
@@ -104,11 +109,8 @@ class _KNNBertModule(EncoderModule):
     def keys(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Normalised key features (no gradient; dropout off)."""
         with torch.no_grad(), eval_mode(self.key_encoder, self.key_projection):
-            features = self.encoder_features(self.key_encoder, inputs)
+            features = self.model[0].encoder_features(self.key_encoder, inputs)
             return nn.functional.normalize(self.key_projection(features).float(), dim=1)
-
-    def encoder_features(self, encoder: nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-        return encoder_forward(encoder, inputs, self.pooling).float()
 
     @torch.no_grad()
     def enqueue(self, keys: torch.Tensor, labels: torch.Tensor, indices: torch.Tensor) -> None:
@@ -125,13 +127,24 @@ class _KNNBertModule(EncoderModule):
         self.queue_indices[slots] = indices.to(self.queue_indices.device)
         self.queue_ptr.fill_((int(self.queue_ptr) + n) % size)
 
+    def memory(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The filled entries: (keys, labels, training rows), as numpy arrays."""
+        filled = (self.queue_labels >= 0).cpu().numpy()
+        return (
+            self.queue.detach().cpu().numpy()[filled].copy(),
+            self.queue_labels.cpu().numpy()[filled].copy(),
+            self.queue_indices.cpu().numpy()[filled],
+        )
+
 
 @dataclasses.dataclass
 class _KNNBertTask(FitTask):
-    """Per-fit state: the rows of each class and the seed of the memory sampling."""
+    """Per-fit state: the rows of each class, the seed of the memory sampling and, with
+    a queue, the key side (momentum encoder and queue)."""
 
     class_members: list = dataclasses.field(default_factory=list)
     memory_seed: int = 0
+    moco: _MomentumContrast | None = None
 
 
 @persistent
@@ -432,25 +445,25 @@ class KNNBertClassifier(TransformerClassifierBase):
             class_members=[np.flatnonzero(y == c) for c in range(len(self.classes_))],
             memory_seed=int(rng.randint(np.iinfo(np.int32).max)),
         )
-        module = self.module_
         if not self._uses_queue():
             return task
-        module.add_key_side(self.queue_size)
+        task.moco = moco = _MomentumContrast(self.module_, self.queue_size)
+        task.module = moco  # the trainer trains (and checkpoints) the key side too
         # One pass of the key side over the training data fills the queue (in a random
         # order, so that a queue smaller than the data keeps a random part of it).
         device = self._inference_device()
-        module.to(device)
+        moco.to(device)
         order = np.random.default_rng(task.memory_seed).permutation(len(y))
         order = order[-self.queue_size :]
         keys = batched_inference(
-            module.keys,
+            moco.keys,
             task.tokens.subset(order),
             batch_size=2 * self._train.batch_size,
             device=device,
             verbose=self._train.verbose,
             desc="filling the queue",
         )
-        module.enqueue(
+        moco.enqueue(
             torch.from_numpy(keys).to(device), torch.as_tensor(y[order]), torch.as_tensor(order)
         )
         return task
@@ -462,15 +475,10 @@ class KNNBertClassifier(TransformerClassifierBase):
         )
 
     def _finish_fit(self, task: _KNNBertTask) -> None:
-        module = getattr(self, "module_", None)
-        if module is not None and getattr(module, "key_encoder", None) is not None:
-            if self.knn_memory == "queue":
-                filled = (module.queue_labels >= 0).cpu().numpy()
-                self.memory_features_ = module.queue.detach().cpu().numpy()[filled].copy()
-                self.memory_targets_ = module.queue_labels.cpu().numpy()[filled].copy()
-                rows = module.queue_indices.cpu().numpy()[filled]
-                self.memory_indices_ = task.row_positions(rows)
-            module.drop_key_side()
+        if task.moco is not None and self.knn_memory == "queue":
+            features, targets, rows = task.moco.memory()
+            self.memory_features_, self.memory_targets_ = features, targets
+            self.memory_indices_ = task.row_positions(rows)
 
     def _finalize_fit(self, task: _KNNBertTask) -> None:
         if not hasattr(self, "memory_features_"):
@@ -518,15 +526,15 @@ class KNNBertClassifier(TransformerClassifierBase):
         anchors = module.project(features)
         # MoCo order: update the key side from the current query weights, contrast with
         # the queue, then enqueue this step's keys.
-        module.momentum_update(self.momentum)
+        task.moco.momentum_update(self.momentum)
         if self.contrastive_keys == "moco":
             cl = self._moco_loss(task, anchors, labels, batch.indices, device)
             return {"loss": w * cl + (1 - w) * ce, "ce": ce.detach(), "contrastive": cl.detach()}
         cl = queue_contrastive_loss(
             anchors,
             labels,
-            module.queue,
-            module.queue_labels,
+            task.moco.queue,
+            task.moco.queue_labels,
             n_most_similar=self.n_most_similar,
             n_least_similar=self.n_least_similar,
             temperature=self.temperature,
@@ -545,7 +553,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         chunk = 2 * self._train.batch_size
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
-            yield part, self.module_.keys(task.tokens.collate(part).to(device).inputs)
+            yield part, task.moco.keys(task.tokens.collate(part).to(device).inputs)
 
     def _enqueue_same_class(
         self, task: _KNNBertTask, anchor_rows: np.ndarray, device: torch.device
@@ -555,7 +563,7 @@ class KNNBertClassifier(TransformerClassifierBase):
             return
         y = task.y.numpy()
         for part, keys in self._same_class_keys(task, anchor_rows, n, device):
-            self.module_.enqueue(keys, torch.as_tensor(y[part]), torch.as_tensor(part))
+            task.moco.enqueue(keys, torch.as_tensor(y[part]), torch.as_tensor(part))
 
     def _moco_loss(
         self,
@@ -572,18 +580,18 @@ class KNNBertClassifier(TransformerClassifierBase):
         parts, chunks = zip(*self._same_class_keys(task, anchor_rows, m, device))
         rows, keys = np.concatenate(parts), torch.cat(chunks)
         y = task.y.numpy()
-        module = self.module_
+        moco = task.moco
         positives = keys.view(len(anchor_rows), m, -1)[:, 0]
         loss = moco_contrastive_loss(
             anchors,
             labels,
             positives,
-            module.queue,
-            module.queue_labels,
+            moco.queue,
+            moco.queue_labels,
             temperature=self.temperature,
         )
         if n > 0:
-            module.enqueue(keys, torch.as_tensor(y[rows]), torch.as_tensor(rows))
+            moco.enqueue(keys, torch.as_tensor(y[rows]), torch.as_tensor(rows))
         return loss
 
     # Inference --------------------------------------------------------------------------

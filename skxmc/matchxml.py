@@ -33,6 +33,7 @@ from ._logging import progress
 from ._persistence import PersistenceMixin, persistent
 from ._ranking import topk_from_sparse, topk_to_csr, truth_hits
 from ._vectorizers import default_tfidf
+from .exceptions import EncoderNotFoundError
 from .labels import LabelSpace, encode_target
 from .linear import LayerGroups, XRLinearClassifier, fit_layer
 from .losses import (
@@ -42,29 +43,21 @@ from .losses import (
     top_k_negatives,
     weighted_squared_hinge,
 )
-from .text import (
-    EncoderModule,
-    EncoderNotFoundError,
-    FineTunedModelMixin,
+from .text._classifier import EncoderModule, TextTransformerMixin
+from .text._config import TRAINING_FIELDS, TrainingConfig
+from .text._device import inference_device
+from .text._encoder import batched_inference, bundled_minilm_path, load_encoder, resolve_pooling
+from .text._estimator import (
     NeuralEstimatorMixin,
-    ParamGroup,
-    SentenceEmbedder,
-    TextTransformerMixin,
-    TokenizedTexts,
-    Trainer,
-    batched_inference,
-    bundled_minilm_path,
-    check_texts,
     fill_engine_docs,
-    inference_device,
-    load_encoder,
-    resolve_pooling,
-    seed_everything,
-    tokenize,
     validation_callbacks,
     validation_rows,
 )
-from .text._config import TRAINING_FIELDS, TrainingConfig
+from .text._seed import seed_everything
+from .text._sentence import SentenceEmbedder
+from .text._tokenize import TokenizedTexts, check_texts, tokenize
+from .text._training import ParamGroup, Trainer
+from .text._weights import FineTunedModelMixin
 from .tree import HierarchicalLabelTree, pifa_embeddings
 
 __all__ = [

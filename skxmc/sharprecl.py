@@ -27,16 +27,11 @@ from .losses import (
     rebalanced_contrastive_loss,
     rebalanced_targets,
 )
-from .text import (
-    EncoderModule,
-    FitTask,
-    TransformerClassifierBase,
-    check_class_labels,
-    check_texts,
-    fill_engine_docs,
-    resolve_device,
-)
+from .text._classifier import EncoderModule, TransformerClassifierBase, check_class_labels
 from .text._config import TrainingConfig
+from .text._device import resolve_device
+from .text._estimator import FitTask, fill_engine_docs
+from .text._tokenize import check_texts
 
 __all__ = ["SharpReCLClassifier"]
 

@@ -38,21 +38,17 @@ from .losses import (
     sample_shared_negatives,
     top_k_weights,
 )
-from .text import (
+from .text._config import TrainingConfig
+from .text._device import inference_device, resolve_device
+from .text._estimator import (
     NeuralEstimatorMixin,
-    ParamGroup,
-    Trainer,
     fill_engine_docs,
-    inference_device,
-    load_module_weights,
-    module_on_cpu,
-    resolve_device,
-    save_module_weights,
-    seed_everything,
     validation_callbacks,
     validation_rows,
 )
-from .text._config import TrainingConfig
+from .text._seed import seed_everything
+from .text._training import ParamGroup, Trainer
+from .text._weights import load_module_weights, module_on_cpu, save_module_weights
 
 __all__ = ["SNMClassifier", "SNMModule", "csr_inputs"]
 

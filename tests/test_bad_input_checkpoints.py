@@ -22,10 +22,12 @@ import torch
 from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold, cross_validate
 
+from skxmc.exceptions import TrainingInterruptedWarning
 from skxmc.sharprecl import SharpReCLClassifier
 from skxmc.snm import SNMClassifier
-from skxmc.text import TokenizedTexts, TrainingConfig, TrainingInterruptedWarning
+from skxmc.text import TrainingConfig
 from skxmc.text._checkpoint import data_fingerprint, params_fingerprint
+from skxmc.text._tokenize import TokenizedTexts
 from skxmc.text._training import CheckpointMismatchWarning
 
 from .test_matchxml import make_clf as make_matchxml

@@ -151,7 +151,7 @@ def _all_weight_rows(rows: int) -> Callable[[dict], None]:
 def _foreign_weights(d: Path) -> None:
     import torch
 
-    from skxmc.text import save_module_weights
+    from skxmc.text._weights import save_module_weights
 
     save_module_weights(torch.nn.Linear(3, 2), d / "model.safetensors")
 

@@ -16,15 +16,8 @@ import pytest
 import torch
 from torch import nn
 
-from skxmc.text import (
-    Callback,
-    EarlyStopping,
-    EpochScoring,
-    LRScheduler,
-    ParamGroup,
-    Trainer,
-    TrainingInterruptedWarning,
-)
+from skxmc.exceptions import TrainingInterruptedWarning
+from skxmc.text import Callback, EarlyStopping, EpochScoring, LRScheduler, ParamGroup, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -395,7 +395,7 @@ def test_pooling_auto_reads_the_model(tiny_bert_dir, data, tmp_path, fitted):
 
 
 def test_sentence_encoder_auto_is_the_pretrained_encoder(tiny_bert_dir, data):
-    from skxmc.text import sentence_embeddings
+    from skxmc.text._sentence import sentence_embeddings
 
     (X, Y), (X_test, _) = data
     clf = make_clf(tiny_bert_dir, max_epochs=1, sentence_encoder="auto").fit(X, Y)

@@ -116,7 +116,7 @@ def sharprecl_onnx(fitted_sharprecl, tmp_path_factory):
 def test_dynamic_batch_sizes_and_lengths(fitted_sharprecl, sharprecl_onnx, batch_size):
     # 15 texts of 3 to 16 tokens: batch_size=1 runs every length without padding, the
     # others padded batches of mixed lengths (and a last, smaller batch).
-    from skxmc.text import batched_inference
+    from skxmc.text._encoder import batched_inference
 
     module = fitted_sharprecl.module_.eval()
     tokens = fitted_sharprecl._tokenize(QUERIES * 2 + ["cat"])

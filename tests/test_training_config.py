@@ -109,3 +109,17 @@ def test_saved_sharprecl_ablation_flags_upgrade():
         {"simple_sampling": True, "hard_mixup": False, "prior_weighting": False}
     )
     assert upgraded == {"ablate": ("hard_mixup", "prior_weighting")}
+
+
+def test_text_exports_at_most_15_names_and_old_ones_warn():
+    import skxmc.text
+
+    assert len(skxmc.text.__all__) <= 15
+    assert all(hasattr(skxmc.text, name) for name in skxmc.text.__all__)
+    with pytest.warns(FutureWarning, match=r"skxmc\.text\._classifier"):
+        softmax = skxmc.text.softmax
+    from skxmc.text._classifier import softmax as private
+
+    assert softmax is private
+    with pytest.raises(AttributeError):
+        skxmc.text.no_such_name  # noqa: B018

@@ -327,7 +327,7 @@ class TransformerClassifierBase(
         task.rows = None if valid is None else train
         callbacks = [] if valid is None else self._validation_callbacks(valid_tokens, y_valid)
         task.trainer = Trainer(
-            self.module_,
+            self.module_ if task.module is None else task.module,
             self._param_groups(self.module_),
             n_epochs=self._train.max_epochs,
             max_steps=self._train.max_steps,

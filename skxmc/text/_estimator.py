@@ -130,6 +130,10 @@ class FitTask:
     rows : numpy.ndarray or None
         Positions in ``fit``'s ``X`` of the training rows (None: all, in order); a
         validation split leaves a subset.
+    module : torch.nn.Module or None
+        What the trainer trains and checkpoints when it is not the estimator's model: a
+        training-only wrapper that shares the model's weights and adds state of the
+        fit (KNN-BERT's momentum encoder and queue). None: ``module_``.
     """
 
     tokens: Any = None
@@ -138,6 +142,7 @@ class FitTask:
     rng: np.random.RandomState | None = None
     trainer: Any = None
     rows: np.ndarray | None = None
+    module: Any = None
 
     def row_positions(self, rows: np.ndarray) -> np.ndarray:
         """Positions in ``X`` (int64) of training rows ``rows``."""

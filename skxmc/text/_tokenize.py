@@ -122,7 +122,7 @@ def check_texts(texts: Any, *, name: str = "X") -> tuple[list, bool]:
     Examples
     --------
     >>> import numpy as np
-    >>> from skxmc.text import check_texts
+    >>> from skxmc.text._tokenize import check_texts
     >>> check_texts(np.array([["a cat"], ["a dog"]]))
     (['a cat', 'a dog'], False)
     >>> check_texts([("a question", "a passage")])
@@ -234,7 +234,7 @@ class TokenizedTexts:
     Examples
     --------
     >>> import numpy as np
-    >>> from skxmc.text import TokenizedTexts
+    >>> from skxmc.text._tokenize import TokenizedTexts
     >>> tok = TokenizedTexts(np.array([2, 7, 3, 2, 7, 8, 9, 3], dtype=np.int32),
     ...                      np.array([0, 3, 8]), pad_token_id=0)
     >>> [b.inputs["input_ids"].shape[1] for b in tok.batches(1)]
@@ -430,7 +430,7 @@ def tokenize(
 
     Examples
     --------
-    >>> from skxmc.text import tokenize  # doctest: +SKIP
+    >>> from skxmc.text._tokenize import tokenize  # doctest: +SKIP
     >>> tok = tokenize(tokenizer, ["a short text", "another one"], max_length=64)  # doctest: +SKIP
     """
     texts, is_pairs = check_texts(texts)

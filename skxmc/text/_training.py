@@ -31,7 +31,7 @@ from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
 from .._logging import progress
 from ..exceptions import CheckpointMismatchWarning, TrainingInterruptedWarning
-from ._callbacks import Callback, Checkpoint, LRScheduler, ProgressBar, StepFunction
+from ._callbacks import SCHEDULES, Callback, Checkpoint, LRScheduler, ProgressBar, StepFunction
 from ._checkpoint import data_fingerprint
 from ._device import make_accelerator, move_to_device, training_device
 from ._seed import seed_everything
@@ -45,14 +45,12 @@ __all__ = [
     "Trainer",
     "TrainingInterruptedWarning",
     "build_optimizers",
-    "lr_factor",
     "momentum_update",
 ]
 
 logger = logging.getLogger(__name__)
 
 OPTIMIZERS = ("auto", "adamw", "adam", "sparse_adam", "sgd")
-SCHEDULES = ("linear", "constant")
 _NORM_TYPES = (nn.LayerNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm)
 _END = object()  # end-of-epoch sentinel (a batch may be any object)
 
@@ -179,43 +177,6 @@ class TrainResult:
     def loss_curve(self) -> list[float]:
         """The loss of every step (scikit-learn's ``loss_curve_``)."""
         return [h["loss"] for h in self.history]
-
-
-def lr_factor(step: int, *, total_steps: int, warmup_steps: int, schedule: str = "linear") -> float:
-    """Learning-rate multiplier used for optimiser step ``step`` (0-based).
-
-    Linear warm-up from 0 over ``warmup_steps`` steps, then linear decay to 0 at
-    ``total_steps`` (``"linear"``, as ``transformers.get_linear_schedule_with_warmup``) or
-    the peak rate (``"constant"``).
-
-    Parameters
-    ----------
-    step : int
-        Steps already done.
-    total_steps : int
-        Planned number of steps.
-    warmup_steps : int
-        Warm-up length.
-    schedule : {"linear", "constant"}, default="linear"
-        Shape after the warm-up.
-
-    Returns
-    -------
-    factor : float
-
-    Examples
-    --------
-    >>> from skxmc.text import lr_factor
-    >>> [lr_factor(s, total_steps=6, warmup_steps=2) for s in range(6)]
-    [0.0, 0.5, 1.0, 0.75, 0.5, 0.25]
-    """
-    if step < warmup_steps:
-        return step / max(1, warmup_steps)
-    if schedule == "constant":
-        return 1.0
-    if schedule == "linear":
-        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
-    raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}.")
 
 
 def momentum_update(target: nn.Module, source: nn.Module, momentum: float) -> None:
