@@ -251,16 +251,9 @@ class KNNBertClassifier(TransformerClassifierBase):
     memory_indices_ : numpy.ndarray of int64 of shape (n_memory,)
         Training row (position in ``X`` of ``fit``) of each memory entry.
     module_ : torch.nn.Module
-        Encoder, classifier and projection heads (the key side is dropped after fit).
+        Encoder, classifier and projection heads (the key side of training is not kept).
     tokenizer_ : transformers tokenizer
-    loss_curve_ : list of float
-        Loss of every optimiser step.
-    n_iter_ : int
-        Epochs run (a partial epoch counts).
-    n_steps_ : int
-        Optimiser steps run.
-    interrupted_ : bool
-        Whether Ctrl-C ended training early.
+    {fit_attributes}
     text_pairs_ : bool
         Whether the model was trained on text pairs.
 
@@ -676,21 +669,6 @@ class KNNBertClassifier(TransformerClassifierBase):
         scores : numpy.ndarray of shape (n_samples, n_classes)
         """
         return self.predict_proba(X)
-
-    def transform(self, X: Any) -> np.ndarray:
-        """The L2-normalised projected features (the space of the kNN search).
-
-        Parameters
-        ----------
-        X : sequence of str or of (str, str)
-
-        Returns
-        -------
-        embeddings : numpy.ndarray of float32 of shape (n_samples, hidden_size)
-            A DataFrame with columns :meth:`get_feature_names_out` after
-            ``set_output(transform="pandas")``.
-        """
-        return self._embeddings(X)
 
     def kneighbors(
         self,

@@ -258,17 +258,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
     module_ : torch.nn.Module
         Encoder, classifier and projection heads.
     tokenizer_ : transformers tokenizer
-    loss_curve_ : list of float
-        Loss of every optimiser step.
-    history_ : list of dict
-        One record per epoch: ``epoch``, ``step``, ``loss`` (mean), ``seconds`` and, with
-        ``validation_fraction``, ``valid_score``.
-    n_iter_ : int
-        Epochs run (a partial epoch counts).
-    n_steps_ : int
-        Optimiser steps run.
-    interrupted_ : bool
-        Whether Ctrl-C ended training early.
+    {fit_attributes}
     text_pairs_ : bool
         Whether the model was trained on text pairs.
 

@@ -267,16 +267,7 @@ class SNMClassifier(
         Whether ``fit`` saw sparse input (sparse first layer).
     n_sampled_ : int
         The candidate pool size used (``n_sampled`` resolved and capped).
-    loss_curve_ : list of float
-        Loss of every training step.
-    history_ : list of dict
-        One record per epoch: ``epoch``, ``step``, ``loss`` (mean) and ``seconds``.
-    n_iter_ : int
-        Epochs run.
-    n_steps_ : int
-        Optimiser steps run.
-    interrupted_ : bool
-        Whether Ctrl-C ended training early.
+    {fit_attributes}
 
     See Also
     --------

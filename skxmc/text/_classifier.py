@@ -452,7 +452,8 @@ class TransformerClassifierBase(
         return self.classes_[scores.argmax(axis=1)] if len(scores) else self.classes_[:0]
 
     def transform(self, X: Any) -> np.ndarray:
-        """The learned text embeddings (what the classifier reads).
+        """The learned text embeddings: the model's ``embed`` (what SharpReCL's classifier
+        reads; KNN-BERT's L2-normalised projection, the space of its kNN search).
 
         Parameters
         ----------

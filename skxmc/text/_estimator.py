@@ -43,10 +43,25 @@ training : skxmc.text.TrainingConfig or None, default=None
     {defaults}."""
 
 
+FIT_ATTRIBUTES_DOC = """\
+loss_curve_ : list of float
+    Loss of every optimiser step.
+history_ : list of dict
+    One record per epoch: ``epoch``, ``step``, ``loss`` (mean), ``seconds`` and, with
+    ``training.validation_fraction``, ``valid_score``.
+n_iter_ : int
+    Epochs run (a partial epoch counts).
+n_steps_ : int
+    Optimiser steps run.
+interrupted_ : bool
+    Whether Ctrl-C ended training early."""
+
+
 def fill_engine_docs(cls: type) -> type:
     """Replace the line ``{training_params}`` of ``cls``'s docstring with the description
     of its ``training`` parameter (indented as the placeholder), which lists the
-    estimator's defaults (``cls._training_defaults``)."""
+    estimator's defaults (``cls._training_defaults``), and the line ``{fit_attributes}``
+    with the fitted attributes every neural estimator sets (``loss_curve_``...)."""
     doc = cls.__doc__ or ""
     defaults = getattr(cls, "_training_defaults", {})
     listed = ", ".join(f"``{k}={v!r}``" for k, v in defaults.items() if v is not None)
@@ -55,9 +70,13 @@ def fill_engine_docs(cls: type) -> type:
     body = textwrap.fill(" ".join(body.split()), width=84)
     text = head + "\n" + textwrap.indent(body, "    ")
     for line in doc.splitlines():
-        if line.strip() == "{training_params}":
-            indent = line[: len(line) - len(line.lstrip())]
-            doc = doc.replace(line, textwrap.indent(text, indent))
+        for placeholder, block in (
+            ("{training_params}", text),
+            ("{fit_attributes}", FIT_ATTRIBUTES_DOC),
+        ):
+            if line.strip() == placeholder:
+                indent = line[: len(line) - len(line.lstrip())]
+                doc = doc.replace(line, textwrap.indent(block, indent))
     cls.__doc__ = doc
     return cls
 
