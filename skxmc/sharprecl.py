@@ -16,7 +16,7 @@ with require_extra("text", "SharpReCLClassifier"):
 
 from ._augment import augment_texts
 from ._compat import Interval, StrOptions
-from ._memory import FLOAT32, check_allocation, check_trainable, encoder_hidden_size
+from ._memory import FLOAT32, INT64, check_allocation, check_trainable, encoder_hidden_size
 from ._persistence import persistent
 from .losses import (
     class_prior_weights,
@@ -495,7 +495,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
         anchors = self.n_views * min(int(self._train.batch_size), n_samples) + n_classes
         targets = int(self.n_synthetic_positive) + int(self.n_synthetic_negative)
         check_allocation(
-            FLOAT32 * d * targets * (anchors + n_classes),
+            # the targets' features, and their int64 row indices (samples, mixup pairs)
+            FLOAT32 * d * targets * (anchors + n_classes) + 3 * INT64 * targets * n_classes,
             what="the synthetic contrastive targets of one training step",
             parameter=(
                 f"n_synthetic_positive={self.n_synthetic_positive}, n_synthetic_negative="

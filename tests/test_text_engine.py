@@ -734,7 +734,7 @@ def test_stops_on_max_time_callback_and_nan(tiny_bert):
     assert result.n_steps == 3 and result.stop_reason == "callback"
 
     _, trainer, step, data = _toy_setup(tiny_bert, n_epochs=1)
-    with pytest.raises(FloatingPointError, match="loss is nan at step 1"):
+    with pytest.raises(FloatingPointError, match="loss is nan at optimiser step 1"):
         trainer.fit(lambda b: step(b) * float("nan"), data)
 
 

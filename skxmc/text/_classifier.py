@@ -72,6 +72,7 @@ def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
             f"y must be a 1-D array of class labels (multi-class), got shape {shape}; "
             f"multi-label targets are not supported by this classifier."
         )
+    _check_one_label_kind(y)
     y = np.asarray(y) if not isinstance(y, np.ndarray) else y
     if y.ndim != 1:
         raise ValueError(f"y must be a 1-D array of class labels, got shape {y.shape}.")
@@ -100,6 +101,22 @@ def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
             f"the training data holds {len(classes)} class; a classifier needs at least 2."
         )
     return classes, y_encoded.astype(np.int64)
+
+
+def _check_one_label_kind(y: Any) -> None:
+    """Refuse labels that mix strings and numbers, as scikit-learn does: numpy would turn
+    ``[1, "a"]`` into strings, and class ``1`` would come back as ``"1"``."""
+    if isinstance(y, np.ndarray) and y.dtype != object:
+        return  # one dtype: the caller's array already holds one kind
+    values = y.tolist() if hasattr(y, "tolist") else list(y)
+    kinds = {isinstance(v, (str, bytes)) for v in values if v is not None}
+    if len(kinds) > 1:
+        raise ValueError(
+            "Mix of label input types (string and number): y holds both, e.g. "
+            f"{next(v for v in values if isinstance(v, (str, bytes)))!r} and "
+            f"{next(v for v in values if v is not None and not isinstance(v, (str, bytes)))!r}"
+            "; convert every label to one type (e.g. str)."
+        )
 
 
 def _subset_fit_params(fit_params: dict[str, Any], rows: np.ndarray, n: int) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -159,9 +160,35 @@ def check_texts(texts: Any, *, name: str = "X") -> tuple[list, bool]:
                 f"{name}[{i}] is {type(t).__name__}, expected str (or pass every sample as a "
                 f"2-tuple of str for text pairs)."
             )
+    _check_unicode(texts, is_pairs, name)
     if is_pairs:
         texts = [tuple(t) for t in texts]
     return texts, is_pairs
+
+
+# A lone UTF-16 surrogate (U+D800-U+DFFF) is not a character: no tokenizer can encode it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_unicode(texts: list, is_pairs: bool, name: str) -> None:
+    """Refuse texts holding a lone surrogate, naming the row (the tokenizer's own error
+    names neither the row nor the cause)."""
+    flat = [part for t in texts for part in t] if is_pairs else texts
+    try:
+        "".join(flat).encode("utf-8")  # one pass in C: the usual case
+        return
+    except UnicodeEncodeError:
+        pass
+    for i, t in enumerate(texts):
+        for part in t if is_pairs else (t,):
+            found = _SURROGATE.search(part)
+            if found is not None:
+                raise ValueError(
+                    f"{name}[{i}] holds a lone surrogate {found.group()!r} at character "
+                    f"{found.start()}: not valid Unicode (often text decoded with "
+                    f"errors='surrogateescape', or a broken \\uXXXX escape in JSON). Clean "
+                    f"it first, e.g. text.encode('utf-8', 'replace').decode('utf-8')."
+                )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,7 +32,7 @@ from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 from .._logging import progress
 from ..exceptions import CheckpointMismatchWarning, TrainingInterruptedWarning
 from ._callbacks import SCHEDULES, Callback, Checkpoint, LRScheduler, ProgressBar, StepFunction
-from ._checkpoint import data_fingerprint
+from ._checkpoint import data_fingerprint, find_checkpoint
 from ._device import make_accelerator, move_to_device, training_device
 from ._seed import seed_everything
 
@@ -627,7 +627,9 @@ class Trainer:
         Raises
         ------
         FloatingPointError
-            If the loss becomes NaN or infinite (the weights of the previous step stay).
+            If the loss or the gradient norm becomes NaN or infinite: the message gives the
+            optimiser step, and the last checkpoint to resume from (with
+            ``checkpoint_dir``); the weights of the previous step stay.
         """
         self._setup(data, steps_per_epoch)
         # The checkpoint resumes first, so that the other callbacks see the resumed run.
@@ -717,11 +719,7 @@ class Trainer:
             value = float(loss.detach())
             if not math.isfinite(value):
                 self._zero_grad()
-                raise FloatingPointError(
-                    f"the loss is {value} at step {self.state.step + 1}; the model keeps the "
-                    f"weights of step {self.state.step}. Lower the learning rate or check "
-                    f"the inputs."
-                )
+                raise self._diverged(f"the loss is {value}")
             self.accelerator.backward(loss if n == 1 else loss / n)
             total += value / n
             for key, v in parts.items():
@@ -759,6 +757,11 @@ class Trainer:
             if params:
                 norm = torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
                 record["grad_norm"] = float(norm)
+                # float16's scaler skips a step with infinite gradients by design; else a
+                # non-finite norm would turn every weight into NaN at this step.
+                if scaler is None and not math.isfinite(record["grad_norm"]):
+                    self._zero_grad()
+                    raise self._diverged(f"the gradient norm is {record['grad_norm']}")
         # An interrupt from here until the counters move could leave half-updated weights
         # that match no step: no checkpoint is written for it.
         self.in_update = True
@@ -770,6 +773,41 @@ class Trainer:
         if scaler is not None:
             scaler.update()
         self._zero_grad()
+
+    def _diverged(self, what: str) -> FloatingPointError:
+        """The error that stops a fit whose loss or gradients became NaN or infinite: the
+        step, the state the model is left in, and how to go on from the last good one."""
+        s = self.state
+        weights_ok = all(bool(torch.isfinite(p).all()) for p in self.module.parameters())
+        kept = (
+            f"the model keeps the weights of step {s.step}"
+            if weights_ok
+            else f"the weights were already NaN or infinite after step {s.step}"
+        )
+        found = None if self.checkpoint_dir is None else find_checkpoint(self.checkpoint_dir)
+        if found is not None:
+            done = json.loads((found / "trainer_state.json").read_text()).get("step", "?")
+            resume = (
+                f"The last checkpoint, of step {done}, is in {found}: fit again with the same "
+                f"parameters to resume from it (a run that diverges at the same step again "
+                f"needs a lower learning rate, or mixed_precision='no', and a new "
+                f"checkpoint_dir)."
+            )
+        elif self.checkpoint_dir is not None:
+            resume = (
+                f"No checkpoint was written in {self.checkpoint_dir} before it: lower the "
+                f"learning rate (or use mixed_precision='no') and fit again."
+            )
+        else:
+            resume = (
+                "Lower the learning rate (or use mixed_precision='no'), check the inputs, and "
+                "fit again; with a checkpoint_dir, a diverged fit resumes from its last "
+                "checkpoint instead of starting over."
+            )
+        return FloatingPointError(
+            f"training diverged: {what} at optimiser step {s.step + 1} (epoch {s.epoch + 1}); "
+            f"{kept}. {resume}"
+        )
 
     def _clipped_params(self) -> list[nn.Parameter]:
         params = []
