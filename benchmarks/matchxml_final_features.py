@@ -96,7 +96,8 @@ from matchxml import (
 
 from skxmc import HierarchicalLabelTree
 from skxmc.labels import encode_labels, indices_to_labels
-from skxmc.matchxml import _stack_features, make_matchxml, refined_label_embeddings
+from skxmc.matchxml import make_matchxml, refined_label_embeddings
+from skxmc.matchxml._stages import _stack_features
 
 DEFAULT_VARIANTS = ["0:pifa", "1:refined", "1:pifa", "0.5:refined", "0.5:pifa", "0:refined"]
 

@@ -231,7 +231,7 @@ def test_matcher_validation_split_scores_each_stage_and_stops_early(tiny_bert_di
 def test_stage_validation_score_against_a_naive_loop(tiny_bert_dir, data):
     import torch
 
-    from skxmc.matchxml import _stage_precision_at_1, _StageModule
+    from skxmc.matchxml._stages import _stage_precision_at_1, _StageModule
 
     (X, Y), (X_test, _) = data
     m = matcher(tiny_bert_dir, max_steps=1).fit(X, Y)
