@@ -427,9 +427,7 @@ def _neural(kind, encoder):
         encoder=str(encoder),
         pooling="mean",
         max_length=16,
-        batch_size=8,
-        max_epochs=1,
-        device="cpu",
+        training=TrainingConfig(batch_size=8, max_epochs=1, device="cpu"),
     )
     if kind == "sharprecl":
         return SharpReCLClassifier(
