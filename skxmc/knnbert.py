@@ -174,11 +174,7 @@ class KNNBertClassifier(TransformerClassifierBase):
 
     Parameters
     ----------
-    encoder : str or path-like, default="bert-base-uncased"
-        Hugging Face hub name or local model directory (offline, pass a directory).
-    pooling : {"cls", "pooler", "mean", "max", "mean_sqrt_len"}, default="cls"
-        Text embedding from the token states; the paper uses ``[CLS]``. Sentence-embedding
-        models (MiniLM) are trained for ``"mean"``.
+    {encoder_params}
     max_length : int, default=128
         Truncation length in tokens.
     dropout : float, default=0.1

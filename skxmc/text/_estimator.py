@@ -43,6 +43,13 @@ training : skxmc.text.TrainingConfig or None, default=None
     {defaults}."""
 
 
+ENCODER_PARAMS_DOC = """\
+encoder : str or path-like, default="bert-base-uncased"
+    Hugging Face hub name or local model directory (offline, pass a directory).
+pooling : {"cls", "pooler", "mean", "max", "mean_sqrt_len"}, default="cls"
+    Text embedding from the token states; the paper uses ``[CLS]``. Sentence-embedding
+    models (MiniLM) are trained for ``"mean"``."""
+
 FIT_ATTRIBUTES_DOC = """\
 loss_curve_ : list of float
     Loss of every optimiser step.
@@ -60,8 +67,9 @@ interrupted_ : bool
 def fill_engine_docs(cls: type) -> type:
     """Replace the line ``{training_params}`` of ``cls``'s docstring with the description
     of its ``training`` parameter (indented as the placeholder), which lists the
-    estimator's defaults (``cls._training_defaults``), and the line ``{fit_attributes}``
-    with the fitted attributes every neural estimator sets (``loss_curve_``...)."""
+    estimator's defaults (``cls._training_defaults``); the line ``{fit_attributes}``
+    with the fitted attributes every neural estimator sets (``loss_curve_``...), and
+    ``{encoder_params}`` with the fine-tuned classifiers' ``encoder`` and ``pooling``."""
     doc = cls.__doc__ or ""
     defaults = getattr(cls, "_training_defaults", {})
     listed = ", ".join(f"``{k}={v!r}``" for k, v in defaults.items() if v is not None)
@@ -73,6 +81,7 @@ def fill_engine_docs(cls: type) -> type:
         for placeholder, block in (
             ("{training_params}", text),
             ("{fit_attributes}", FIT_ATTRIBUTES_DOC),
+            ("{encoder_params}", ENCODER_PARAMS_DOC),
         ):
             if line.strip() == placeholder:
                 indent = line[: len(line) - len(line.lstrip())]
