@@ -66,8 +66,6 @@ sys.path.insert(0, str(BENCH_DIR))
 from _common import fit_complete, markdown_table, peak_rss_mb, write_results  # noqa: E402
 from xmc_linear import load_cached, prepare_dataset  # noqa: E402
 
-from skxmc.text import TrainingConfig  # noqa: E402
-
 DATASETS = ("bibtex_bow", "delicious_bow", "tibkat_gnd_en")
 DEFAULT_B = {"bibtex_bow": 64, "delicious_bow": 256, "tibkat_gnd_en": 1024}
 DEFAULT_EPOCHS = {"bibtex_bow": 20, "delicious_bow": 10, "tibkat_gnd_en": 3}
@@ -140,13 +138,17 @@ def run_snm(
 ) -> dict[str, Any]:
     from skxmc import SNMClassifier
 
-    clf = SNMClassifier(
+    flat = dict(
         negative_sampling=negative_sampling,
         n_hard_negatives=k,
         n_sampled=n_sampled,
         **params,
-        training=TrainingConfig(max_epochs=epochs, device="cpu", random_state=seed),
+        max_epochs=epochs,
+        device="cpu",
+        random_state=seed,
     )
+    # the configurations are flat (learning_rate next to the SNM parameters)
+    clf = SNMClassifier(**SNMClassifier._upgrade_params(flat))
     t0 = time.perf_counter()
     fit_complete(clf, X, Y)
     fit_s = time.perf_counter() - t0

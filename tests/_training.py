@@ -11,9 +11,13 @@ from typing import Any
 
 def with_training(**params: Any) -> dict[str, Any]:
     """``params`` with the :class:`~skxmc.text.TrainingConfig` fields moved into
-    ``training`` (merged into a ``training`` given too)."""
+    ``training`` (merged into a ``training`` given too), and SharpReCL's old ablation
+    switches (``hard_mixup=False``...) as ``ablate``."""
     from skxmc.text._config import TRAINING_FIELDS, TrainingConfig
 
+    flags = [k for k in ("simple_sampling", "hard_mixup", "prior_weighting") if k in params]
+    if flags:  # SharpReCL's old ablation switches: False switches a part off
+        params["ablate"] = tuple(k for k in flags if not params.pop(k))
     flat = {k: params.pop(k) for k in list(params) if k in TRAINING_FIELDS}
     if flat:
         base = params.get("training")

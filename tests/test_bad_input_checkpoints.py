@@ -25,11 +25,11 @@ from sklearn.model_selection import StratifiedKFold, cross_validate
 from skxmc.exceptions import TrainingInterruptedWarning
 from skxmc.sharprecl import SharpReCLClassifier
 from skxmc.snm import SNMClassifier
-from skxmc.text import TrainingConfig
 from skxmc.text._checkpoint import data_fingerprint, params_fingerprint
 from skxmc.text._tokenize import TokenizedTexts
 from skxmc.text._training import CheckpointMismatchWarning
 
+from ._training import with_training
 from .test_matchxml import make_clf as make_matchxml
 from .test_matchxml import multilabel_texts
 from .test_sharprecl import make_clf, toy_data
@@ -240,17 +240,17 @@ def test_snm_refit_on_other_labels(case, tmp_path):
     labels = np.array([int(x[0] > 0) + 2 * int(x[1] > 0) for x in X])
     params = dict(hidden_size=16, embedding_size=8, max_epochs=3, batch_size=32, n_sampled=2)
     params.update(device="cpu", random_state=0)
-    SNMClassifier(**params, training=TrainingConfig(checkpoint_dir=tmp_path)).fit(
+    SNMClassifier(**with_training(**params, checkpoint_dir=tmp_path)).fit(
         X, labels[:, None].tolist()
     )
     other = rotated(labels)[:, None].tolist()
     with pytest.warns(CheckpointMismatchWarning, match="training data"):
-        b = SNMClassifier(**params, training=TrainingConfig(checkpoint_dir=tmp_path)).fit(X, other)
-    fresh = SNMClassifier(**params).fit(X, other)
+        b = SNMClassifier(**with_training(**params, checkpoint_dir=tmp_path)).fit(X, other)
+    fresh = SNMClassifier(**with_training(**params)).fit(X, other)
     assert_same_state(state(b), state(fresh))
     # Sparse input: the same values as CSR are other data (another first layer).
     with pytest.warns(CheckpointMismatchWarning):
-        SNMClassifier(**params, training=TrainingConfig(checkpoint_dir=tmp_path)).fit(
+        SNMClassifier(**with_training(**params, checkpoint_dir=tmp_path)).fit(
             sp.csr_matrix(X), other
         )
 

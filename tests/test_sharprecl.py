@@ -325,9 +325,9 @@ def test_single_view_modes_cost_one_pass_per_text(tiny_bert_dir, monkeypatch):
     # ... which is the estimator's default (chosen on dev splits, docs/sharprecl.rst)
     assert SharpReCLClassifier().n_views == 1
     widths.clear()
-    params = make_clf(tiny_bert_dir).get_params()
+    params = make_clf(tiny_bert_dir).get_params(deep=False)
     del params["n_views"]
-    SharpReCLClassifier(**{**params, "max_epochs": 1}).fit(X, y)
+    SharpReCLClassifier(**with_training(**{**params, "max_epochs": 1})).fit(X, y)
     assert sum(widths) == len(X)
     with pytest.raises(ValueError, match="n_views=1"):
         make_clf(tiny_bert_dir, max_epochs=1, n_views=1).fit(X, y, X_augmented=X)

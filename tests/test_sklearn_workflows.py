@@ -53,12 +53,8 @@ def xr_pipe(**params):
 
 
 def snm_pipe(**params):
-    snm = SNMClassifier(
-        hidden_size=32,
-        embedding_size=16,
-        **params,
-        training=TrainingConfig(max_epochs=2, batch_size=64, device="cpu"),
-    )
+    training = TrainingConfig(max_epochs=2, batch_size=64, device="cpu")
+    snm = SNMClassifier(hidden_size=32, embedding_size=16, training=training, **params)
     return xmc_pipeline(TfidfVectorizer(dtype=np.float32), snm)
 
 
