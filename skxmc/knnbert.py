@@ -27,7 +27,7 @@ from .text._config import TrainingConfig
 from .text._device import resolve_device
 from .text._encoder import batched_inference, encoder_forward, eval_mode
 from .text._estimator import FitTask, fill_engine_docs
-from .text._training import momentum_update
+from .text._optim import momentum_update
 
 __all__ = ["KNNBertClassifier"]
 

@@ -46,8 +46,9 @@ from .text._estimator import (
     validation_callbacks,
     validation_rows,
 )
+from .text._optim import ParamGroup
 from .text._seed import seed_everything
-from .text._training import ParamGroup, Trainer
+from .text._training import Trainer
 from .text._weights import load_module_weights, module_on_cpu, save_module_weights
 
 __all__ = ["SNMClassifier", "SNMModule", "csr_inputs"]

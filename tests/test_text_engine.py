@@ -19,7 +19,7 @@ import pytest
 import torch
 from torch import nn
 
-from skxmc.exceptions import TrainingInterruptedWarning
+from skxmc.exceptions import CheckpointMismatchWarning, TrainingInterruptedWarning
 from skxmc.text import (
     Checkpoint,
     EncoderNotFoundError,
@@ -31,10 +31,10 @@ from skxmc.text import (
 from skxmc.text._callbacks import lr_factor
 from skxmc.text._device import resolve_device, resolve_mixed_precision
 from skxmc.text._encoder import encoder_forward, pool
+from skxmc.text._optim import build_optimizers, momentum_update
 from skxmc.text._seed import seed_everything
 from skxmc.text._sentence import SentenceEncoder, read_sentence_transformers_folder
 from skxmc.text._tokenize import TokenizedTexts, check_texts, tokenize
-from skxmc.text._training import CheckpointMismatchWarning, build_optimizers, momentum_update
 from skxmc.text._weights import (
     encoder_from_config,
     load_module_weights,

@@ -43,9 +43,10 @@ from ..text._estimator import (
     validation_callbacks,
     validation_rows,
 )
+from ..text._optim import ParamGroup
 from ..text._seed import seed_everything
 from ..text._tokenize import TokenizedTexts, tokenize
-from ..text._training import ParamGroup, Trainer
+from ..text._training import Trainer
 from ..text._weights import FineTunedModelMixin
 from ..tree import HierarchicalLabelTree
 from ._stages import (

@@ -42,8 +42,9 @@ from ._callbacks import (
 )
 from ._config import TrainingConfig
 from ._encoder import bundled_minilm_path, encode_texts, load_encoder
+from ._optim import ParamGroup
 from ._sentence import SentenceEmbedder
-from ._training import ParamGroup, Trainer, TrainResult
+from ._training import Trainer, TrainResult
 
 __all__ = [
     "Callback",
@@ -99,8 +100,8 @@ _MOVED = {
     "check_texts": "_tokenize",
     "tokenize": "_tokenize",
     "TrainState": "_training",
-    "build_optimizers": "_training",
-    "momentum_update": "_training",
+    "build_optimizers": "_optim",
+    "momentum_update": "_optim",
     "lr_factor": "_callbacks",
     "FineTunedModelMixin": "_weights",
     "encoder_from_config": "_weights",

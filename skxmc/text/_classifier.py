@@ -42,9 +42,10 @@ from ._estimator import (
     validation_callbacks,
     validation_rows,
 )
+from ._optim import ParamGroup
 from ._seed import seed_everything
 from ._tokenize import TokenizedTexts, check_texts, tokenize
-from ._training import ParamGroup, Trainer
+from ._training import Trainer
 from ._weights import FineTunedModelMixin
 
 __all__ = ["TextTransformerMixin", "TransformerClassifierBase", "check_class_labels"]
