@@ -157,3 +157,19 @@ def test_model_saved_with_flat_training_settings_loads(tmp_path, monkeypatch):
     loaded = skxmc.load(tmp_path / "m")
     assert loaded.training.max_epochs == 2 and loaded._train.batch_size == 8
     np.testing.assert_array_equal(loaded.predict_topk(X, 2)[0], clf.predict_topk(X, 2)[0])
+
+
+def test_pickle_of_flat_training_settings_unpickles():
+    """A pickled estimator of skxmc 26aef59 holds the flat settings as attributes."""
+    import pickle
+
+    clf = SharpReCLClassifier(training=TrainingConfig(max_epochs=5, device="cpu"))
+    state = clf.__getstate__()
+    del state["training"]
+    state.update(max_epochs=5, device="cpu", batch_size=32, hard_mixup=False, simple_sampling=True)
+    old = SharpReCLClassifier.__new__(SharpReCLClassifier)
+    old.__setstate__(state)
+    assert old.training.max_epochs == 5 and old.training.device == "cpu"
+    assert old.ablate == ("hard_mixup",) and not hasattr(old, "max_epochs")
+    again = pickle.loads(pickle.dumps(old))
+    assert again.get_params()["training__max_epochs"] == 5

@@ -269,6 +269,10 @@ class NeuralEstimatorMixin:
         out["training"] = TrainingConfig(**config)
         return out
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A pickle of skxmc 26aef59 holds the flat training settings as attributes.
+        super().__setstate__(self._upgrade_params(state))
+
     def _fit_fingerprint(self) -> dict[str, Any]:
         """Parameters a resumed checkpoint must match (JSON-able): the estimator's own and
         the resolved training settings, flat (as the checkpoints of skxmc 26aef59)."""
