@@ -132,14 +132,15 @@ def _check_not_collapsed(module: SNMModule, inputs: tuple, est: Any) -> None:
     if not torch.isfinite(norms).all():
         raise FloatingPointError(
             f"SNMClassifier training diverged: the embeddings hold NaN or infinity; lower "
-            f"learning_rate (now {est.learning_rate}) or input_learning_rate (now "
-            f"{est.input_learning_rate})."
+            f"training.learning_rate (now {est._train.learning_rate}) or input_learning_rate "
+            f"(now {est.input_learning_rate})."
         )
     if len(norms) and bool((norms < 1e-6).all()):
         warnings.warn(
             f"SNMClassifier training collapsed: every training sample maps to the zero "
-            f"vector, so every label scores 0. Lower learning_rate (now {est.learning_rate}) "
-            f"or input_learning_rate (now {est.input_learning_rate}).",
+            f"vector, so every label scores 0. Lower training.learning_rate (now "
+            f"{est._train.learning_rate}) or input_learning_rate (now "
+            f"{est.input_learning_rate}).",
             UserWarning,
             stacklevel=3,
         )

@@ -305,7 +305,9 @@ def test_snm_diverged_learning_rate_is_reported():  # 3-hyper-snm-learning_rate=
     [
         pytest.param([0.5, 1.5, 2.25, 0.5], "continuous", id="2-bady-sharprecl-continuous-y"),
         pytest.param(
-            np.array([1, "a", 1, "a"], dtype=object), "mixes label types", id="2-bady-mixed-y"
+            np.array([1, "a", 1, "a"], dtype=object),
+            "Mix of label input types",
+            id="2-bady-mixed-y",
         ),
     ],
 )
