@@ -52,8 +52,12 @@ demo: install
 test: install-test
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# `make lint`: the layering contract ([tool.importlinter] in pyproject.toml: imports only
+# point down the package's floors), then ruff's checks and its format check.
 lint: install-test
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 docs: $(PY)
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"

@@ -29,7 +29,7 @@ import numpy as np
 
 from skxmc.text import TrainingConfig
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def fp16_check(device: str) -> dict:
@@ -104,7 +104,7 @@ def matchxml_stages(args: argparse.Namespace, precision: str) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from _common import markdown_table, write_results
+    from benchmarks._harness import markdown_table, write_results
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="reuters21578_allcats")

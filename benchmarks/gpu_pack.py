@@ -35,8 +35,8 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import tiny_encoder
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._data import tiny_encoder_from as tiny_encoder
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU = ROOT / ".gpu"

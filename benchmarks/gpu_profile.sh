@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # MatchXML on tibkat_gnd_en at the paper's fine-tuning budget, for a machine with one GPU.
 #
+# A record of how the H200 results of docs/benchmarks/matchxml.rst were made: it drives
+# benchmarks/matchxml.py and matchxml_final_features.py, which the harness
+# (python -m benchmarks) replaced and which used skxmc internals of that time. Rerun it
+# from a checkout of commit 26aef59 (git worktree add ../skxmc-26aef59 26aef59), where
+# those scripts and internals exist; `python -m benchmarks matchxml` is the CPU suite.
+#
 # Not the CPU profile of docs/matchxml.rst: every stage fine-tunes down to the labels
 # (--max-matcher-size 0), on every training text (--steps 0, --epochs passes per stage;
 # tibkat has 41k texts, so 2 epochs of batch 128 is 646 steps per stage, the paper's

@@ -10,8 +10,8 @@ reports its largest gains when training data is scarce. Here plain fine-tuning
 sentences, and ``kneighbors`` shows the training sentences that decided one prediction.
 
 The settings are small so that the example runs in a few minutes on a CPU (one seed per
-size, so the curve is noisy); ``benchmarks/knnbert.py`` runs the protocol with five
-seeds.
+size, so the curve is noisy); ``python -m benchmarks knnbert --shots 100`` runs the
+protocol with five seeds.
 """
 
 # %%

@@ -11,7 +11,7 @@ static sentence embeddings as features of the XR-Linear ranker.
 Here it runs on 400 Reuters-21578 stories with all-MiniLM-L6-v2 and a tiny CPU budget
 (32 tokens, 10 steps per stage). We plot the training loss of every stage and compare
 P@k of TF-IDF + XR-Linear, of a model fine-tuned on the first stage only, and of the
-full multi-stage model. ``benchmarks/matchxml.py`` runs the real protocol.
+full multi-stage model. ``python -m benchmarks matchxml`` runs the real protocol.
 """
 
 # %%

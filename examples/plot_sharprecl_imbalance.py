@@ -10,7 +10,7 @@ Here both train for one short epoch on a 50:1 imbalanced slice of TREC question 
 class size, then look at the test embeddings in 2-D.
 
 The settings are tiny so that the example runs in under a minute on a CPU; see
-``benchmarks/sharprecl.py`` for the full protocol.
+``python -m benchmarks sharprecl`` for the full protocol.
 """
 
 # %%

@@ -15,7 +15,7 @@ against ``k`` at a fixed ``B``, and against
 ``B`` at ``k = 1``, with the uniform baseline for reference. The network is narrower than
 the paper's 512-512 and training short (6 epochs), so that the whole example runs in one
 to two minutes on a laptop CPU; with so few epochs plain uniform sampling is still ahead,
-while after 20 epochs top-k SNM wins on bibtex (``benchmarks/snm.py``, which runs the full
+while after 20 epochs top-k SNM wins on bibtex (``python -m benchmarks snm``, which runs the full
 comparison).
 """
 

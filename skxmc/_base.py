@@ -40,7 +40,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._ranking import topk_from_sparse
 from .labels import LabelSpace
-from .metrics import precision_at_k
 
 __all__ = ["MultiLabelRankerMixin", "check_not_raw_text"]
 
@@ -366,6 +365,10 @@ class MultiLabelRankerMixin:
         is the accuracy."""
         if sample_weight is not None:
             raise ValueError("sample_weight is not supported by score (precision@1).")
+        # Imported here: the mixin is the estimators' base, the metrics are a user-facing
+        # module of their own; score is the one place the two meet.
+        from .metrics import precision_at_k
+
         return precision_at_k(y, self.predict_topk(X, k=1), k=1, classes=self.classes_)
 
     def __sklearn_tags__(self):

@@ -8,6 +8,8 @@ from sklearn.preprocessing import normalize
 
 from ._ranking import topk_from_sparse
 
+__all__ = ["knn_label_scores"]
+
 
 def knn_label_scores(
     X_train: sp.csr_matrix,

@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+__all__ = ["LAZY", "public_attribute"]
+
 LAZY = {
     "HierarchicalLabelTree": ".tree",
     "KNNBertClassifier": ".knnbert",
@@ -20,10 +22,10 @@ LAZY = {
     "SharpReCLClassifier": ".sharprecl",
     "XRLinearClassifier": ".linear",
     "as_label_sets": ".labels",
-    "describe": "._persistence",
-    "load": "._persistence",
-    "save": "._persistence",
-    "warmup": "._numba",
+    "describe": ".io",
+    "load": ".io",
+    "save": ".io",
+    "warmup": "._warmup",
 }
 
 

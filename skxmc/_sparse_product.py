@@ -1,6 +1,7 @@
 """``A @ B`` for CSR float32 matrices, threaded, with sorted rows (PIFA's ``Y.T @ X``), and
 what skxmc's sparse kernels share: the radix sort they use instead of ``np.sort`` and the
-one dtype set (``csr_arrays``) their arguments are converted to.
+one dtype set (``csr_arrays``) their arguments are converted to. The compiled kernels are
+in :mod:`skxmc._kernels.sparse`.
 
 scipy's sparse product is single-threaded and leaves each row's columns in the order they
 were first reached, so a caller that needs canonical rows (the label tree's kernels do)
@@ -19,7 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-from ._numba import interruptible, jit
+from ._kernels.jit import interruptible
+from ._kernels.sparse import _product_rows, radix_sort
 
 __all__ = ["csr_arrays", "radix_bits", "radix_sort", "sorted_product"]
 
@@ -31,98 +33,6 @@ _KERNEL_MIN_WORK = 1 << 20
 # Row blocks per thread: blocks of equal estimated work, several per thread taken from a
 # shared queue, as the estimate ignores cache effects.
 _BLOCKS_PER_THREAD = 8
-
-
-@jit(nogil=True)
-def radix_sort(a, n, tmp, counts, n_bits):  # pragma: no cover - compiled
-    """Sort ``a[:n]`` (non-negative ints below ``2**n_bits``) in place; LSD radix sort.
-
-    O(n) per 11-bit digit; used instead of ``np.sort``, whose compiled quicksort costs
-    ~1.5 s of compile time. ``tmp`` has length >= n, ``counts`` length 2049.
-    """
-    src = a
-    dst = tmp
-    shift = np.int64(0)
-    n_pass = 0
-    while shift < n_bits:
-        counts[:] = 0
-        for i in range(n):
-            counts[((src[i] >> shift) & 2047) + 1] += 1
-        for k in range(2048):
-            counts[k + 1] += counts[k]
-        for i in range(n):
-            key = (src[i] >> shift) & 2047
-            dst[counts[key]] = src[i]
-            counts[key] += 1
-        src, dst = dst, src
-        shift += 11
-        n_pass += 1
-    if n_pass % 2 == 1:
-        # a loop, not ``a[:n] = tmp[:n]``: numba's slice assignment checks shapes with an
-        # error message whose string formatting costs seconds of compilation
-        for i in range(n):
-            a[i] = tmp[i]
-
-
-@jit(nogil=True)
-def _product_rows(
-    a_indptr,
-    a_indices,
-    a_data,
-    b_indptr,
-    b_indices,
-    b_data,
-    lo,
-    hi,
-    out_indptr,
-    fill,
-    mark,
-    acc,
-    touched,
-    tmp,
-    radix_counts,
-    n_bits,
-    out_indices,
-    out_data,
-    counts,
-):  # pragma: no cover - compiled
-    """Rows ``lo:hi`` of ``A @ B``: their sizes into ``counts`` (``fill`` False), or their
-    sorted columns and values from ``out_indptr`` on (``fill`` True). ``mark`` holds, per
-    column, the last row that reached it (+1 when counting, negated when filling), so it
-    is never reset."""
-    for r in range(lo, hi):
-        tag = -(r + 1) if fill else r + 1
-        n = np.int64(0)  # int64 from the start, as radix_sort's other callers
-        for p in range(a_indptr[r], a_indptr[r + 1]):
-            i = a_indices[p]
-            v = a_data[p]
-            for q in range(b_indptr[i], b_indptr[i + 1]):
-                j = b_indices[q]
-                if mark[j] != tag:
-                    mark[j] = tag
-                    touched[n] = j
-                    n += 1
-                    if fill:
-                        acc[j] = 0.0
-                if fill:
-                    acc[j] += v * b_data[q]
-        if not fill:
-            counts[r] = n
-            continue
-        base = out_indptr[r]
-        if n * np.log2(n + 1) > len(mark):
-            # a dense row: scanning every column is cheaper than sorting the touched ones
-            k = base
-            for j in range(len(mark)):
-                if mark[j] == tag:
-                    out_indices[k] = j
-                    out_data[k] = acc[j]
-                    k += 1
-        else:
-            radix_sort(touched, n, tmp, radix_counts, n_bits)
-            for k in range(n):
-                out_indices[base + k] = touched[k]
-                out_data[base + k] = acc[touched[k]]
 
 
 def csr_arrays(M: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,6 +1,6 @@
 """scikit-learn text vectorisers as JSON (settings, vocabulary, idf): saving without pickle.
 
-Used by :mod:`skxmc._persistence`: a vectoriser as a pipeline step, an estimator parameter
+Used by :mod:`skxmc.io`: a vectoriser as a pipeline step, an estimator parameter
 or a fitted attribute (e.g. MatchXML's TF-IDF).
 """
 

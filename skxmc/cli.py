@@ -33,6 +33,8 @@ import numpy as np
 
 from ._version import __version__
 
+__all__ = ["build_parser", "main"]
+
 logger = logging.getLogger(__name__)
 
 STDIN = "-"
@@ -275,8 +277,8 @@ def _targets(labels: np.ndarray, args: argparse.Namespace) -> Any:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from ._persistence import holds_model, refuse_foreign_entries, save
     from .datasets import load_text_jsonl
+    from .io import holds_model, refuse_foreign_entries, save
     from .pipeline import make_pipeline
 
     model_dir = Path(args.model_dir)
@@ -397,7 +399,7 @@ def _check_output(output: str, input_path: str) -> None:
 
 def _load_model(model_dir: str) -> Any:
     """``skxmc.load`` with errors that name ``--model-dir``."""
-    from ._persistence import load
+    from .io import load
 
     path = Path(model_dir)
     old = path.with_name(f".{path.name}.old")
@@ -508,7 +510,7 @@ def _size(n_bytes: int) -> str:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from ._persistence import describe
+    from .io import describe
 
     info = describe(args.model_dir)
     if args.json:
@@ -546,13 +548,13 @@ def _info(args: argparse.Namespace) -> int:
 def _warmup(args: argparse.Namespace) -> int:
     import inspect
 
-    from . import _numba
+    from . import _warmup
 
     # Looked up at run time: the command line does not break where it is missing.
-    warmup = getattr(_numba, "warmup", None)
+    warmup = getattr(_warmup, "warmup", None)
     if not callable(warmup):
         raise ValueError(
-            "this skxmc has no skxmc._numba.warmup(), so its kernels cannot be compiled "
+            "this skxmc has no skxmc.warmup(), so its kernels cannot be compiled "
             "ahead of time; they compile on first use instead (nothing was done)."
         )
     kwargs = {"verbose": args.verbose} if "verbose" in inspect.signature(warmup).parameters else {}

@@ -9,9 +9,10 @@ import os
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import closing
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -196,6 +197,70 @@ def load_text_jsonl(
     return texts, as_label_sets(labels, indicator=False)
 
 
+def _parse_xc_header(line: str, path: PathLike) -> tuple[int, int, int]:
+    """``(num_points, num_features, num_labels)`` from the header line of an XC BoW file."""
+    header = line.split()
+    try:
+        n_points, n_features, n_labels = (int(v) for v in header)
+    except ValueError:
+        raise ValueError(
+            f"{path}: line 1 must be the header 'num_points num_features num_labels', "
+            f"got {' '.join(header)!r:.80}."
+        ) from None
+    return n_points, n_features, n_labels
+
+
+def _parse_xc_point(
+    line: str, n_features: int, n_labels: int, path: PathLike, line_no: int
+) -> tuple[list[int], list[int], list[float]]:
+    """Label ids, feature ids and feature values of one point line ``l1,l2 f:v f:v ...``,
+    checked against the header's ranges; errors name the file and the line."""
+    line = line.rstrip("\r\n")
+    where = f"{path}: line {line_no}"
+    if not line.strip():
+        raise ValueError(f"{where} is empty; every point needs a line.")
+    try:
+        first, _, rest = line.partition(" ")
+        if ":" in first:  # no labels: the line starts with a feature
+            first, rest = "", line
+        labels = [int(v) for v in first.split(",")] if first else []
+        pairs = [item.split(":") for item in rest.split()]
+        features = [int(f) for f, _ in pairs]
+        values = [float(v) for _, v in pairs]
+    except ValueError:
+        raise ValueError(
+            f"{where} is malformed ({line[:80]!r}); expected 'l1,l2 f:v f:v ...'."
+        ) from None
+    if labels and not 0 <= min(labels) <= max(labels) < n_labels:
+        raise ValueError(f"{where} has a label id outside [0, {n_labels}) declared in the header.")
+    if features and not 0 <= min(features) <= max(features) < n_features:
+        raise ValueError(
+            f"{where} has a feature id outside [0, {n_features}) declared in the header."
+        )
+    # float() reads 'nan' and 'inf' (and a large exponent overflows to inf); no model can
+    # use them, and float32 storage would turn 1e39 into inf too.
+    bad = next((v for v in values if not math.isfinite(v) or abs(v) > _FLOAT32_MAX), None)
+    if bad is not None:
+        raise ValueError(
+            f"{where} has a non-finite or float32-overflowing feature value ({bad!r}); "
+            f"feature values must be finite numbers."
+        )
+    return labels, features, values
+
+
+def _summed_float32_csr(
+    data: Any, indices: list[int], indptr: list[int], shape: tuple[int, int]
+) -> sp.csr_matrix:
+    """A float32 CSR matrix with int32 indices, duplicates summed and indices sorted."""
+    M = sp.csr_matrix(
+        (np.asarray(data, dtype=np.float32), np.asarray(indices, dtype=np.int32), indptr),
+        shape=shape,
+    )
+    M.sum_duplicates()
+    M.sort_indices()
+    return M
+
+
 def load_xc_bow(path: PathLike) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     """Load a file in the Extreme Classification Repository bag-of-words text format.
 
@@ -237,57 +302,15 @@ def load_xc_bow(path: PathLike) -> tuple[sp.csr_matrix, sp.csr_matrix]:
            [0., 1.]], dtype=float32)
     """
     with closing(_lines(path)) as lines:  # closes the file on an early error too
-        _, first_line = next(lines, (1, ""))
-        header = first_line.split()
-        try:
-            n_points, n_features, n_labels = (int(v) for v in header)
-        except ValueError:
-            raise ValueError(
-                f"{path}: line 1 must be the header 'num_points num_features num_labels', "
-                f"got {' '.join(header)!r:.80}."
-            ) from None
+        _, header = next(lines, (1, ""))
+        n_points, n_features, n_labels = _parse_xc_header(header, path)
         x_indptr, x_indices, x_data = [0], [], []
         y_indptr, y_indices = [0], []
         for line_no, line in lines:
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                raise ValueError(f"{path}: line {line_no} is empty; every point needs a line.")
-            try:
-                first, _, rest = line.partition(" ")
-                if ":" in first:  # no labels: the line starts with a feature
-                    first, rest = "", line
-                line_labels = [int(v) for v in first.split(",")] if first else []
-                pairs = [item.split(":") for item in rest.split()]
-                line_features = [int(f) for f, _ in pairs]
-                line_values = [float(v) for _, v in pairs]
-            except ValueError:
-                raise ValueError(
-                    f"{path}: line {line_no} is malformed ({line[:80]!r}); expected "
-                    f"'l1,l2 f:v f:v ...'."
-                ) from None
-            if line_labels and not 0 <= min(line_labels) <= max(line_labels) < n_labels:
-                raise ValueError(
-                    f"{path}: line {line_no} has a label id outside [0, {n_labels}) declared "
-                    f"in the header."
-                )
-            if line_features and not 0 <= min(line_features) <= max(line_features) < n_features:
-                raise ValueError(
-                    f"{path}: line {line_no} has a feature id outside [0, {n_features}) "
-                    f"declared in the header."
-                )
-            # float() reads 'nan' and 'inf' (and a large exponent overflows to inf); no model
-            # can use them, and float32 storage would turn 1e39 into inf too.
-            bad = next(
-                (v for v in line_values if not math.isfinite(v) or abs(v) > _FLOAT32_MAX), None
-            )
-            if bad is not None:
-                raise ValueError(
-                    f"{path}: line {line_no} has a non-finite or float32-overflowing feature value "
-                    f"({bad!r}); feature values must be finite numbers."
-                )
-            y_indices.extend(line_labels)
-            x_indices.extend(line_features)
-            x_data.extend(line_values)
+            labels, features, values = _parse_xc_point(line, n_features, n_labels, path, line_no)
+            y_indices.extend(labels)
+            x_indices.extend(features)
+            x_data.extend(values)
             x_indptr.append(len(x_indices))
             y_indptr.append(len(y_indices))
     n_read = len(x_indptr) - 1
@@ -295,21 +318,8 @@ def load_xc_bow(path: PathLike) -> tuple[sp.csr_matrix, sp.csr_matrix]:
         raise ValueError(
             f"{path}: the header declares {n_points} points but the file has {n_read}."
         )
-    X = sp.csr_matrix(
-        (np.asarray(x_data, dtype=np.float32), np.asarray(x_indices, dtype=np.int32), x_indptr),
-        shape=(n_points, n_features),
-    )
-    Y = sp.csr_matrix(
-        (
-            np.ones(len(y_indices), dtype=np.float32),
-            np.asarray(y_indices, dtype=np.int32),
-            y_indptr,
-        ),
-        shape=(n_points, n_labels),
-    )
-    for M in (X, Y):
-        M.sum_duplicates()
-        M.sort_indices()
+    X = _summed_float32_csr(x_data, x_indices, x_indptr, (n_points, n_features))
+    Y = _summed_float32_csr(np.ones(len(y_indices)), y_indices, y_indptr, (n_points, n_labels))
     Y.data[:] = 1.0  # a label listed twice on one line is still one label
     return X, Y
 
@@ -486,6 +496,239 @@ def _check_float(value: Any, name: str, low: float, high: float | None, low_open
     return value
 
 
+class _XMCSpec(NamedTuple):
+    """The parameters of :func:`make_xmc_classification` (see its docstring)."""
+
+    n_samples: int
+    n_features: int
+    n_labels: int
+    n_topics: int | None
+    labels_per_sample: float
+    length: float
+    label_exponent: float
+    label_share: float
+    noise: float
+    n_topic_features: int
+    n_label_features: int
+
+    def checked(self) -> _XMCSpec:
+        """The parameters checked in signature order (the first bad one is reported) and
+        converted to ``int`` / ``float``; ``n_topics=None`` becomes its default."""
+        n_samples = _check_int(self.n_samples, "n_samples", 1)
+        n_features = _check_int(self.n_features, "n_features", 1)
+        n_labels = _check_int(self.n_labels, "n_labels", 1)
+        n_topics = max(1, n_labels // 25) if self.n_topics is None else self.n_topics
+        n_topics = _check_int(n_topics, "n_topics", 1, n_labels)
+        per_sample = _check_float(self.labels_per_sample, "labels_per_sample", 1.0, None, False)
+        length = _check_float(self.length, "length", 0.0, None, True)
+        exponent = _check_float(self.label_exponent, "label_exponent", 0.0, None, False)
+        label_share = _check_float(self.label_share, "label_share", 0.0, 1.0, False)
+        noise = _check_float(self.noise, "noise", 0.0, 1.0, False)
+        if label_share + noise > 1.0:
+            raise ValueError(
+                f"label_share + noise must be <= 1, got {label_share} + {noise} = "
+                f"{label_share + noise}."
+            )
+        n_topic_features = _check_int(self.n_topic_features, "n_topic_features", 1)
+        n_label_features = _check_int(self.n_label_features, "n_label_features", 1)
+        return _XMCSpec(
+            n_samples,
+            n_features,
+            n_labels,
+            n_topics,
+            per_sample,
+            length,
+            exponent,
+            label_share,
+            noise,
+            n_topic_features,
+            n_label_features,
+        )
+
+
+@dataclass(frozen=True)
+class _XMCModel:
+    """The draws that every row of a generated problem shares.
+
+    Labels fill the slots (topic ``t``, rank ``j``) = ``t + j * n_topics`` in a random
+    order: topic ``t`` has the weight ``(t + 1) ** -a``, its rank-``j`` label about
+    ``(j + 1.5) ** -a`` within the topic. The vocabularies are a random ranking of the
+    background words and word draws for every topic and every label.
+    """
+
+    spec: _XMCSpec
+    slot_label: np.ndarray  # (n_labels,) the label in each slot
+    label_topics: np.ndarray  # (n_labels,) the topic of each label
+    topic_size: np.ndarray  # (n_topics,) labels per topic
+    topic_cum: np.ndarray  # (n_topics,) cumulative topic weights
+    feature_rank: np.ndarray  # (n_features,) the feature of each background rank
+    topic_words: np.ndarray  # (n_topics, n_topic_features)
+    label_words: np.ndarray  # (n_labels, n_label_features)
+    lengths: np.ndarray  # (n_samples,) word tokens of each row
+
+    @classmethod
+    def draw(cls, spec: _XMCSpec, rng: np.random.Generator) -> _XMCModel:
+        """The shared draws, in a fixed order (the output for a seed depends on it)."""
+        n_labels, n_topics, n_features = spec.n_labels, spec.n_topics, spec.n_features
+        slot_label = rng.permutation(n_labels).astype(np.int32)
+        feature_rank = rng.permutation(n_features).astype(np.int32)
+        # integers() draws other numbers for another dtype: int32 is part of the stream.
+        topic_words = rng.integers(
+            n_features, size=(n_topics, spec.n_topic_features), dtype=np.int32
+        )
+        label_words = rng.integers(
+            n_features, size=(n_labels, spec.n_label_features), dtype=np.int32
+        )
+        lengths = np.maximum(rng.poisson(spec.length, size=spec.n_samples), 1)
+        label_topics = np.empty(n_labels, dtype=np.int32)
+        label_topics[slot_label] = np.arange(n_labels) % n_topics
+        topic_weights = np.arange(1, n_topics + 1, dtype=np.float64) ** -spec.label_exponent
+        return cls(
+            spec=spec,
+            slot_label=slot_label,
+            label_topics=label_topics,
+            topic_size=np.bincount(label_topics, minlength=n_topics),
+            topic_cum=np.cumsum(topic_weights),
+            feature_rank=feature_rank,
+            topic_words=topic_words,
+            label_words=label_words,
+            lengths=lengths,
+        )
+
+    def sample_topics(self, rng: np.random.Generator, m: int) -> np.ndarray:
+        """The topics of ``m`` rows, drawn by topic weight."""
+        u = rng.random(m) * self.topic_cum[-1]
+        topics = np.searchsorted(self.topic_cum, u, side="right")
+        return np.minimum(topics, self.spec.n_topics - 1)
+
+    def sample_labels(
+        self, rng: np.random.Generator, topics: np.ndarray, idx_dtype: type
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The labels of rows of these topics: ``1 + Poisson(labels_per_sample - 1)`` draws
+        by weight inside the row's topic, repeats merged. Returns the labels, row by row
+        and sorted in each row (as ``idx_dtype``), and the number of labels of each row."""
+        n_labels, m = self.spec.n_labels, len(topics)
+        draws = 1 + rng.poisson(self.spec.labels_per_sample - 1.0, size=m)
+        rows = np.repeat(np.arange(m, dtype=np.int64), draws)
+        t = topics[rows]
+        ranks = _power_ranks(rng, rows.size, self.topic_size[t], self.spec.label_exponent)
+        keys = np.unique(rows * n_labels + self.slot_label[t + ranks * self.spec.n_topics])
+        return (keys % n_labels).astype(idx_dtype), np.bincount(keys // n_labels, minlength=m)
+
+    def sample_words(
+        self,
+        rng: np.random.Generator,
+        topics: np.ndarray,
+        lengths: np.ndarray,
+        labels: np.ndarray,
+        label_count: np.ndarray,
+    ) -> np.ndarray:
+        """The word tokens of rows (their topics, lengths and labels as
+        :meth:`sample_labels` returns them) as keys ``row * n_features + word``.
+
+        A token is, with probability ``noise``, a background word (Zipf-like over all
+        features); with probability ``label_share``, a word of one of the row's labels
+        (label and word uniform); otherwise a word of the row's topic (Zipf-like).
+        """
+        spec = self.spec
+        label_start = np.cumsum(label_count) - label_count
+        rows = np.repeat(np.arange(len(topics), dtype=np.int64), lengths)
+        kind = rng.random(rows.size)
+        words = np.empty(rows.size, dtype=np.int64)
+        is_noise = kind < spec.noise
+        is_label = (kind >= spec.noise) & (kind < spec.noise + spec.label_share)
+        is_topic = ~(is_noise | is_label)
+        del kind
+        n_noise = int(is_noise.sum())
+        words[is_noise] = self.feature_rank[_power_ranks(rng, n_noise, spec.n_features, 1.0)]
+        lr = rows[is_label]
+        which = label_start[lr] + (rng.random(lr.size) * label_count[lr]).astype(np.int64)
+        word_of_label = rng.integers(spec.n_label_features, size=lr.size)
+        words[is_label] = self.label_words[labels[which], word_of_label]
+        del lr, which, word_of_label
+        tr = rows[is_topic]
+        topic_rank = _power_ranks(rng, tr.size, spec.n_topic_features, 1.0)
+        words[is_topic] = self.topic_words[topics[tr], topic_rank]
+        return rows * spec.n_features + words
+
+
+def _bag_of_words(
+    token_keys: np.ndarray, n_features: int, m: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``m`` rows of bag-of-words features from their tokens (keys ``row * n_features +
+    word``): the column and value of every non-zero (row by row, sorted columns; values
+    ``1 + log(count)``, rows L2-normalised) and the number of non-zeros of each row."""
+    keys, counts = np.unique(token_keys, return_counts=True)
+    del token_keys
+    rows = keys // n_features
+    values = (1.0 + np.log(counts)).astype(np.float32)
+    norms = np.sqrt(np.bincount(rows, weights=values.astype(np.float64) ** 2, minlength=m))
+    values /= norms[rows].astype(np.float32)
+    return keys % n_features, values, np.bincount(rows, minlength=m)
+
+
+def _flagged_canonical_csr(
+    data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]
+) -> sp.csr_matrix:
+    """A CSR matrix on these arrays, without a copy, flagged canonical (they are built
+    with sorted indices and no duplicates)."""
+    M = sp.csr_matrix((data, indices, indptr), shape=shape, copy=False)
+    M.has_sorted_indices = True
+    M.has_canonical_format = True
+    return M
+
+
+def _generate_xmc(spec: _XMCSpec, seq: np.random.SeedSequence) -> tuple:
+    """``X, Y, sample_topics, label_topics`` of :func:`make_xmc_classification`.
+
+    The shared draws come from the first stream spawned from ``seq``, the rows chunk by
+    chunk from a stream each. ``X`` is written in place into buffers sized for the tokens
+    (an upper bound of its non-zeros) and shrunk at the end; ``Y`` is small (about
+    ``labels_per_sample`` per row).
+    """
+    n_samples = spec.n_samples
+    chunk_rows = max(1, int(_CHUNK_TOKENS // max(spec.length, spec.labels_per_sample)))
+    setup_seq, *chunk_seqs = seq.spawn(1 + -(-n_samples // chunk_rows))
+    model = _XMCModel.draw(spec, np.random.default_rng(setup_seq))
+    capacity = int(model.lengths.sum())
+    big = max(capacity, spec.n_features, n_samples) > np.iinfo(np.int32).max
+    idx_dtype = np.int64 if big else np.int32
+    indices = np.empty(capacity, dtype=idx_dtype)
+    data = np.empty(capacity, dtype=np.float32)
+    indptr = np.zeros(n_samples + 1, dtype=idx_dtype)
+    y_indices: list[np.ndarray] = []
+    y_counts: list[np.ndarray] = []
+    sample_topics = np.empty(n_samples, dtype=np.int32)
+    pos = 0
+    for c, chunk_seq in enumerate(chunk_seqs):
+        rng = np.random.default_rng(chunk_seq)
+        r0, r1 = c * chunk_rows, min((c + 1) * chunk_rows, n_samples)
+        topics = model.sample_topics(rng, r1 - r0)
+        sample_topics[r0:r1] = topics
+        labels, label_count = model.sample_labels(rng, topics, idx_dtype)
+        y_indices.append(labels)
+        y_counts.append(label_count)
+        columns, values, row_nnz = _bag_of_words(
+            model.sample_words(rng, topics, model.lengths[r0:r1], labels, label_count),
+            spec.n_features,
+            r1 - r0,
+        )
+        indices[pos : pos + columns.size] = columns
+        data[pos : pos + columns.size] = values
+        indptr[r0 + 1 : r1 + 1] = pos + np.cumsum(row_nnz)
+        pos += columns.size
+    indices.resize(pos, refcheck=False)  # shrinks in place (realloc), no copy
+    data.resize(pos, refcheck=False)
+    X = _flagged_canonical_csr(data, indices, indptr, (n_samples, spec.n_features))
+    y_indptr = np.zeros(n_samples + 1, dtype=idx_dtype)
+    np.cumsum(np.concatenate(y_counts), out=y_indptr[1:])
+    y_idx = np.concatenate(y_indices)
+    Y = _flagged_canonical_csr(
+        np.ones(y_idx.size, dtype=np.float32), y_idx, y_indptr, (n_samples, spec.n_labels)
+    )
+    return X, Y, sample_topics, model.label_topics
+
+
 def make_xmc_classification(
     n_samples: int = 1000,
     n_features: int = 5000,
@@ -504,84 +747,52 @@ def make_xmc_classification(
 ) -> tuple:
     """Generate a random extreme multi-label classification problem.
 
-    The XMC counterpart of :func:`sklearn.datasets.make_multilabel_classification`: a
-    power-law label distribution with a long tail of labels seen once or twice, and
-    bag-of-words rows whose words depend on the labels, so that a good model ranks the
-    true labels far above chance. The generative process is:
+    The XMC counterpart of :func:`sklearn.datasets.make_multilabel_classification`:
+    power-law label frequencies, and bag-of-words rows whose words depend on the labels.
 
-    * the labels are placed at random into ``n_topics`` topics of equal size (up to one
-      label). With ``a = label_exponent``, topic ``t`` (topic 0 is the most popular) has
-      the weight ``(t + 1) ** -a`` and, inside its topic, the label of rank ``j`` the
-      weight ``(j + 1.5) ** -a`` (about);
-    * each sample picks a topic with probability proportional to the topic's weight, then
-      ``1 + Poisson(labels_per_sample - 1)`` labels of that topic with probability
-      proportional to their weight inside it (repeats merged). A label's expected
-      frequency is the product of its two weights: a power law in its overall rank ``r``
-      (for ``a = 1``, about proportional to ``log(r) / r``), with a head of frequent labels
-      and a long tail of labels seen once, twice or never;
-    * each sample has ``max(1, Poisson(length))`` word tokens. A token is, with probability
-      ``noise``, a background word (all features, Zipf-like: a few words are common);
-      with probability ``label_share``, one of the ``n_label_features`` words of one of
-      the sample's labels (chosen uniformly); otherwise a word of the sample's topic
-      (its ``n_topic_features`` words, Zipf-like). The label and topic vocabularies are
-      drawn at random from all features, so they overlap across labels and topics;
-    * the value of a feature is ``1 + log(count)`` of its tokens; rows are L2-normalised.
+    * the labels are split at random into ``n_topics`` equal topics; topic ``t`` weighs
+      ``(t + 1) ** -a`` (``a = label_exponent``), its label of rank ``j`` ``(j + 1.5) ** -a``;
+    * a sample picks a topic by weight, then ``1 + Poisson(labels_per_sample - 1)`` labels
+      of it by weight (repeats merged): a head of frequent labels, a tail of rare ones;
+    * it has ``max(1, Poisson(length))`` word tokens: with probability ``noise`` a
+      background word (Zipf-like over all features), with probability ``label_share`` a
+      word of one of its labels, else a word of its topic (Zipf-like); a feature's value
+      is ``1 + log(count)`` and rows are L2-normalised.
 
-    Samples are independent and identically distributed: the first rows against the rest
-    are a random train/test split. Generation is vectorised and chunked (about a million
-    tokens per chunk), so memory stays proportional to the output's non-zeros.
+    Samples are i.i.d.: the first rows against the rest are a random train/test split.
+    Generation is chunked, so memory stays proportional to the output's non-zeros.
 
     Parameters
     ----------
-    n_samples : int, default=1000
-        The number of samples (rows).
-    n_features : int, default=5000
-        The number of features (vocabulary size).
-    n_labels : int, default=1000
-        The number of labels (columns of ``Y``). Labels of the tail may have no sample.
+    n_samples, n_features, n_labels : int, default=1000, 5000, 1000
+        Rows, features (the vocabulary) and labels (labels of the tail may have no sample).
     n_topics : int or None, default=None
-        The number of topics, in ``[1, n_labels]``; ``None`` means
-        ``max(1, n_labels // 25)`` (topics of about 25 labels).
-    labels_per_sample : float, default=3.0
-        The expected number of label draws per sample (>= 1). Repeated draws are merged,
-        so the mean number of labels per row is somewhat lower.
-    length : float, default=50.0
-        The expected number of word tokens per sample (> 0). Repeated words are merged,
-        so the mean number of non-zeros per row is somewhat lower.
+        The number of topics, in ``[1, n_labels]``; ``None``: ``max(1, n_labels // 25)``.
+    labels_per_sample, length : float, default=3.0, 50.0
+        Expected label draws (>= 1) and word tokens (> 0) per sample; repeats are merged,
+        so rows have somewhat fewer labels and non-zeros.
     label_exponent : float, default=1.0
-        The exponent ``a`` of the topic and within-topic label weights (>= 0; 0 gives
-        labels of equal frequency, larger values a steeper head and a longer tail).
-    label_share : float, default=0.08
-        The probability that a token is a word of one of the sample's labels.
-    noise : float, default=0.7
-        The probability that a token is a background word, unrelated to the labels.
-        ``label_share + noise`` must be <= 1; the rest of the tokens are topic words.
-        The defaults (most tokens unrelated to the labels) make a problem on which a
-        linear model ranks well but far from perfectly, as on public XMC text data;
-        raise ``label_share`` and lower ``noise`` for an easier one
-        (``benchmarks/scale_difficulty.py`` compares settings).
-    n_topic_features : int, default=100
-        The number of word draws (uniform over the features, with replacement) that make
-        each topic's vocabulary (>= 1).
-    n_label_features : int, default=5
-        The number of word draws (uniform over the features, with replacement) that make
-        each label's vocabulary (>= 1).
+        The exponent ``a`` (>= 0; 0 gives labels of equal frequency, more a steeper head).
+    label_share, noise : float, default=0.08, 0.7
+        The probabilities that a token is a label word or a background word (sum <= 1;
+        the rest are topic words). The defaults make a problem a linear model ranks well
+        but far from perfectly; raise ``label_share`` and lower ``noise`` for an easier one.
+    n_topic_features, n_label_features : int, default=100, 5
+        Word draws (uniform over all features, with replacement) making each topic's and
+        each label's vocabulary (>= 1); vocabularies overlap.
     return_topics : bool, default=False
         If True, also return the topic of every sample and of every label.
     random_state : int, RandomState instance, Generator or None, default=None
-        Determines the random numbers. Pass an int for reproducible output across calls.
+        Pass an int for reproducible output across calls.
 
     Returns
     -------
     X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
-        The features, float32, in canonical form (sorted indices, no duplicates), every row
-        with unit L2 norm.
+        float32, canonical (sorted indices, no duplicates), rows of unit L2 norm.
     Y : scipy.sparse.csr_matrix of shape (n_samples, n_labels)
         The label indicator matrix, float32 ones, canonical; every row has a label.
-    sample_topics : numpy.ndarray of shape (n_samples,)
-        The topic of each sample. Only returned if ``return_topics=True``.
-    label_topics : numpy.ndarray of shape (n_labels,)
-        The topic of each label. Only returned if ``return_topics=True``.
+    sample_topics, label_topics : numpy.ndarray of shape (n_samples,), (n_labels,)
+        The topic of each sample and of each label. Only if ``return_topics=True``.
 
     See Also
     --------
@@ -589,141 +800,32 @@ def make_xmc_classification(
 
     Examples
     --------
+    >>> from skxmc import XRLinearClassifier
     >>> from skxmc.datasets import make_xmc_classification
-    >>> X, Y = make_xmc_classification(
-    ...     n_samples=2000, n_features=3000, n_labels=500, random_state=0
-    ... )
+    >>> from skxmc.metrics import precision_at_k
+    >>> X, Y = make_xmc_classification(2000, n_features=3000, n_labels=500, random_state=0)
     >>> X.shape, Y.shape, X.dtype, Y.dtype
     ((2000, 3000), (2000, 500), dtype('float32'), dtype('float32'))
-    >>> counts = Y.sum(axis=0).A1
+    >>> counts = Y.sum(axis=0).A1  # a head of frequent labels, a tail of rare ones
     >>> bool(counts.max() > 200), bool((counts[counts > 0] <= 2).mean() > 0.2)
     (True, True)
-
-    A train/test split is a split of the rows:
-
-    >>> from skxmc import XRLinearClassifier
-    >>> from skxmc.metrics import precision_at_k
-    >>> clf = XRLinearClassifier().fit(X[:1500], Y[:1500])
+    >>> clf = XRLinearClassifier().fit(X[:1500], Y[:1500])  # rows split train/test
     >>> p1 = precision_at_k(Y[1500:], clf.predict_topk(X[1500:], k=1), k=1)
     >>> bool(p1 > 0.5)
     True
     """
-    n_samples = _check_int(n_samples, "n_samples", 1)
-    n_features = _check_int(n_features, "n_features", 1)
-    n_labels = _check_int(n_labels, "n_labels", 1)
-    if n_topics is None:
-        n_topics = max(1, n_labels // 25)
-    n_topics = _check_int(n_topics, "n_topics", 1, n_labels)
-    labels_per_sample = _check_float(labels_per_sample, "labels_per_sample", 1.0, None, False)
-    length = _check_float(length, "length", 0.0, None, True)
-    label_exponent = _check_float(label_exponent, "label_exponent", 0.0, None, False)
-    label_share = _check_float(label_share, "label_share", 0.0, 1.0, False)
-    noise = _check_float(noise, "noise", 0.0, 1.0, False)
-    if label_share + noise > 1.0:
-        raise ValueError(
-            f"label_share + noise must be <= 1, got {label_share} + {noise} = "
-            f"{label_share + noise}."
-        )
-    n_topic_features = _check_int(n_topic_features, "n_topic_features", 1)
-    n_label_features = _check_int(n_label_features, "n_label_features", 1)
-
-    seq = _seed_sequence(random_state)
-    chunk_rows = max(1, int(_CHUNK_TOKENS // max(length, labels_per_sample)))
-    n_chunks = -(-n_samples // chunk_rows)
-    setup_seq, *chunk_seqs = seq.spawn(1 + n_chunks)
-    rng = np.random.default_rng(setup_seq)
-
-    # Labels fill the slots (topic t, rank j) = slot t + j * n_topics in a random order:
-    # topic t has weight (t + 1) ** -a, its rank-j label (j + 1.5) ** -a within the topic.
-    slot_label = rng.permutation(n_labels).astype(np.int32)
-    label_topics = np.empty(n_labels, dtype=np.int32)
-    label_topics[slot_label] = np.arange(n_labels) % n_topics
-    topic_size = np.bincount(label_topics, minlength=n_topics)
-    topic_cum = np.cumsum(np.arange(1, n_topics + 1, dtype=np.float64) ** -label_exponent)
-    # Vocabularies: background ranking, topic words, label words.
-    feature_rank = rng.permutation(n_features).astype(np.int32)
-    topic_words = rng.integers(n_features, size=(n_topics, n_topic_features), dtype=np.int32)
-    label_words = rng.integers(n_features, size=(n_labels, n_label_features), dtype=np.int32)
-    lengths = np.maximum(rng.poisson(length, size=n_samples), 1)
-
-    # X is written in place into buffers sized for the tokens (an upper bound of its
-    # non-zeros) and shrunk at the end; Y is small (about labels_per_sample per row).
-    capacity = int(lengths.sum())
-    big = max(capacity, n_features, n_samples) > np.iinfo(np.int32).max
-    idx_dtype = np.int64 if big else np.int32
-    indices = np.empty(capacity, dtype=idx_dtype)
-    data = np.empty(capacity, dtype=np.float32)
-    indptr = np.zeros(n_samples + 1, dtype=idx_dtype)
-    y_indices: list[np.ndarray] = []
-    y_counts: list[np.ndarray] = []
-    sample_topics = np.empty(n_samples, dtype=np.int32)
-    pos = 0
-    for c, chunk_seq in enumerate(chunk_seqs):
-        crng = np.random.default_rng(chunk_seq)
-        r0, r1 = c * chunk_rows, min((c + 1) * chunk_rows, n_samples)
-        m = r1 - r0
-        # Topic and labels of each row.
-        topics = np.searchsorted(topic_cum, crng.random(m) * topic_cum[-1], side="right")
-        topics = np.minimum(topics, n_topics - 1)
-        sample_topics[r0:r1] = topics
-        draws = 1 + crng.poisson(labels_per_sample - 1.0, size=m)
-        rows = np.repeat(np.arange(m, dtype=np.int64), draws)
-        t = topics[rows]
-        ranks = _power_ranks(crng, rows.size, topic_size[t], label_exponent)
-        keys = np.unique(rows * n_labels + slot_label[t + ranks * n_topics])
-        del t, ranks
-        y_rows, y_labels = keys // n_labels, (keys % n_labels).astype(idx_dtype)
-        y_count = np.bincount(y_rows, minlength=m)
-        y_start = np.cumsum(y_count) - y_count
-        y_indices.append(y_labels)
-        y_counts.append(y_count)
-        del keys, y_rows
-        # Word tokens of each row.
-        rows = np.repeat(np.arange(m, dtype=np.int64), lengths[r0:r1])
-        kind = crng.random(rows.size)
-        words = np.empty(rows.size, dtype=np.int64)
-        is_noise = kind < noise
-        is_label = (kind >= noise) & (kind < noise + label_share)
-        is_topic = ~(is_noise | is_label)
-        del kind
-        words[is_noise] = feature_rank[_power_ranks(crng, int(is_noise.sum()), n_features, 1.0)]
-        lr = rows[is_label]
-        which = y_start[lr] + (crng.random(lr.size) * y_count[lr]).astype(np.int64)
-        words[is_label] = label_words[
-            y_labels[which], crng.integers(n_label_features, size=lr.size)
-        ]
-        tr = rows[is_topic]
-        words[is_topic] = topic_words[
-            topics[tr], _power_ranks(crng, tr.size, n_topic_features, 1.0)
-        ]
-        del is_noise, is_label, is_topic, lr, which, tr
-        keys, counts = np.unique(rows * n_features + words, return_counts=True)
-        del rows, words
-        x_rows = keys // n_features
-        values = (1.0 + np.log(counts)).astype(np.float32)
-        norms = np.sqrt(np.bincount(x_rows, weights=values.astype(np.float64) ** 2, minlength=m))
-        values /= norms[x_rows].astype(np.float32)
-        nnz = keys.size
-        indices[pos : pos + nnz] = keys % n_features
-        data[pos : pos + nnz] = values
-        indptr[r0 + 1 : r1 + 1] = pos + np.cumsum(np.bincount(x_rows, minlength=m))
-        pos += nnz
-        del keys, counts, x_rows, values, norms
-    indices.resize(pos, refcheck=False)  # shrinks in place (realloc), no copy
-    data.resize(pos, refcheck=False)
-    X = sp.csr_matrix((data, indices, indptr), shape=(n_samples, n_features), copy=False)
-    y_count_all = np.concatenate(y_counts)
-    y_indptr = np.zeros(n_samples + 1, dtype=idx_dtype)
-    np.cumsum(y_count_all, out=y_indptr[1:])
-    y_idx = np.concatenate(y_indices)
-    Y = sp.csr_matrix(
-        (np.ones(y_idx.size, dtype=np.float32), y_idx, y_indptr),
-        shape=(n_samples, n_labels),
-        copy=False,
-    )
-    for M in (X, Y):
-        M.has_sorted_indices = True
-        M.has_canonical_format = True
-    if return_topics:
-        return X, Y, sample_topics, label_topics
-    return X, Y
+    spec = _XMCSpec(
+        n_samples,
+        n_features,
+        n_labels,
+        n_topics,
+        labels_per_sample,
+        length,
+        label_exponent,
+        label_share,
+        noise,
+        n_topic_features,
+        n_label_features,
+    ).checked()
+    X, Y, sample_topics, label_topics = _generate_xmc(spec, _seed_sequence(random_state))
+    return (X, Y, sample_topics, label_topics) if return_topics else (X, Y)

@@ -9,6 +9,9 @@ Catch them by their standard bases when you do not want to import skxmc's names:
 
 from __future__ import annotations
 
+# Defined with the kernels that raise it (skxmc._kernels imports nothing of skxmc).
+from ._kernels import NumbaCacheWarning
+
 __all__ = [
     "CheckpointMismatchWarning",
     "EncoderNotFoundError",
@@ -55,7 +58,3 @@ class TrainingInterruptedWarning(UserWarning):
 class CheckpointMismatchWarning(UserWarning):
     """``checkpoint_dir`` held the finished checkpoint of another fit (other data or
     parameters); it was not reused, training started from scratch and replaces it."""
-
-
-class NumbaCacheWarning(UserWarning):
-    """numba has no writable cache location: kernels are compiled in every process."""

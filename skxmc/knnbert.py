@@ -19,8 +19,8 @@ with require_extra("text", "KNNBertClassifier"):
 
 from ._compat import Interval, StrOptions
 from ._memory import FLOAT32, INT64, check_allocation, encoder_hidden_size
-from ._persistence import persistent
 from ._search import SEARCH_METHODS, InnerProductIndex
+from .io import persistent
 from .losses import batch_contrastive_loss, moco_contrastive_loss, queue_contrastive_loss
 from .text._classifier import EncoderModule, TransformerClassifierBase, softmax
 from .text._config import TrainingConfig

@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 from skxmc._compat import Interval, _fit_context
 from skxmc._logging import progress
 from skxmc._optional import require
-from skxmc._persistence import PersistenceMixin, persistent
+from skxmc.io import PersistenceMixin, persistent
 from skxmc.labels import LabelSpace, encode_labels
 
 __all__ = ["Label2VecTransformer"]
@@ -202,6 +202,51 @@ def _epoch_callback(on_epoch_end: Any) -> Any:
     return _Callback()
 
 
+def _check_fit_arguments(Y: Any, y: Any) -> None:
+    """Refuse label sets passed as ``y`` and texts passed as ``Y`` (see ``fit``)."""
+    if y is not None and _is_label_sets(y):
+        raise ValueError(
+            "Label2VecTransformer.fit got label sets as y, which it ignores: it learns "
+            "from its first argument Y (the label sets), not from X and y. In a pipeline "
+            "fitted as pipe.fit(X, Y), Label2VecTransformer would read X (e.g. texts) as "
+            "label sets; fit it on the labels instead: Label2VecTransformer().fit(Y)."
+        )
+    _check_not_texts(Y, "Y")
+
+
+def _encode_training_labels(Y: Any) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``Y`` as a CSR indicator matrix and its label identifiers; it needs a positive label."""
+    Y_csr, classes = encode_labels(Y, name="Y")
+    if Y_csr.nnz == 0:
+        raise ValueError(
+            "Y has no positive labels: label2vec learns label vectors from the labels "
+            "assigned to each instance; pass instances with at least one label."
+        )
+    return Y_csr, classes
+
+
+def _warn_if_truncated(longest: int) -> None:
+    """Warn (at the caller of ``fit``) when gensim will truncate the longest sentence."""
+    if longest > _MAX_SENTENCE_LENGTH:
+        warnings.warn(
+            f"an instance has {longest} labels; gensim trains on the first "
+            f"{_MAX_SENTENCE_LENGTH} labels of an instance only.",
+            UserWarning,
+            stacklevel=4,  # here, fit, sklearn's fit wrapper, the caller
+        )
+
+
+def _label_vectors(model: Any, n_labels: int, vector_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The L2-normalised vector of every label trained in ``model`` (zero rows for the
+    others), and which labels have one."""
+    keep = np.fromiter((int(t) for t in model.wv.index_to_key), np.int64, len(model.wv))
+    E = np.zeros((n_labels, vector_size), dtype=np.float32)
+    E[keep] = model.wv.vectors
+    has_vector = np.zeros(n_labels, dtype=bool)
+    has_vector[keep] = True
+    return normalize(E, copy=False), has_vector
+
+
 @persistent
 class Label2VecTransformer(
     PersistenceMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
@@ -355,8 +400,6 @@ class Label2VecTransformer(
         "verbose": ["verbose"],
     }
 
-    _test_params: ClassVar[dict] = {"vector_size": 8, "epochs": 2}
-
     def __init__(
         self,
         *,
@@ -423,33 +466,13 @@ class Label2VecTransformer(
             ``Y`` without any positive label, and for a ``negative`` larger than both the
             number of labels that get a vector and 20.
         """
-        if y is not None and _is_label_sets(y):
-            raise ValueError(
-                "Label2VecTransformer.fit got label sets as y, which it ignores: it learns "
-                "from its first argument Y (the label sets), not from X and y. In a pipeline "
-                "fitted as pipe.fit(X, Y), Label2VecTransformer would read X (e.g. texts) as "
-                "label sets; fit it on the labels instead: Label2VecTransformer().fit(Y)."
-            )
-        _check_not_texts(Y, "Y")
+        _check_fit_arguments(Y, y)
         Word2Vec = require("gensim.models", "label2vec", _NEEDED_BY).Word2Vec
-
-        Y_csr, classes = encode_labels(Y, name="Y")
+        Y_csr, classes = _encode_training_labels(Y)
         n_labels = len(classes)
-        if Y_csr.nnz == 0:
-            raise ValueError(
-                "Y has no positive labels: label2vec learns label vectors from the labels "
-                "assigned to each instance; pass instances with at least one label."
-            )
-        lengths = np.diff(Y_csr.indptr)
-        longest = int(lengths.max())
+        longest = int(np.diff(Y_csr.indptr).max())
         window = longest if self.window is None else int(self.window)
-        if longest > _MAX_SENTENCE_LENGTH:
-            warnings.warn(
-                f"an instance has {longest} labels; gensim trains on the first "
-                f"{_MAX_SENTENCE_LENGTH} labels of an instance only.",
-                UserWarning,
-                stacklevel=2,
-            )
+        _warn_if_truncated(longest)
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
         workers = max(1, int(effective_n_jobs(self.n_jobs)))
@@ -461,43 +484,12 @@ class Label2VecTransformer(
 
         t0 = time.perf_counter()
         with _gensim_logging_routed(self.verbose, stop):
-            model = Word2Vec(
-                vector_size=self.vector_size,
-                window=window,
-                min_count=self.min_count,
-                sample=self.sample,
-                seed=seed,
-                workers=workers,
-                alpha=self.alpha,
-                min_alpha=self.min_alpha,
-                sg=1,
-                hs=0,
-                negative=self.negative,
-                ns_exponent=self.ns_exponent,
-                epochs=self.epochs,
-                hashfxn=_stable_hash,
-                shrink_windows=self.shrink_windows,
-            )
-            # Counts in column order: ties in frequency keep column order in gensim's
-            # (stable) frequency sort, so the vocabulary never depends on hashing.
-            model.build_vocab_from_freq(
-                {tokens[j]: int(counts[j]) for j in np.flatnonzero(counts)},
-                corpus_count=len(corpus),
-            )
-            if len(model.wv) == 0:
-                raise ValueError(
-                    f"no label has at least min_count={self.min_count} positive instances "
-                    f"(the most frequent has {int(counts.max())}); lower min_count."
-                )
+            model = self._word2vec(Word2Vec, window=window, seed=seed, workers=workers)
+            self._build_vocab(model, tokens, counts, corpus_count=len(corpus))
             self.n_epochs_ = self._train(model, corpus, stop)
         seconds = time.perf_counter() - t0
 
-        keep = np.fromiter((int(t) for t in model.wv.index_to_key), np.int64, len(model.wv))
-        E = np.zeros((n_labels, self.vector_size), dtype=np.float32)
-        E[keep] = model.wv.vectors
-        self.embeddings_ = normalize(E, copy=False)
-        has_vector = np.zeros(n_labels, dtype=bool)
-        has_vector[keep] = True
+        self.embeddings_, has_vector = _label_vectors(model, n_labels, self.vector_size)
         self.classes_ = classes
         self.unseen_labels_ = classes[~has_vector]
         self.window_ = window
@@ -518,9 +510,47 @@ class Label2VecTransformer(
         )
         return self
 
+    def _word2vec(self, Word2Vec: type, *, window: int, seed: int, workers: int) -> Any:
+        """An untrained gensim Skip-gram model (``sg=1``, negative sampling) with these
+        parameters; labels are hashed by CRC32, so ``PYTHONHASHSEED`` plays no role."""
+        return Word2Vec(
+            vector_size=self.vector_size,
+            window=window,
+            min_count=self.min_count,
+            sample=self.sample,
+            seed=seed,
+            workers=workers,
+            alpha=self.alpha,
+            min_alpha=self.min_alpha,
+            sg=1,
+            hs=0,
+            negative=self.negative,
+            ns_exponent=self.ns_exponent,
+            epochs=self.epochs,
+            hashfxn=_stable_hash,
+            shrink_windows=self.shrink_windows,
+        )
+
+    def _build_vocab(
+        self, model: Any, tokens: np.ndarray, counts: np.ndarray, *, corpus_count: int
+    ) -> None:
+        """Give ``model`` its vocabulary from the label counts (labels below ``min_count``
+        are left out by gensim); refuse an empty vocabulary."""
+        # Counts in column order: ties in frequency keep column order in gensim's (stable)
+        # frequency sort, so the vocabulary never depends on hashing.
+        model.build_vocab_from_freq(
+            {tokens[j]: int(counts[j]) for j in np.flatnonzero(counts)},
+            corpus_count=corpus_count,
+        )
+        if len(model.wv) == 0:
+            raise ValueError(
+                f"no label has at least min_count={self.min_count} positive instances "
+                f"(the most frequent has {int(counts.max())}); lower min_count."
+            )
+
     def _check_negative(self, n_vocab: int) -> None:
-        """Refuse a ``negative`` far above the number of labels (gensim's cost grows with
-        it, e.g. 90 s for 40 labels at 10**6, with nothing more to learn)."""
+        """Refuse a ``negative`` far above the number of labels: gensim's cost grows with
+        it, with nothing more to learn."""
         if n_vocab == 0 or self.negative <= max(n_vocab, _DEFAULT_NEGATIVE):
             return  # no vocabulary: fit reports min_count with its own message
         raise ValueError(

@@ -17,7 +17,7 @@ with require_extra("text", "SharpReCLClassifier"):
 from ._augment import augment_texts
 from ._compat import Interval, StrOptions
 from ._memory import FLOAT32, INT64, check_allocation, check_trainable, encoder_hidden_size
-from ._persistence import persistent
+from .io import persistent
 from .losses import (
     class_prior_weights,
     dice_loss,

@@ -27,9 +27,9 @@ with require_extra("text", "SNMClassifier"):
 from ._base import MultiLabelRankerMixin
 from ._compat import Interval, StrOptions, _fit_context, validate_data
 from ._memory import check_snm_fit
-from ._persistence import PersistenceMixin, persistent
 from ._ranking import topk_to_csr, truth_hits
 from ._search import SEARCH_METHODS, InnerProductIndex, resolve_search
+from .io import PersistenceMixin, persistent
 from .labels import LabelSpace, encode_target
 from .losses import (
     MARGIN_FUNCTIONS,
@@ -335,15 +335,6 @@ class SNMClassifier(
     }
     # The network is small and trains on CPU in float32, epoch by epoch.
     _training_unsupported = ("max_steps", "head_learning_rate", "mixed_precision")
-
-    # Fast settings for the scikit-learn API checks (tests/test_common.py).
-    _test_params = {
-        "hidden_size": 16,
-        "embedding_size": 8,
-        "training__max_epochs": 3,
-        "training__batch_size": 16,
-        "training__device": "cpu",
-    }
 
     def __init__(
         self,

@@ -51,8 +51,8 @@ from skxmc._compat import (
 from skxmc._kmeans import split_level, split_node_threaded
 from skxmc._logging import progress
 from skxmc._optional import require
-from skxmc._persistence import PersistenceMixin, persistent
 from skxmc._sparse_product import sorted_product
+from skxmc.io import PersistenceMixin, persistent
 from skxmc.labels import LabelSpace, encode_labels
 
 __all__ = ["HierarchicalLabelTree", "build_label_tree", "pifa_embeddings"]

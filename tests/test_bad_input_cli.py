@@ -657,12 +657,12 @@ def test_9_cli_no_traceback_in_a_real_process(files):
 # Runs `skxmc fit` and kills the process (os._exit: no cleanup, like kill -9) at one point
 # of the save, recognised from the calls it makes on the model's folder: before or after the
 # arrays are written, or just before the new folder is moved in (a rename, or the atomic
-# exchange of skxmc._persistence where there is one).
+# exchange of skxmc.io._directory where there is one).
 _CRASH_SCRIPT = textwrap.dedent(
     """
     import os, sys
     import numpy as np
-    import skxmc._persistence as persistence
+    import skxmc.io._directory as directory
     from skxmc.cli import main
 
     point, root, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -690,8 +690,7 @@ _CRASH_SCRIPT = textwrap.dedent(
         return move
 
     os.rename, os.replace = exit_before(os.rename), exit_before(os.replace)
-    if hasattr(persistence, "_exchange"):
-        persistence._exchange = exit_before(persistence._exchange)
+    directory.exchange = exit_before(directory.exchange)
     sys.exit(main(argv))
     """
 )

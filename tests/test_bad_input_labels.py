@@ -417,7 +417,7 @@ def _fake_njit(**options: Any) -> Callable:
 
 
 def test_import_jit_falls_back_to_no_cache_with_one_warning(monkeypatch):
-    from skxmc import _numba
+    from skxmc._kernels import jit as _numba
 
     monkeypatch.setattr(_numba, "njit", _fake_njit)
     monkeypatch.setattr(_numba, "_warned", False)
@@ -431,7 +431,7 @@ def test_import_jit_falls_back_to_no_cache_with_one_warning(monkeypatch):
 
 
 def test_import_jit_reraises_other_numba_errors(monkeypatch):
-    from skxmc import _numba
+    from skxmc._kernels import jit as _numba
 
     def broken(**options: Any) -> Callable:
         def decorate(func: Callable) -> Callable:

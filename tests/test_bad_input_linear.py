@@ -109,14 +109,24 @@ def duplicate_entries_predict(d: dict) -> None:
 
 
 def scaled_tfidf(d: dict) -> None:
-    clf = _small().fit(d["X"] * 100, d["Y"])
-    assert all(W.nnz == 0 for W in clf.weights_)  # still fitted, but said loudly
+    # 26aef59 returned a fitted model without a single weight (after two warnings)
+    clf = _small()
+    try:
+        clf.fit(d["X"] * 100, d["Y"])
+    finally:
+        assert not hasattr(clf, "weights_")  # no empty model left behind
 
 
-def huge_values(d: dict) -> None:
+def huge_values(d: dict, value: float = 1e10) -> None:
     X = d["X"].copy()
-    X.data[:] = 1e10
+    X.data[:] = value
     _small().fit(X, d["Y"])
+
+
+def unnormalised_but_threshold_lowered(d: dict) -> None:
+    # the explicit way to train on unnormalised rows: a weight_threshold that keeps weights
+    clf = _small(weight_threshold=0.0).fit(d["X"] * 100, d["Y"])
+    assert any(W[:-1].nnz for W in clf.weights_)
 
 
 def readme_pipeline_quiet(d: dict) -> None:
@@ -226,8 +236,20 @@ CASES = [
     # (action, expected exception / warning type or None, message must match)
     pytest.param(duplicate_entries_fit, None, None, id="1-badX-duplicate-csr-entries-fit"),
     pytest.param(duplicate_entries_predict, None, None, id="1-badX-duplicate-csr-entries-predict"),
-    pytest.param(scaled_tfidf, UserWarning, "weight_threshold", id="1-badX-tfidf-x100"),
-    pytest.param(huge_values, UserWarning, "weight_threshold", id="1-badX-values-1e10"),
+    pytest.param(scaled_tfidf, ValueError, r"normalize\(X\)", id="1-badX-tfidf-x100"),
+    pytest.param(huge_values, ValueError, "kept no feature weight in any", id="1-badX-values-1e10"),
+    pytest.param(
+        lambda d: huge_values(d, 1e30),
+        ValueError,
+        "L2-normalise the rows of X",
+        id="1-badX-values-1e30",
+    ),
+    pytest.param(
+        unnormalised_but_threshold_lowered,
+        UserWarning,
+        "expects L2-normalised rows",
+        id="1-badX-tfidf-x100-weight-threshold-0",
+    ),
     pytest.param(readme_pipeline_quiet, None, None, id="1-badX-readme-tfidf-no-warning"),
     pytest.param(fit_with(bias=1e39), ValueError, "'bias' parameter", id="3-hyper-bias-1e39"),
     pytest.param(fit_with(bias=1e4), ValueError, "'bias' parameter", id="3-hyper-bias-1e4"),

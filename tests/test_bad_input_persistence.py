@@ -28,14 +28,18 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 import skxmc
-from skxmc._persistence import ARRAYS_NAME, CONFIG_NAME, MANIFEST_KEY, _build_manifest
 from skxmc.datasets import load_demo
+from skxmc.io import ARRAYS_NAME, CONFIG_NAME, MANIFEST_KEY
+from skxmc.io._arrays import decode_strings, encode_strings
+from skxmc.io._format import build_manifest
 from skxmc.text import TrainingConfig
 
 from .conftest import topic_texts
 
 W0 = "model.attributes.weights_.0"
 CLASSES = "model.arrays.classes_"
+# String labels are stored as UTF-8 bytes plus offsets (issue 48 item 17).
+CLASS_OFFSETS = f"{CLASSES}.offsets"
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +84,7 @@ def _write_config(d: Path, config: dict) -> None:
 
 def _refresh_manifest(d: Path) -> None:
     config = _config(d)
-    config[MANIFEST_KEY] = _build_manifest(d)
+    config[MANIFEST_KEY] = build_manifest(d)
     _write_config(d, config)
 
 
@@ -98,6 +102,27 @@ def _edit_json(edit: Callable[[dict], None]) -> Callable[[Path], None]:
     def apply(d: Path) -> None:
         config = _config(d)
         edit(config["model"])
+        _write_config(d, config)
+
+    return apply
+
+
+def _edit_classes(edit: Callable[[list], list]) -> Callable[[Path], None]:
+    """Rewrite the saved string labels (bytes, offsets and the shape in the JSON)."""
+
+    def apply(d: Path) -> None:
+        with np.load(d / ARRAYS_NAME) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+        config = _config(d)
+        ref = config["model"]["arrays"]["__dict__"]["classes_"]
+        labels = edit(
+            decode_strings(
+                CLASSES, arrays[CLASS_OFFSETS], arrays[f"{CLASSES}.utf8"], ref["shape"], None
+            ).tolist()
+        )
+        arrays[CLASS_OFFSETS], arrays[f"{CLASSES}.utf8"] = encode_strings(labels)
+        ref["shape"] = [len(labels)]
+        np.savez(d / ARRAYS_NAME, **arrays)
         _write_config(d, config)
 
     return apply
@@ -154,6 +179,19 @@ def _foreign_weights(d: Path) -> None:
     from skxmc.text._weights import save_module_weights
 
     save_module_weights(torch.nn.Linear(3, 2), d / "model.safetensors")
+
+
+def _non_finite_weight(value: float) -> Callable[[Path], None]:
+    def apply(d: Path) -> None:
+        from safetensors.numpy import load_file, save_file
+
+        tensors = load_file(d / "model.safetensors")
+        name = sorted(k for k, v in tensors.items() if v.dtype.kind == "f")[-1]
+        tensors[name] = tensors[name].copy()
+        tensors[name].flat[0] = value
+        save_file(tensors, d / "model.safetensors")
+
+    return apply
 
 
 def _drop_manifest_and(edit: Callable[[Path], None]) -> Callable[[Path], None]:
@@ -221,7 +259,7 @@ LOAD_CASES = [
     Case(
         "reversed-classes",
         "xrl",
-        _edit_npz(lambda a: a.update({CLASSES: a[CLASSES][::-1]})),
+        _edit_classes(lambda labels: labels[::-1]),
         False,
         ValueError,
         r"arrays\.npz is not the file that was saved",
@@ -295,7 +333,7 @@ LOAD_CASES = [
     Case(
         "classes-shortened",
         "xrl",
-        _edit_npz(lambda a: a.update({CLASSES: a[CLASSES][:-1]})),
+        _edit_classes(lambda labels: labels[:-1]),
         True,
         ValueError,
         r"skxmc-model\.json.*classes_ has \d+ labels",
@@ -321,10 +359,10 @@ LOAD_CASES = [
     Case(
         "missing-array-key",
         "xrl",
-        _edit_npz(lambda a: a.pop(CLASSES)),
+        _edit_npz(lambda a: a.pop(CLASS_OFFSETS)),
         True,
         ValueError,
-        rf"arrays\.npz has no array '{CLASSES}'",
+        rf"arrays\.npz has no array '{CLASS_OFFSETS}'",
     ),
     Case(
         "unknown-param",
@@ -358,6 +396,23 @@ LOAD_CASES = [
         RuntimeError,
         r"model\.safetensors.*do not fit",
     ),
+    # issue 48 item 2: a diverged run's (or a crafted) NaN / inf weights
+    Case(
+        "safetensors-nan",
+        "sharp",
+        _non_finite_weight(float("nan")),
+        True,
+        ValueError,
+        r"model\.safetensors: tensor '.+' holds NaN or infinite values",
+    ),
+    Case(
+        "safetensors-inf",
+        "sharp",
+        _non_finite_weight(float("-inf")),
+        True,
+        ValueError,
+        r"model\.safetensors: tensor '.+' holds NaN or infinite values",
+    ),
 ]
 
 
@@ -381,21 +436,26 @@ def test_load_refuses_bad_model_dirs(case, saved):
     case.edit(directory)
     if case.refresh:
         _refresh_manifest(directory)
-    # A directory without the file list loads with a warning, then fails on what follows.
+    # A directory without the file list loads (trusted=True) with a warning, then fails on
+    # what follows.
     old = case.id.endswith("no-manifest")
     with pytest.warns(UserWarning, match="lists no files") if old else nullcontext():
         with pytest.raises(case.error, match=case.match):
-            skxmc.load(directory)
+            skxmc.load(directory, trusted=old)
 
 
-def test_6_persist_without_manifest_loads_with_warning(saved):
+def test_6_persist_without_manifest_is_refused_unless_trusted(saved):
+    # Issue 48 item 4: deleting "files" must not switch verification off silently.
     directory, clf, X = saved("xrl")
     config = _config(directory)
     del config[MANIFEST_KEY]
     _write_config(directory, config)
-    with pytest.warns(UserWarning, match=r"skxmc-model\.json lists no files"):
-        loaded = skxmc.load(directory)
-    np.testing.assert_array_equal(loaded.predict_topk(X)[0], clf.predict_topk(X)[0])
+    _edit_classes(lambda labels: labels[::-1])(directory)
+    with pytest.raises(ValueError, match=r"lists no files.*trusted=True"):
+        skxmc.load(directory)
+    with pytest.warns(UserWarning, match=r"skxmc-model\.json lists no files.*trusted=True"):
+        loaded = skxmc.load(directory, trusted=True)
+    assert loaded.predict_topk(X)[0].shape == clf.predict_topk(X)[0].shape
 
 
 def test_6_persist_roundtrip_with_manifest(saved):
@@ -516,3 +576,17 @@ def test_6_persist_kill_9_during_overwrite(tmp_path):
     assert trials >= 3
     first.save(target, overwrite=True)  # removes the hidden folders the kills left
     assert [p.name for p in work.iterdir()] == ["model"]
+
+
+def test_6_persist_neural_model_files_follow_the_umask(saved):
+    # Issue 48 item 14: model.safetensors was written 0600, unreadable by a server's user.
+    previous = os.umask(0o022)
+    try:
+        directory, _, _ = saved("sharp")
+    finally:
+        os.umask(previous)
+    modes = {
+        p.relative_to(directory).as_posix(): p.stat().st_mode & 0o777 for p in directory.rglob("*")
+    }
+    assert modes["model.safetensors"] == 0o644, modes
+    assert set(modes.values()) <= {0o644, 0o755}, modes

@@ -19,8 +19,8 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 import skxmc
 from skxmc import XRLinearClassifier
-from skxmc._persistence import CARD_NAME, CONFIG_NAME, MANIFEST_KEY, describe
 from skxmc.cli import main
+from skxmc.io import CARD_NAME, CONFIG_NAME, MANIFEST_KEY, describe
 from skxmc.pipeline import Pipeline, make_pipeline
 from skxmc.text._config import TRAINING_FIELDS
 
@@ -459,7 +459,7 @@ def test_not_cached_says_how_to_download(tmp_path, monkeypatch, capsys):
 
 
 def test_warmup_calls_the_numba_warmup(monkeypatch, capsys):
-    from skxmc import _numba
+    from skxmc import _warmup
 
     calls = []
 
@@ -467,7 +467,7 @@ def test_warmup_calls_the_numba_warmup(monkeypatch, capsys):
         calls.append(verbose)
         return {"seconds": 0.5, "compiled": 3, "loaded": 7, "kernels": 10}
 
-    monkeypatch.setattr(_numba, "warmup", warmup, raising=False)
+    monkeypatch.setattr(_warmup, "warmup", warmup, raising=False)
     assert main(["warmup", "-v"]) == 0
     assert calls == [1]
     out = capsys.readouterr().out
@@ -475,8 +475,8 @@ def test_warmup_calls_the_numba_warmup(monkeypatch, capsys):
 
 
 def test_warmup_without_the_function_errors_clearly(monkeypatch, capsys):
-    from skxmc import _numba
+    from skxmc import _warmup
 
-    monkeypatch.delattr(_numba, "warmup", raising=False)
+    monkeypatch.delattr(_warmup, "warmup", raising=False)
     assert main(["warmup"]) == 1
     assert "skxmc warmup: error:" in capsys.readouterr().err

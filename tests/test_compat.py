@@ -123,7 +123,8 @@ def test_exceptions_have_one_home_and_import_no_torch():
     import sys
 
     import skxmc.exceptions as exc
-    from skxmc import _memory, _numba
+    from skxmc import _memory
+    from skxmc._kernels import jit as _numba
     from skxmc.exceptions import CheckpointMismatchWarning, TrainingInterruptedWarning
 
     assert _memory.InsufficientMemoryError is exc.InsufficientMemoryError

@@ -1,5 +1,5 @@
 """Ctrl-C while compiled kernels run: a KeyboardInterrupt, never a SystemError, a crash or
-a model that silently kept going (skxmc._numba.interruptible)."""
+a model that silently kept going (skxmc._kernels.jit.interruptible)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 import pytest
 
 from skxmc import XRLinearClassifier
-from skxmc._numba import interruptible
+from skxmc._kernels.jit import interruptible
 from skxmc.datasets import make_xmc_classification
 
 

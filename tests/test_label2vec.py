@@ -21,7 +21,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 import skxmc.label2vec as label2vec_module
-from skxmc._persistence import load
+from skxmc.io import load
 from skxmc.label2vec import GENSIM_LOGGER_NAME, Label2VecTransformer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -310,6 +310,26 @@ def test_ctrl_c_stops_training_and_keeps_a_usable_model(monkeypatch):
     assert any("interrupted" in str(w.message) for w in caught)
     assert l2v.n_epochs_ < 50
     assert l2v.embeddings_.shape == (20, 8) and np.isfinite(l2v.embeddings_).all()
+
+
+def test_long_sentences_warn_at_the_caller(monkeypatch):
+    monkeypatch.setattr(label2vec_module, "_MAX_SENTENCE_LENGTH", 3)
+    with pytest.warns(UserWarning, match="gensim trains on the first 3 labels") as caught:
+        Label2VecTransformer(vector_size=8, epochs=1).fit(_topics())
+    assert caught[0].filename == __file__
+
+
+def test_fit_checks_run_before_gensim_is_needed(monkeypatch):
+    def missing(*args, **kwargs):
+        raise ImportError("no gensim")
+
+    monkeypatch.setattr(label2vec_module, "require", missing)
+    with pytest.raises(ValueError, match="label sets as y"):
+        Label2VecTransformer().fit(_topics(), [["a"]] * 160)
+    with pytest.raises(ValueError, match="bare strings"):
+        Label2VecTransformer().fit(["a text", "another"])
+    with pytest.raises(ImportError, match="no gensim"):
+        Label2VecTransformer().fit(_topics())
 
 
 def test_errors_in_gensim_reach_the_caller(monkeypatch):

@@ -92,7 +92,7 @@ def test_mapped_blocks_are_read_from_the_file_not_through_the_map(
 ):
     # a mapped model's block layers are read with pread, in groups that fit the budget
     # (64 bytes: one parent per group); the compiled kernel never sees a mapped block
-    from skxmc._persistence import mapped_file_span
+    from skxmc.io import mapped_file_span
     from skxmc.linear import _beam
 
     _, path, X = fitted
@@ -407,7 +407,7 @@ def test_changed_value_is_caught_by_the_hash(copied):
 
 def test_out_of_range_index_is_caught_without_the_hash(copied, monkeypatch):
     # the entry checks that keep compiled code in bounds run by default with mmap too
-    from skxmc import _persistence
+    from skxmc.io import _format
 
     clf, path, _ = copied
     _overwrite_entry(path, LAYER2_INDICES, 0, clf.weights_[2].shape[0] + 5)
@@ -417,7 +417,7 @@ def test_out_of_range_index_is_caught_without_the_hash(copied, monkeypatch):
     def no_hash(path):
         raise AssertionError(f"hashed {path}")
 
-    monkeypatch.setattr(_persistence, "_sha256", no_hash)
+    monkeypatch.setattr(_format, "sha256", no_hash)
     with pytest.raises(ValueError, match="indices range over"):
         skxmc.load(path, mmap=True, verify=None)
     # verify=False trusts the entries: the load reads neither the hash nor the index

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import skxmc
-from skxmc import _numba
+from skxmc._kernels import jit as _numba
 
 from .conftest import as_unprivileged_user, read_only
 
@@ -30,13 +30,13 @@ FIT = textwrap.dedent(
     import scipy.sparse as sp
     from numba.core import event
     import skxmc
-    from skxmc import _numba
+    from skxmc import _warmup
 
     if sys.argv[1:]:
         assert skxmc.__file__.startswith(sys.argv[1]), skxmc.__file__
     X = sp.random(80, 30, density=0.3, format="csr", random_state=0, dtype=np.float32)
     y = [[int(i % 7), int(i % 3) + 7] for i in range(80)]
-    counter = _numba._CompileCounter()
+    counter = _warmup._CompileCounter()
     event.register("numba:compile", counter)
     clf = skxmc.XRLinearClassifier(n_jobs=2).fit(X, y)
     clf.predict_topk(X, k=3)
@@ -104,12 +104,13 @@ def test_read_only_install_caches_in_the_user_wide_folder():
 WARMUP = textwrap.dedent(
     """
     import json
-    from skxmc import _numba
+    from skxmc import _warmup
+    from skxmc._kernels import jit
 
-    report = _numba.warmup()
+    report = _warmup.warmup()
     report["signatures"] = {
         k.py_func.__name__: len(k.signatures)
-        for k in _numba._KERNELS
+        for k in jit._KERNELS
         if not k.targetoptions.get("inline") == "always"
     }
     print(json.dumps(report))
@@ -170,9 +171,9 @@ def test_compile_notice_once_per_process_and_only_for_skxmc(monkeypatch, capsys)
 
 
 def test_jit_registers_every_kernel():
-    from skxmc.linear import _solver
+    from skxmc._kernels import layer
 
-    assert _solver._fit_items in _numba._KERNELS
+    assert layer._fit_items in _numba._KERNELS
     assert all(hasattr(k, "py_func") for k in _numba._KERNELS)
 
 

@@ -211,23 +211,26 @@ def test_save_pipeline_never_clobbers_user_files(quick_start, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "model"]
 
 
-def test_single_estimators_still_write_format_version_1(quick_start, tmp_path):
-    # Older skxmc releases read version 1 only; nothing new is needed for a lone estimator.
-    path = quick_start[-1].save(tmp_path / "ranker")
-    config = json.loads((path / "skxmc-model.json").read_text(encoding="utf-8"))
-    assert config["format_version"] == 1
-    config = json.loads(
-        (skxmc.save(quick_start, tmp_path / "pipe") / "skxmc-model.json").read_text("utf-8")
-    )
-    assert config["format_version"] == 2
+def test_models_are_written_with_the_lowest_format_version(quick_start, tmp_path):
+    # Older skxmc releases read version 1 only: a lone estimator without string arrays is
+    # still written as version 1; pipelines need 2, string labels (bytes + offsets) 3.
+    def version(path):
+        return json.loads((path / "skxmc-model.json").read_text(encoding="utf-8"))["format_version"]
+
+    ranker = quick_start[-1]
+    assert version(ranker.save(tmp_path / "ranker")) == 3  # its labels are strings
+    X = quick_start[0].transform(["red apple", "green apple", "red car", "fast car"])
+    numeric = skxmc.XRLinearClassifier().fit(X, [[0], [0], [1], [1]])
+    assert version(numeric.save(tmp_path / "numeric")) == 1
+    assert version(skxmc.save(quick_start, tmp_path / "pipe")) == 3
 
 
 def test_load_refuses_parts_outside_the_model_directory(tmp_path):
-    from skxmc._persistence import _instantiate
+    from skxmc.io._codec import instantiate
 
     spec = {"__estimator__": "XRLinearClassifier", "params": {"__dict__": {}}, "files": "../x"}
     with pytest.raises(ValueError, match="invalid part"):
-        _instantiate(spec, {}, tmp_path)
+        instantiate(spec, {}, tmp_path)
 
 
 # -- permissions --------------------------------------------------------------------------------

@@ -125,24 +125,13 @@ def test_text_exports_at_most_15_names_and_old_ones_warn():
         skxmc.text.no_such_name  # noqa: B018
 
 
-def test_model_saved_with_flat_training_settings_loads(tmp_path, monkeypatch):
-    """A model directory of skxmc 26aef59 holds the flat names; its parameters go through
-    ``cls._upgrade_params`` before ``cls(**params)``. The persistence layer (skxmc.io) makes
-    that call; here it is wired in by hand where the loader checks the parameters."""
+def test_model_saved_with_flat_training_settings_loads(tmp_path):
+    """A model directory of skxmc 26aef59 holds the flat names; the loader passes the
+    saved parameters through ``cls._upgrade_params`` before ``cls(**params)``."""
     import json
 
     import skxmc
-    from skxmc import _persistence
 
-    if not hasattr(_persistence, "_checked_params"):
-        pytest.skip("the loader moved: its upgrade hook is tested with it")
-    checked = _persistence._checked_params
-
-    def upgraded(cls, params, source):
-        upgrade = getattr(cls, "_upgrade_params", None)
-        return checked(cls, upgrade(params) if upgrade else params, source)
-
-    monkeypatch.setattr(_persistence, "_checked_params", upgraded)
     X = np.random.default_rng(0).normal(size=(40, 6)).astype(np.float32)
     y = [[i % 3] for i in range(40)]
     training = TrainingConfig(max_epochs=2, batch_size=8, device="cpu")

@@ -449,7 +449,7 @@ def test_pifa_plus_label2vec_string_option(sparse_x):
 
 
 def test_label2vec_tree_save_load_and_pickle(tmp_path):
-    from skxmc._persistence import load
+    from skxmc.io import load
 
     X, Y = _two_topics()
     names = [[f"tag{j}" for j in Y.indices[a:b]] for a, b in itertools.pairwise(Y.indptr)]
@@ -500,7 +500,7 @@ def test_init_only_stores_params_and_clone_pickle_round_trip():
 
 
 def test_save_load_round_trip(tmp_path):
-    from skxmc._persistence import load
+    from skxmc.io import load
 
     X, Y = _toy_problem()
     names = [[f"tag{j}" for j in Y.indices[a:b]] for a, b in itertools.pairwise(Y.indptr)]

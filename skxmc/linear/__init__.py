@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ._solver import LayerGroups, fit_layer
+from ._problem import LayerGroups
+from ._solver import fit_layer
 from ._xrlinear import XRLinearClassifier
 
 __all__ = ["LayerGroups", "XRLinearClassifier", "fit_layer"]

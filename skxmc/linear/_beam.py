@@ -21,12 +21,29 @@ from itertools import pairwise
 import numba
 import numpy as np
 import scipy.sparse as sp
-from numba import prange
 
-from .._numba import interruptible, jit
-from .._persistence import mapped_file_span
-from .._ranking import insert_ranked
-from .._sparse_product import csr_arrays, radix_bits, radix_sort
+from .._kernels.beam import (
+    _check_blocks_kernel,
+    _chunk_layout_kernel,
+    _expand_kernel,
+    _keep_topk_kernel,
+    _score_chunks_kernel,
+    _score_dense_kernel,
+)
+from .._kernels.jit import interruptible
+from .._sparse_product import csr_arrays, radix_bits
+from ..io import mapped_file_span
+
+__all__ = [
+    "DENSE_LAYER_MAX_NODES",
+    "POST_PROCESSORS",
+    "ChunkedWeights",
+    "beam_search",
+    "check_blocks",
+    "expand_children",
+    "keep_topk",
+    "score_candidates",
+]
 
 POST_PROCESSORS = ("l3-hinge", "sigmoid", "noop")
 # codes the scoring kernels get for each post-processor (0: the raw score)
@@ -156,100 +173,6 @@ class ChunkedWeights:
         return out
 
 
-@jit(nogil=True)
-def _chunk_layout_kernel(
-    w_indptr,
-    w_indices,
-    w_data,
-    p_indptr,
-    p_indices,
-    count,
-    touched,
-    tmp,
-    radix_counts,
-    n_bits,
-    sizes_only,
-    feat_count,
-    block_start,
-    blocks,
-    values,
-):  # pragma: no cover - compiled
-    """Fill the :class:`ChunkedWeights` arrays from CSC weights in O(nnz): per parent, a
-    counting sort of its children's entries by feature (``count``: zeros of n_rows, left
-    zeroed), stable in child order. With ``sizes_only``, only ``feat_count[p]`` and the
-    block size (in ``block_start[p + 1]``) of every parent."""
-    for p in range(len(p_indptr) - 1):
-        n_touched = np.int64(0)  # int64 from the start, as radix_sort's other callers
-        n_entries = np.int64(0)
-        for j in range(p_indptr[p], p_indptr[p + 1]):
-            c = p_indices[j]
-            for q in range(w_indptr[c], w_indptr[c + 1]):
-                f = w_indices[q]
-                if count[f] == 0:
-                    touched[n_touched] = f
-                    n_touched += 1
-                count[f] += 1
-            n_entries += w_indptr[c + 1] - w_indptr[c]
-        if sizes_only:
-            feat_count[p] = n_touched
-            block_start[p + 1] = 2 * n_touched + 1 + 2 * n_entries
-        else:
-            radix_sort(touched, n_touched, tmp, radix_counts, n_bits)
-            b = block_start[p]
-            off = b + n_touched
-            ent = off + n_touched + 1
-            pos = np.int64(0)
-            for k in range(n_touched):
-                f = touched[k]
-                blocks[b + k] = f
-                blocks[off + k] = pos
-                n_f = count[f]
-                count[f] = pos  # now the write position of feature f
-                pos += n_f
-            blocks[off + n_touched] = pos
-            for j in range(p_indptr[p], p_indptr[p + 1]):
-                c = p_indices[j]
-                for q in range(w_indptr[c], w_indptr[c + 1]):
-                    r = count[w_indices[q]]
-                    blocks[ent + 2 * r] = j - p_indptr[p]
-                    values[ent + 2 * r + 1] = w_data[q]
-                    count[w_indices[q]] = r + 1
-        for k in range(n_touched):
-            count[touched[k]] = 0
-
-
-@jit(nogil=True)
-def _check_blocks_kernel(
-    block_start, feat_count, blocks, values, n_rows, children_count
-):  # pragma: no cover - compiled
-    """0 if every block is well formed, else the code of the first fault: 1 a feature id
-    outside ``[0, n_rows)``, 2 features not increasing, 3 offsets not increasing from 0
-    to the block's entry count, 4 a child position outside the parent's children, 5 a
-    NaN or infinite weight."""
-    for p in range(len(feat_count)):
-        b = block_start[p]
-        n = feat_count[p]
-        for k in range(b, b + n):
-            if blocks[k] < 0 or blocks[k] >= n_rows:
-                return 1
-            if k > b and blocks[k] <= blocks[k - 1]:
-                return 2
-        off = b + n
-        m = (block_start[p + 1] - off - n - 1) // 2
-        if blocks[off] != 0 or blocks[off + n] != m:
-            return 3
-        for k in range(off, off + n):
-            if blocks[k + 1] <= blocks[k]:
-                return 3
-        ent = off + n + 1
-        for r in range(m):
-            if blocks[ent + 2 * r] < 0 or blocks[ent + 2 * r] >= children_count[p]:
-                return 4
-            if not np.isfinite(values[ent + 2 * r + 1]):
-                return 5
-    return 0
-
-
 _BLOCK_FAULTS = {
     1: "feature ids outside [0, {n_rows})",
     2: "feature ids not increasing within a parent",
@@ -274,156 +197,6 @@ def check_blocks(
         block_start, feat_count, blocks, blocks.view(np.float32), n_rows, children_count
     )
     return _BLOCK_FAULTS[code].format(n_rows=n_rows) if code else None
-
-
-@jit(nogil=True, inline="always")
-def _combine(raw, parent, code):  # pragma: no cover - compiled
-    """A node's path score from its linear score ``raw`` and its parent's path score
-    (``code``: see ``_POST_CODES``), in float32."""
-    if code == 1:
-        v = np.float32(1.0) - raw
-        if v < np.float32(0.0):
-            v = np.float32(0.0)
-        return np.float32(np.exp(-(v * v * v))) * parent
-    if code == 2:
-        return parent / (np.float32(1.0) + np.float32(np.exp(-raw)))
-    return raw
-
-
-@jit(nogil=True, inline="always")
-def _score_entry(
-    i,
-    p,
-    base,
-    x_indptr,
-    x_indices,
-    x_data,
-    bias,
-    n_features,
-    block_start,
-    feat_count,
-    blocks,
-    values,
-    out,
-):  # pragma: no cover - compiled
-    lo = block_start[p]
-    hi = lo + feat_count[p]
-    ent = hi + feat_count[p] + 1  # the block's first entry word
-    # Features of x and of the block are both sorted: merge with a galloping search, so
-    # that each probe stays near the previous match.
-    for q in range(x_indptr[i], x_indptr[i + 1] + 1):
-        if lo >= hi:
-            break
-        if q < x_indptr[i + 1]:
-            f = x_indices[q]
-            v = x_data[q]
-        else:
-            f = n_features  # the bias feature
-            v = bias
-        a = lo
-        step = 1
-        while a + step < hi and blocks[a + step] < f:
-            a += step
-            step *= 2
-        b = min(a + step + 1, hi)
-        while a < b:
-            mid = (a + b) >> 1
-            if blocks[mid] < f:
-                a = mid + 1
-            else:
-                b = mid
-        lo = a
-        if a < hi and blocks[a] == f:
-            k = a + feat_count[p]  # its offset word
-            for r in range(blocks[k], blocks[k + 1]):
-                e = ent + 2 * r
-                out[base + blocks[e]] += values[e + 1] * v
-
-
-@jit(parallel=True)
-def _score_chunks_kernel(
-    x_indptr,
-    x_indices,
-    x_data,
-    bias,
-    n_features,
-    entry_order,
-    entry_row,
-    entry_parent,
-    cand_start,
-    block,
-    block_start,
-    feat_count,
-    blocks,
-    values,
-    entry_score,
-    children_count,
-    code,
-    out,
-):  # pragma: no cover - compiled
-    n_entries = len(entry_order)
-    n_blocks = (n_entries + block - 1) // block
-    # Beam entries are visited grouped by parent: consecutive entries share a chunk, which
-    # then stays in cache (the per-active-cluster products of PECOS). Blocks of entries
-    # run in parallel; each entry writes its own slice of ``out``.
-    for b in prange(n_blocks):
-        for k in range(b * block, min((b + 1) * block, n_entries)):
-            e = entry_order[k]
-            _score_entry(
-                entry_row[e],
-                entry_parent[e],
-                cand_start[e],
-                x_indptr,
-                x_indices,
-                x_data,
-                bias,
-                n_features,
-                block_start,
-                feat_count,
-                blocks,
-                values,
-                out,
-            )
-            if code != 0:
-                base = cand_start[e]
-                parent_score = entry_score[e]
-                for c in range(base, base + children_count[entry_parent[e]]):
-                    out[c] = _combine(out[c], parent_score, code)
-
-
-@jit(parallel=True)
-def _score_dense_kernel(
-    x_indptr,
-    x_indices,
-    x_data,
-    bias,
-    n_features,
-    w_indptr,
-    w_indices,
-    w_data,
-    n_nodes,
-    c_indptr,
-    c_indices,
-    c_data,
-    code,
-    n_blocks,
-    out,
-):  # pragma: no cover - compiled
-    n_rows = len(x_indptr) - 1
-    block = (n_rows + n_blocks - 1) // n_blocks
-    for b in prange(n_blocks):
-        acc = np.zeros(n_nodes, dtype=np.float32)
-        for i in range(b * block, min((b + 1) * block, n_rows)):
-            for q in range(x_indptr[i], x_indptr[i + 1]):
-                f = x_indices[q]
-                v = x_data[q]
-                for r in range(w_indptr[f], w_indptr[f + 1]):
-                    acc[w_indices[r]] += w_data[r] * v
-            for r in range(w_indptr[n_features], w_indptr[n_features + 1]):
-                acc[w_indices[r]] += w_data[r] * bias
-            for q in range(c_indptr[i], c_indptr[i + 1]):
-                out[q] = _combine(acc[c_indices[q]], c_data[q], code)
-            acc[:] = 0.0
 
 
 @interruptible()
@@ -459,29 +232,10 @@ def score_candidates(
         return out
     if chunks.feature_major is not None and candidates is None:
         raise ValueError("a layer scored from its feature-major copy needs the candidates.")
-    x_indptr, x_indices, x_data = csr_arrays(X)
     if chunks.feature_major is not None:
-        w_indptr, w_indices, w_data = csr_arrays(chunks.feature_major)
-        c_indptr, c_indices, c_data = csr_arrays(candidates)
-        with _numba_threads(n_jobs):
-            _score_dense_kernel(
-                x_indptr,
-                x_indices,
-                x_data,
-                np.float32(bias),
-                X.shape[1],
-                w_indptr,
-                w_indices,
-                w_data,
-                chunks.n_nodes,
-                c_indptr,
-                c_indices,
-                c_data,
-                code,
-                _row_blocks(X.shape[0], n_jobs),
-                out,
-            )
+        _score_dense(X, chunks, candidates, bias, code, n_jobs, out)
         return out
+    x_indptr, x_indices, x_data = csr_arrays(X)
     parent = path.indices.astype(np.int64)
     kids_per_entry = chunks.children_count[parent]
     cand_start = np.concatenate([[0], np.cumsum(kids_per_entry)[:-1]]).astype(np.int64)
@@ -527,6 +281,40 @@ def score_candidates(
         else:
             _score_read_blocks(chunks, span, parent, entry_order, run)
     return out
+
+
+def _score_dense(
+    X: sp.csr_matrix,
+    chunks: ChunkedWeights,
+    candidates: sp.csr_matrix,
+    bias: float,
+    code: int,
+    n_jobs: int,
+    out: np.ndarray,
+) -> None:
+    """:func:`score_candidates` of a small layer: a dense per-thread accumulator over all
+    nodes, from the layer's feature-major copy, into ``out``."""
+    x_indptr, x_indices, x_data = csr_arrays(X)
+    w_indptr, w_indices, w_data = csr_arrays(chunks.feature_major)
+    c_indptr, c_indices, c_data = csr_arrays(candidates)
+    with _numba_threads(n_jobs):
+        _score_dense_kernel(
+            x_indptr,
+            x_indices,
+            x_data,
+            np.float32(bias),
+            X.shape[1],
+            w_indptr,
+            w_indices,
+            w_data,
+            chunks.n_nodes,
+            c_indptr,
+            c_indices,
+            c_data,
+            code,
+            _row_blocks(X.shape[0], n_jobs),
+            out,
+        )
 
 
 # Bytes of blocks read at once when a mapped layer is scored from its file (see
@@ -644,23 +432,6 @@ class _numba_threads:
         numba.set_num_threads(self.previous)
 
 
-@jit(parallel=True)
-def _keep_topk_kernel(
-    indptr, indices, data, out_indptr, out_indices, out_data, n_blocks
-):  # pragma: no cover - compiled
-    # Row blocks in parallel; each row's best entries are kept by insertion into the row's
-    # own output slice, which holds min(k, row's entries) of them (ties: lower column).
-    n_rows = len(indptr) - 1
-    block = (n_rows + n_blocks - 1) // n_blocks
-    for b in prange(n_blocks):
-        for i in range(b * block, min((b + 1) * block, n_rows)):
-            o = out_indptr[i]
-            cap = out_indptr[i + 1] - o
-            filled = 0
-            for p in range(indptr[i], indptr[i + 1]):
-                filled = insert_ranked(indices[p], data[p], out_indices, out_data, o, cap, filled)
-
-
 def keep_topk(scores: sp.csr_matrix, k: int, *, n_jobs: int = 1) -> sp.csr_matrix:
     """Keep the ``k`` best stored entries of every row (ties: lower column first), best
     first within a row; float32 scores, ``n_jobs`` threads over row blocks."""
@@ -682,22 +453,6 @@ def keep_topk(scores: sp.csr_matrix, k: int, *, n_jobs: int = 1) -> sp.csr_matri
                 _row_blocks(n_rows, n_jobs),
             )
     return sp.csr_matrix((out_data, out_indices, out_indptr), shape=scores.shape)
-
-
-@jit(nogil=True)
-def _expand_kernel(
-    path_indptr, path_indices, path_data, p_indptr, p_indices, out_indptr, out_indices, out_data
-):  # pragma: no cover - compiled
-    k = 0
-    out_indptr[0] = 0
-    for i in range(len(path_indptr) - 1):
-        for e in range(path_indptr[i], path_indptr[i + 1]):
-            parent = path_indices[e]
-            for c in range(p_indptr[parent], p_indptr[parent + 1]):
-                out_indices[k] = p_indices[c]
-                out_data[k] = path_data[e]
-                k += 1
-        out_indptr[i + 1] = k
 
 
 def expand_children(path: sp.csr_matrix, parents: sp.csr_matrix) -> sp.csr_matrix:

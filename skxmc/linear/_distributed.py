@@ -57,7 +57,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._beam import beam_search
-from ._solver import LayerTask, run_chunk, solver_view
+from ._problem import LayerTask, solver_view
+from ._solver import run_chunk
 
 logger = logging.getLogger(__name__)
 

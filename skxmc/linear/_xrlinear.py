@@ -18,18 +18,19 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import MultiLabelRankerMixin, check_not_raw_text
 from .._compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from .._logging import progress
-from .._persistence import PersistenceMixin, checks_entries, persistent
 from .._ranking import topk_from_sparse
+from ..io import PersistenceMixin, persistent
 from ..labels import LabelSpace, encode_target
 from ..tree import HierarchicalLabelTree
 from ._beam import (
     POST_PROCESSORS,
     ChunkedWeights,
     beam_search,
-    check_blocks,
 )
+from ._model_state import _check_model_state, _chunked_from_layout, _is_block_layout, _layout_arrays
+from ._problem import LayerGroups, row_squared_norms, solver_view
 from ._select import selected_search
-from ._solver import LayerGroups, fit_layer, row_squared_norms, solver_view
+from ._solver import fit_layer
 
 logger = logging.getLogger(__name__)
 
@@ -102,81 +103,6 @@ def _search_structures(tree: HierarchicalLabelTree, weights: list, classes: Any)
     return _SearchCache(parents, chunks, classes)
 
 
-# The arrays of a ChunkedWeights that a saved model stores (its beam-search layout), so that
-# loading, memory-mapped or not, builds nothing: name -> dtype, or the feature-major copy
-# alone for a layer scored from it. Model directories of skxmc before the
-# one-block-per-parent layout stored five arrays per layer instead (their layout is
-# rebuilt from the weights at load); those of the first block layout stored the blocks of
-# feature-major layers too (not read).
-_LAYOUT_ARRAYS = {"block_start": np.int64, "feat_count": np.int64, "blocks": np.int32}
-
-
-def _layout_arrays(chunked: ChunkedWeights) -> dict:
-    if chunked.feature_major is not None:
-        return {"feature_major": chunked.feature_major}
-    return {name: getattr(chunked, name) for name in _LAYOUT_ARRAYS}
-
-
-def _monotone_from_zero(a: np.ndarray, end: int) -> bool:
-    return a.shape[0] >= 1 and a[0] == 0 and a[-1] == end and not np.any(a[1:] < a[:-1])
-
-
-def _is_block_layout(layout: Any) -> bool:
-    """Whether a saved layer layout is this version's (not the five-array one)."""
-    return isinstance(layout, dict) and "features" not in layout
-
-
-def _chunked_from_layout(
-    layout: Any, W: sp.spmatrix, parents: sp.csr_matrix, t: int
-) -> ChunkedWeights:
-    """A layer's ChunkedWeights from its saved layout, after checking every index the
-    compiled search reads (a damaged or crafted file must raise, not read out of bounds);
-    under ``skxmc.load(verify=False)`` only the checks that do not grow with the weights
-    (they read the per-parent arrays, never the blocks, which a mapped load leaves on
-    disk until a search reaches them)."""
-    where = f"the saved beam-search layout of layer {t}"
-    if not isinstance(layout, dict):
-        raise ValueError(f"{where} is not a dict of arrays.")
-    n_rows, n_nodes = W.shape
-    children = np.diff(parents.indptr).astype(np.int64)
-    major = layout.get("feature_major")
-    if major is not None:
-        # scored from the feature-major copy (the persistence layer has checked its CSR
-        # structure); any blocks beside it are not read
-        if not sp.isspmatrix_csr(major) or major.shape != W.shape or major.nnz != W.nnz:
-            raise ValueError(f"{where}: feature_major must be a CSR copy of the weights.")
-        return ChunkedWeights.from_arrays(children, n_nodes, feature_major=major)
-    if any(k not in layout for k in _LAYOUT_ARRAYS):
-        raise ValueError(
-            f"{where} is incomplete (expected {sorted(_LAYOUT_ARRAYS)} or feature_major)."
-        )
-    arr = {}
-    for name, dtype in _LAYOUT_ARRAYS.items():
-        a = layout[name]
-        if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype != dtype:
-            raise ValueError(f"{where}: {name} must be a 1-D {np.dtype(dtype).name} array.")
-        arr[name] = a
-    n_parents = parents.shape[0]
-    block_start, feat_count, blocks = arr["block_start"], arr["feat_count"], arr["blocks"]
-    mismatch = ValueError(f"{where} does not match the layer's weights and tree.")
-    if block_start.shape[0] != n_parents + 1 or feat_count.shape[0] != n_parents:
-        raise mismatch
-    spare = np.diff(block_start) - 2 * feat_count - 1  # twice each parent's entry count
-    if (
-        not _monotone_from_zero(block_start, blocks.shape[0])
-        or np.any(feat_count < 0)
-        or np.any(spare < 0)
-        or np.any(spare % 2)
-        or int(spare.sum()) // 2 != W.nnz
-    ):
-        raise mismatch
-    if checks_entries():  # per entry; skipped under skxmc.load(verify=False)
-        fault = check_blocks(block_start, feat_count, blocks, n_rows, children)
-        if fault is not None:
-            raise ValueError(f"{where}: {fault}.")
-    return ChunkedWeights.from_arrays(children, n_nodes, **arr)
-
-
 def _empty_node_share(W: sp.csc_matrix, Y_t: sp.csr_matrix) -> float:
     """Share of the nodes with at least one positive whose feature weights were all pruned
     (the bias row ``W[-1]`` does not count: a bias alone ranks every sample alike)."""
@@ -197,43 +123,6 @@ def _row_norm_summary(sqnorms: np.ndarray) -> tuple[float, float, str]:
         return 0.0, 0.0, "every row of X is empty"
     median, largest = float(np.median(norms)), float(norms.max())
     return median, largest, f"the rows of X have L2 norms of median {median:.3g}, max {largest:.3g}"
-
-
-def _check_model_state(state: dict) -> None:
-    """Raise ``ValueError`` unless ``classes_``, ``tree_``, ``weights_`` and
-    ``n_features_in_`` of ``state`` form one model: one weight matrix per tree layer, each
-    ``(n_features_in_ + 1, nodes of the layer)``, and one label per leaf. Used on fitted
-    estimators (save, unpickling, loading) and on saved states before they are loaded."""
-    missing = [n for n in ("classes_", "tree_", "weights_", "n_features_in_") if n not in state]
-    if missing:
-        raise ValueError(f"incomplete model (missing {missing})")
-    weights, classes, n_features = state["weights_"], state["classes_"], state["n_features_in_"]
-    chain = getattr(state["tree_"], "cluster_chain_", None)
-    if not isinstance(weights, list) or chain is None or len(weights) != len(chain):
-        n_weights = len(weights) if isinstance(weights, list) else "?"
-        n_chain = len(chain) if chain is not None else "no"
-        raise ValueError(
-            f"incomplete model: weights_ has {n_weights} layers but tree_ has {n_chain} "
-            f"cluster_chain_ matrices (an interrupted fit?)"
-        )
-    for t, (W, C) in enumerate(zip(weights, chain)):
-        expected = (n_features + 1, C.shape[0])
-        if not sp.issparse(W) or W.shape != expected:
-            raise ValueError(
-                f"inconsistent model: weights_[{t}] has shape {getattr(W, 'shape', None)}, "
-                f"expected (n_features_in_ + 1, nodes of layer {t}) = {expected}"
-            )
-    if len(classes) != chain[-1].shape[0]:
-        raise ValueError(
-            f"inconsistent model: classes_ has {len(classes)} labels but the last weights_ "
-            f"matrix has {chain[-1].shape[0]} columns"
-        )
-    tree_classes = getattr(state["tree_"], "classes_", None)
-    if tree_classes is not None and len(tree_classes) != len(classes):
-        raise ValueError(
-            f"inconsistent model: classes_ has {len(classes)} labels but tree_.classes_ has "
-            f"{len(tree_classes)}"
-        )
 
 
 # Rows per local beam search: the candidate arrays of a search grow with its rows (about 40
@@ -485,143 +374,34 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         -------
         self : XRLinearClassifier
         """
-        check_not_raw_text(X, type(self).__name__)
-        # validate_data(reset=True) sets n_features_in_ / feature_names_in_ on the estimator
-        # it is given: an unfitted twin keeps them off self until the model is complete.
-        twin = type(self)(**self.get_params(deep=False))
-        X = validate_data(twin, X, accept_sparse="csr", dtype=np.float32, reset=True)
-        X = _as_sorted_csr(X)
-        Y_csr, classes, target_type = encode_target(
-            Y, classes=self.classes, name="Y", n_samples=X.shape[0]
-        )
-        if Y_csr.shape[1] == 0:
-            raise ValueError("Y has no labels at all; XRLinearClassifier needs at least one.")
-        n_jobs = int(effective_n_jobs(self.n_jobs))
+        X, Y, classes, target_type, twin = self._validate_fit_input(X, Y)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         sqnorms = row_squared_norms(X)
-        median_norm, _, norm_phrase = _row_norm_summary(sqnorms)
-        if median_norm > 0 and not _ROW_NORM_RANGE[0] <= median_norm <= _ROW_NORM_RANGE[1]:
-            warnings.warn(
-                f"XRLinearClassifier expects L2-normalised rows of X, but {norm_phrase}. "
-                f"weight_threshold={self.weight_threshold!r} and the regularisation assume "
-                f"unit-norm rows, so the model may be much worse or empty: L2-normalise the "
-                f"rows (TfidfVectorizer(norm='l2'), the default, or "
-                f"sklearn.preprocessing.normalize(X)).",
-                UserWarning,
-                stacklevel=3,
-            )
-
-        t0 = time.perf_counter()
-        tree = (
-            HierarchicalLabelTree(random_state=seed, n_jobs=self.n_jobs)
-            if self.tree is None
-            else clone(self.tree)
-        )
-        tree = tree.fit(X, Y_csr)
-        progress(
-            logger,
-            self.verbose,
-            "label tree: %d layers %s in %.2f s",
-            tree.n_layers_,
-            [C.shape[0] for C in tree.cluster_chain_],
-            time.perf_counter() - t0,
-        )
+        norms = self._check_row_norms(sqnorms)
+        tree = self._fit_tree(X, Y, seed)
         if self.relevance_weighted:
-            targets = _relevance_targets(Y_csr, tree.cluster_chain_)
+            targets = _relevance_targets(Y, tree.cluster_chain_)
         else:
-            targets = tree.cluster_label_matrices(Y_csr)
-        weights: list[sp.csc_matrix] = []
-        fit_times: list[float] = []
-        empty_layers: list[str] = []
-        cache = None
-        # Inside joblib.parallel_config(backend="dask"): the layers' node problems and the
-        # matcher's searches run on the cluster (skxmc.linear._distributed), same model.
-        cluster = _cluster_session("XRLinearClassifier.fit")
-        bytes_per_layer = None if cluster is None else cluster.bytes_per_layer
-        try:
-            if cluster is not None:
-                cluster.share_x(X, sqnorms)
-                view = None
-            else:
-                view = solver_view(X, sqnorms)
-            for t, (C, Y_t) in enumerate(zip(tree.cluster_chain_, targets)):
-                t_layer = time.perf_counter()
-                if t == 0:
-                    # Under the root every instance is a candidate of every first-layer node.
-                    matcher = sp.csr_matrix(np.ones((X.shape[0], 1), dtype=np.float32))
-                elif self.negative_sampling == "tfn+man":
-                    matcher = self._search(
-                        X, top_k=self.beam_size, n_layers=t, cache=cache, cluster=cluster
-                    )
-                else:
-                    matcher = None
-                groups = LayerGroups.from_matrices(Y_t, C, matcher)
-                W = fit_layer(
-                    X,
-                    Y_t,
-                    groups,
-                    loss=self.loss,
-                    Cp=self.Cp,
-                    Cn=self.Cn,
-                    tol=self.tol,
-                    max_iter=self.max_iter,
-                    bias=self.bias,
-                    weight_threshold=self.weight_threshold,
-                    use_relevance=self.relevance_weighted,
-                    random_state=seed + t,
-                    n_jobs=n_jobs,
-                    row_sqnorms=sqnorms,
-                    _executor=cluster,
-                    _view=view,
-                )
-                weights.append(W)
-                share = _empty_node_share(W, Y_t)
-                if share > _EMPTY_NODE_SHARE:
-                    empty_layers.append(f"layer {t + 1} ({share:.0%} of {W.shape[1]} nodes)")
-                if self.negative_sampling == "tfn+man" and t + 1 < len(targets):
-                    # the next layer's matcher searches the layers trained so far
-                    cache = _search_structures(tree, weights, classes)
-                    if cluster is not None:
-                        cluster.add_search_layer(cache.chunks[t], cache.parents[t])
-                fit_times.append(time.perf_counter() - t_layer)
-                progress(
-                    logger,
-                    self.verbose,
-                    "layer %d/%d: %d nodes, %d weights, %.2f s",
-                    t + 1,
-                    len(targets),
-                    C.shape[0],
-                    W.nnz,
-                    fit_times[-1],
-                )
-                if cluster is not None:
-                    sent = cluster.end_layer()
-                    progress(
-                        logger,
-                        self.verbose,
-                        "layer %d/%d on the cluster: %d bytes broadcast, %d sent, %d received",
-                        t + 1,
-                        len(targets),
-                        sent["broadcast"],
-                        sent["to_workers"],
-                        sent["from_workers"],
-                    )
-        finally:
-            if cluster is not None:
-                cluster.close()
-        if empty_layers:
-            warnings.warn(
-                f"XRLinearClassifier kept no feature weight for most nodes of "
-                f"{', '.join(empty_layers)}: every weight below weight_threshold="
-                f"{self.weight_threshold!r} was pruned, so these nodes score all samples "
-                f"alike and the model ranks poorly. weight_threshold assumes L2-normalised "
-                f"rows of X (TF-IDF rows should be L2-normalised, as "
-                f"TfidfVectorizer(norm='l2') does) and a bias of order 1; here "
-                f"{norm_phrase} and bias={self.bias!r}. Normalise X, or lower "
-                f"weight_threshold.",
-                UserWarning,
-                stacklevel=3,
-            )
+            targets = tree.cluster_label_matrices(Y)
+        weights, fit_times, bytes_per_layer = self._train_layers(
+            X, sqnorms, tree, targets, classes, seed, norms
+        )
+        self._publish(twin, classes, target_type, tree, weights, fit_times, bytes_per_layer)
+        return self
+
+    def _publish(
+        self,
+        twin: XRLinearClassifier,
+        classes: np.ndarray,
+        target_type: str,
+        tree: HierarchicalLabelTree,
+        weights: list[sp.csc_matrix],
+        fit_times: list[float],
+        bytes_per_layer: Any,
+    ) -> None:
+        """Set the fitted attributes, all at once: one dict update (atomic under the GIL),
+        so a concurrent predict sees the old model or the new one, and a fit interrupted
+        before it has changed nothing."""
         fitted = {
             "n_features_in_": twin.n_features_in_,
             "classes_": classes,
@@ -634,12 +414,209 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         }
         if hasattr(twin, "feature_names_in_"):
             fitted["feature_names_in_"] = twin.feature_names_in_
-        # One dict update (atomic under the GIL): a concurrent predict sees the old model
-        # or the new one, and an interrupted fit above has changed nothing.
         self.__dict__.update(fitted)
         if "feature_names_in_" not in fitted:
             self.__dict__.pop("feature_names_in_", None)  # stale names of a previous fit
-        return self
+
+    def _validate_fit_input(self, X: Any, Y: Any) -> tuple:
+        """``(X, Y, classes, target_type, twin)``: X as sorted CSR float32, Y as a label
+        indicator CSR matrix with its classes and target type, and the twin estimator
+        that holds ``n_features_in_`` / ``feature_names_in_`` until the model is complete
+        (``validate_data(reset=True)`` sets them on the estimator it is given)."""
+        check_not_raw_text(X, type(self).__name__)
+        twin = type(self)(**self.get_params(deep=False))
+        X = validate_data(twin, X, accept_sparse="csr", dtype=np.float32, reset=True)
+        X = _as_sorted_csr(X)
+        Y_csr, classes, target_type = encode_target(
+            Y, classes=self.classes, name="Y", n_samples=X.shape[0]
+        )
+        if Y_csr.shape[1] == 0:
+            raise ValueError("Y has no labels at all; XRLinearClassifier needs at least one.")
+        return X, Y_csr, classes, target_type, twin
+
+    def _check_row_norms(self, sqnorms: np.ndarray) -> tuple[float, str]:
+        """Warn when the rows of X are far from L2-normalised; their median norm and a
+        phrase describing them, for later messages."""
+        median_norm, _, norm_phrase = _row_norm_summary(sqnorms)
+        if median_norm > 0 and not _ROW_NORM_RANGE[0] <= median_norm <= _ROW_NORM_RANGE[1]:
+            warnings.warn(
+                f"XRLinearClassifier expects L2-normalised rows of X, but {norm_phrase}. "
+                f"weight_threshold={self.weight_threshold!r} and the regularisation assume "
+                f"unit-norm rows, so the model may be much worse or empty: L2-normalise the "
+                f"rows (TfidfVectorizer(norm='l2'), the default, or "
+                f"sklearn.preprocessing.normalize(X)).",
+                UserWarning,
+                stacklevel=4,
+            )
+        return median_norm, norm_phrase
+
+    def _fit_tree(self, X: sp.csr_matrix, Y: sp.csr_matrix, seed: int) -> HierarchicalLabelTree:
+        """The label tree: a clone of ``tree`` (or the default tree), fitted on X, Y."""
+        t0 = time.perf_counter()
+        tree = (
+            HierarchicalLabelTree(random_state=seed, n_jobs=self.n_jobs)
+            if self.tree is None
+            else clone(self.tree)
+        )
+        tree = tree.fit(X, Y)
+        progress(
+            logger,
+            self.verbose,
+            "label tree: %d layers %s in %.2f s",
+            tree.n_layers_,
+            [C.shape[0] for C in tree.cluster_chain_],
+            time.perf_counter() - t0,
+        )
+        return tree
+
+    def _train_layers(
+        self,
+        X: sp.csr_matrix,
+        sqnorms: np.ndarray,
+        tree: HierarchicalLabelTree,
+        targets: list[sp.csr_matrix],
+        classes: np.ndarray,
+        seed: int,
+        norms: tuple[float, str],
+    ) -> tuple[list[sp.csc_matrix], list[float], Any]:
+        """Train the node models layer by layer, top down: ``(weights, seconds per layer,
+        bytes per layer on a cluster or None)``. Inside ``joblib.parallel_config(
+        backend="dask")`` the layers' node problems and the matcher's searches run on the
+        cluster (:mod:`skxmc.linear._distributed`), with the same model."""
+        weights: list[sp.csc_matrix] = []
+        fit_times: list[float] = []
+        empty_layers: list[str] = []
+        cache = None
+        cluster = _cluster_session("XRLinearClassifier.fit")
+        bytes_per_layer = None if cluster is None else cluster.bytes_per_layer
+        try:
+            if cluster is not None:
+                cluster.share_x(X, sqnorms)
+                view = None
+            else:
+                view = solver_view(X, sqnorms)
+            for t, (C, Y_t) in enumerate(zip(tree.cluster_chain_, targets)):
+                t_layer = time.perf_counter()
+                matcher = self._layer_matcher(X, t, cache, cluster)
+                groups = LayerGroups.from_matrices(Y_t, C, matcher)
+                W = self._fit_layer(X, Y_t, groups, seed + t, sqnorms, cluster, view)
+                weights.append(W)
+                share = _empty_node_share(W, Y_t)
+                if share > _EMPTY_NODE_SHARE:
+                    empty_layers.append(f"layer {t + 1} ({share:.0%} of {W.shape[1]} nodes)")
+                if self.negative_sampling == "tfn+man" and t + 1 < len(targets):
+                    # the next layer's matcher searches the layers trained so far
+                    cache = _search_structures(tree, weights, classes)
+                    if cluster is not None:
+                        cluster.add_search_layer(cache.chunks[t], cache.parents[t])
+                fit_times.append(time.perf_counter() - t_layer)
+                self._report_layer(t, len(targets), C.shape[0], W.nnz, fit_times[-1], cluster)
+        finally:
+            if cluster is not None:
+                cluster.close()
+        self._check_kept_weights(weights, empty_layers, norms)
+        return weights, fit_times, bytes_per_layer
+
+    def _layer_matcher(self, X: sp.csr_matrix, t: int, cache: Any, cluster: Any) -> Any:
+        """The rows each parent node of layer ``t`` trains on besides its positives:
+        every row under the root (layer 0), the beam of the layers above with matcher-aware
+        negatives (``"tfn+man"``), else none (teacher forcing only)."""
+        if t == 0:
+            # Under the root every instance is a candidate of every first-layer node.
+            return sp.csr_matrix(np.ones((X.shape[0], 1), dtype=np.float32))
+        if self.negative_sampling == "tfn+man":
+            return self._search(X, top_k=self.beam_size, n_layers=t, cache=cache, cluster=cluster)
+        return None
+
+    def _fit_layer(
+        self,
+        X: sp.csr_matrix,
+        Y_t: sp.csr_matrix,
+        groups: LayerGroups,
+        random_state: int,
+        sqnorms: np.ndarray,
+        cluster: Any,
+        view: tuple | None,
+    ) -> sp.csc_matrix:
+        """One layer's node models with this estimator's solver settings."""
+        return fit_layer(
+            X,
+            Y_t,
+            groups,
+            loss=self.loss,
+            Cp=self.Cp,
+            Cn=self.Cn,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            bias=self.bias,
+            weight_threshold=self.weight_threshold,
+            use_relevance=self.relevance_weighted,
+            random_state=random_state,
+            n_jobs=int(effective_n_jobs(self.n_jobs)),
+            row_sqnorms=sqnorms,
+            _executor=cluster,
+            _view=view,
+        )
+
+    def _report_layer(
+        self, t: int, n_layers: int, n_nodes: int, nnz: int, seconds: float, cluster: Any
+    ) -> None:
+        """Progress lines of a trained layer (``verbose``)."""
+        progress(
+            logger,
+            self.verbose,
+            "layer %d/%d: %d nodes, %d weights, %.2f s",
+            t + 1,
+            n_layers,
+            n_nodes,
+            nnz,
+            seconds,
+        )
+        if cluster is not None:
+            sent = cluster.end_layer()
+            progress(
+                logger,
+                self.verbose,
+                "layer %d/%d on the cluster: %d bytes broadcast, %d sent, %d received",
+                t + 1,
+                n_layers,
+                sent["broadcast"],
+                sent["to_workers"],
+                sent["from_workers"],
+            )
+
+    def _check_kept_weights(
+        self, weights: list[sp.csc_matrix], empty_layers: list[str], norms: tuple[float, str]
+    ) -> None:
+        """Raise when no layer kept a single feature weight and the rows of X are not
+        L2-normalised: the model would rank every sample alike, and the fix is the input.
+        Warn when most nodes of some layers kept none (e.g. a ``weight_threshold`` the
+        user chose high on purpose)."""
+        median_norm, norm_phrase = norms
+        unnormalised = not _ROW_NORM_RANGE[0] <= median_norm <= _ROW_NORM_RANGE[1]
+        if median_norm > 0 and unnormalised and not any(W[:-1].nnz for W in weights):
+            raise ValueError(
+                f"XRLinearClassifier kept no feature weight in any layer: {norm_phrase}, "
+                f"but weight_threshold={self.weight_threshold!r} and the regularisation "
+                f"assume L2-normalised rows, so every weight was pruned and the model would "
+                f"rank every sample alike. L2-normalise the rows of X: "
+                f"TfidfVectorizer(norm='l2') (the default) or "
+                f"sklearn.preprocessing.normalize(X). To train on these rows as they are, "
+                f"lower weight_threshold explicitly (e.g. weight_threshold=0)."
+            )
+        if empty_layers:
+            warnings.warn(
+                f"XRLinearClassifier kept no feature weight for most nodes of "
+                f"{', '.join(empty_layers)}: every weight below weight_threshold="
+                f"{self.weight_threshold!r} was pruned, so these nodes score all samples "
+                f"alike and the model ranks poorly. weight_threshold assumes L2-normalised "
+                f"rows of X (TF-IDF rows should be L2-normalised, as "
+                f"TfidfVectorizer(norm='l2') does) and a bias of order 1; here "
+                f"{norm_phrase} and bias={self.bias!r}. Normalise X, or lower "
+                f"weight_threshold.",
+                UserWarning,
+                stacklevel=5,
+            )
 
     # -------------------------------------------------------------- predict
 

@@ -196,6 +196,78 @@ def top_k_weights(
     return torch.full((k,), (n_classes - 1) / (k * n_sampled), dtype=dtype, device=device)
 
 
+def _check_owl_arguments(
+    scores: torch.Tensor,
+    targets: torch.Tensor,
+    mask: torch.Tensor | None,
+    margin: str,
+    form: str,
+    rho: float,
+    reduction: str,
+) -> torch.Tensor:
+    """Check the arguments of :func:`ordered_weighted_loss` but ``weights``; returns the
+    boolean mask of the candidates that exist."""
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}.")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
+    if margin not in _PHI:
+        raise ValueError(f"margin must be one of {MARGIN_FUNCTIONS}, got {margin!r}.")
+    if not rho > 0:
+        raise ValueError(f"rho must be > 0, got {rho!r}.")
+    if scores.ndim != 2:
+        raise ValueError(f"scores must be 2-D (n, c), got shape {tuple(scores.shape)}.")
+    if targets.shape != scores.shape:
+        raise ValueError(f"targets has shape {tuple(targets.shape)}, scores {tuple(scores.shape)}.")
+    valid = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask.to(torch.bool)
+    if valid.shape != scores.shape:
+        raise ValueError(f"mask has shape {tuple(valid.shape)}, scores {tuple(scores.shape)}.")
+    return valid
+
+
+def _weighted_negatives(
+    scores: torch.Tensor, neg: torch.Tensor, theta: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The negatives each row weighs, as (n, m) scores and weights (0 for a non-negative).
+
+    With ``theta``, its ``m`` highest-scoring negatives, highest first, weighted by
+    ``theta``; without, all ``c`` candidates, each negative weighted ``1 / n_negatives``.
+    """
+    if theta is None:
+        n_neg = neg.sum(dim=1, keepdim=True)
+        return scores, neg.to(scores.dtype) / n_neg.clamp(min=1).to(scores.dtype)
+    n, c = scores.shape
+    m = min(theta.numel(), c)
+    low = torch.finfo(scores.dtype).min
+    ranked = torch.where(neg, scores.detach(), torch.full_like(scores, low))
+    order = torch.topk(ranked, m, dim=1).indices  # highest-scoring negatives first
+    return scores.gather(1, order), theta[:m].expand(n, m) * neg.gather(1, order).to(scores.dtype)
+
+
+def _powl_rows(
+    scores: torch.Tensor,
+    pos: torch.Tensor,
+    pos_w: torch.Tensor,
+    neg_scores: torch.Tensor,
+    neg_w: torch.Tensor,
+    phi: Callable[[torch.Tensor, float], torch.Tensor],
+    rho: float,
+) -> torch.Tensor:
+    """Per-row POWL ``sum_y pos_w[y] sum_j neg_w[j] phi(v_y - v_[j])``, only over terms
+    of non-zero weight. Positives are gathered to (n, p) first so that the pairwise terms
+    are (n, p, m), not (n, c, m)."""
+    n = scores.shape[0]
+    p = max(int(pos.sum(dim=1).max()) if n else 0, 1)
+    pos_idx = torch.topk(pos.to(torch.int8), p, dim=1, sorted=False).indices
+    pos_s = scores.gather(1, pos_idx)
+    pos_pw = pos_w.gather(1, pos_idx)
+    pair = phi(pos_s.unsqueeze(2) - neg_scores.unsqueeze(1), rho)  # (n, p, m)
+    live = (pos_pw.unsqueeze(2) > 0) & (neg_w.unsqueeze(1) > 0)
+    zero = scores.new_zeros(())
+    weighted = torch.where(live, pair, zero) * pos_pw.unsqueeze(2) * neg_w.unsqueeze(1)
+    return weighted.sum(dim=(1, 2))
+
+
 def ordered_weighted_loss(
     scores: torch.Tensor,
     targets: torch.Tensor,
@@ -259,64 +331,23 @@ def ordered_weighted_loss(
     ...                       reduction="none")
     tensor([2.0000, 0.5000])
     """
-    if form not in FORMS:
-        raise ValueError(f"form must be one of {FORMS}, got {form!r}.")
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
-    if margin not in _PHI:
-        raise ValueError(f"margin must be one of {MARGIN_FUNCTIONS}, got {margin!r}.")
-    if not rho > 0:
-        raise ValueError(f"rho must be > 0, got {rho!r}.")
-    if scores.ndim != 2:
-        raise ValueError(f"scores must be 2-D (n, c), got shape {tuple(scores.shape)}.")
-    if targets.shape != scores.shape:
-        raise ValueError(f"targets has shape {tuple(targets.shape)}, scores {tuple(scores.shape)}.")
-    valid = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask.to(torch.bool)
-    if valid.shape != scores.shape:
-        raise ValueError(f"mask has shape {tuple(valid.shape)}, scores {tuple(scores.shape)}.")
+    valid = _check_owl_arguments(scores, targets, mask, margin, form, rho, reduction)
     pos = targets.to(torch.bool) & valid
     neg = ~targets.to(torch.bool) & valid
     phi = _PHI[margin]
-    n, c = scores.shape
-    zero = scores.new_zeros(())
-
-    if weights is None:
-        theta = None
-    else:
+    if weights is not None:
         if not isinstance(weights, torch.Tensor):
             weights = torch.as_tensor(weights, dtype=scores.dtype)  # no float32 round trip
-        theta = check_owl_weights(weights).to(device=scores.device, dtype=scores.dtype)
-
-    # The negatives each row weighs: (n, m) scores with their weights.
-    if theta is None:
-        n_neg = neg.sum(dim=1, keepdim=True)
-        neg_scores = scores
-        neg_w = neg.to(scores.dtype) / n_neg.clamp(min=1).to(scores.dtype)
-    else:
-        m = min(theta.numel(), c)
-        low = torch.finfo(scores.dtype).min
-        ranked = torch.where(neg, scores.detach(), torch.full_like(scores, low))
-        order = torch.topk(ranked, m, dim=1).indices  # highest-scoring negatives first
-        neg_scores = scores.gather(1, order)
-        neg_w = theta[:m].expand(n, m) * neg.gather(1, order).to(scores.dtype)
-
-    n_pos = pos.sum(dim=1)
-    pos_w = pos.to(scores.dtype) / n_pos.clamp(min=1).unsqueeze(1).to(scores.dtype)
+        weights = check_owl_weights(weights).to(device=scores.device, dtype=scores.dtype)
+    neg_scores, neg_w = _weighted_negatives(scores, neg, weights)  # (n, m) each
+    pos_w = pos.to(scores.dtype) / pos.sum(dim=1, keepdim=True).clamp(min=1).to(scores.dtype)
+    zero = scores.new_zeros(())
     if form == "bowl":
         pos_part = (torch.where(pos, phi(scores, rho), zero) * pos_w).sum(dim=1)
         neg_part = (torch.where(neg_w > 0, phi(-neg_scores, rho), zero) * neg_w).sum(dim=1)
         per_row = pos_part + neg_part
     else:
-        # Positives gathered to (n, p) so the pairwise terms are (n, p, m), not (n, c, m).
-        p = max(int(n_pos.max()) if n else 0, 1)
-        pos_idx = torch.topk(pos.to(torch.int8), p, dim=1, sorted=False).indices
-        pos_s = scores.gather(1, pos_idx)
-        pos_pw = pos_w.gather(1, pos_idx)
-        pair = phi(pos_s.unsqueeze(2) - neg_scores.unsqueeze(1), rho)  # (n, p, m)
-        live = (pos_pw.unsqueeze(2) > 0) & (neg_w.unsqueeze(1) > 0)
-        per_row = (torch.where(live, pair, zero) * pos_pw.unsqueeze(2) * neg_w.unsqueeze(1)).sum(
-            dim=(1, 2)
-        )
+        per_row = _powl_rows(scores, pos, pos_w, neg_scores, neg_w, phi, rho)
     if reduction == "none":
         return per_row
     return per_row.sum() if reduction == "sum" else per_row.mean()

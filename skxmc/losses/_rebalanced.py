@@ -8,6 +8,7 @@ anchors plus those targets (eq. 11).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -143,6 +144,68 @@ def _sample_members(mask: torch.Tensor, n: int) -> torch.Tensor:
     return torch.multinomial(weights, n, replacement=True)
 
 
+def _hard_mixup(
+    features: torch.Tensor,
+    mask: torch.Tensor,
+    hard_score: torch.Tensor,
+    n: int,
+    *,
+    n_hard: int,
+    mixup_alpha: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` synthetic targets per row of the boolean (n_classes, m) ``mask``: random pairs
+    of the row's ``n_hard`` candidates of highest ``hard_score``, mixed with weights
+    ``lambda ~ Beta(mixup_alpha, mixup_alpha)`` and L2-normalised. Also returns the row of
+    ``features`` each target copies (a row mixed with itself), -1 for a true mixture."""
+    n_classes = mask.shape[0]
+    k = min(n_hard, mask.shape[1])
+    score = hard_score.masked_fill(~mask, float("-inf"))
+    top_score, top_idx = score.topk(k, dim=1)  # (C, k), valid where finite
+    n_valid = torch.isfinite(top_score).sum(dim=1).clamp(min=1)  # (C,)
+    # Two random hard candidates per synthetic target, among each class's valid ones.
+    draw = torch.rand((n_classes, n, 2), device=features.device)
+    slots = (draw * n_valid[:, None, None]).long().clamp(max=k - 1)
+    pair = torch.gather(top_idx[:, None, :].expand(-1, n, -1), 2, slots)  # (C, n, 2)
+    lam = torch.distributions.Beta(mixup_alpha, mixup_alpha).sample((n_classes, n, 1))
+    lam = lam.to(features.device, features.dtype)
+    mixed = lam * features[pair[..., 0]] + (1 - lam) * features[pair[..., 1]]
+    same = pair[..., 0] == pair[..., 1]  # a row mixed with itself is that row again
+    source = torch.where(same, pair[..., 0], torch.full_like(pair[..., 0], -1))
+    return F.normalize(mixed, dim=-1), source
+
+
+def _target_set(
+    features: torch.Tensor,
+    mask: torch.Tensor,
+    n_total: int,
+    hard_score: torch.Tensor,
+    *,
+    synthetic_ratio: float,
+    n_hard: int,
+    mixup_alpha: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n_total`` targets for every row (class) of the candidate ``mask``: simple-sampling
+    draws, then a share ``synthetic_ratio`` of hard-mixup ones (:func:`_hard_mixup`).
+    Returns the targets (n_classes, n_total, d) and the row of ``features`` each copies."""
+    n_syn = round(synthetic_ratio * n_total)
+    parts, sources = [], []
+    if n_total - n_syn > 0:
+        picked = _sample_members(mask, n_total - n_syn)  # (C, n_samp)
+        parts.append(features[picked])
+        sources.append(picked)
+    if n_syn > 0:
+        mixed, source = _hard_mixup(
+            features, mask, hard_score, n_syn, n_hard=n_hard, mixup_alpha=mixup_alpha
+        )
+        parts.append(mixed)
+        sources.append(source)
+    if not parts:
+        n_classes, dim = mask.shape[0], features.shape[1]
+        no_index = torch.zeros((n_classes, 0), dtype=torch.long, device=features.device)
+        return features.new_zeros((n_classes, 0, dim)), no_index
+    return torch.cat(parts, dim=1), torch.cat(sources, dim=1)
+
+
 def rebalanced_targets(
     features: torch.Tensor,
     labels: torch.Tensor,
@@ -213,7 +276,6 @@ def rebalanced_targets(
     """
     n_classes, dim = prototypes.shape
     labels = labels.to(features.device)
-    member = labels[None, :] == torch.arange(n_classes, device=features.device)[:, None]  # (C, m)
     if not (simple_sampling or hard_mixup):
         empty = features.new_zeros((n_classes, 0, dim))
         no_index = torch.zeros((n_classes, 0), dtype=torch.long, device=features.device)
@@ -222,42 +284,57 @@ def rebalanced_targets(
         synthetic_ratio = 1.0
     elif not hard_mixup:
         synthetic_ratio = 0.0
+    member = labels[None, :] == torch.arange(n_classes, device=features.device)[:, None]  # (C, m)
     similarity = (prototypes @ features.T).detach()  # hardness ranks need no gradient
-
-    def one_side(
-        mask: torch.Tensor, n_total: int, hard_score: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        n_syn = round(synthetic_ratio * n_total)
-        parts, sources = [], []
-        if n_total - n_syn > 0:
-            picked = _sample_members(mask, n_total - n_syn)  # (C, n_samp)
-            parts.append(features[picked])
-            sources.append(picked)
-        if n_syn > 0:
-            k = min(n_hard, mask.shape[1])
-            score = hard_score.masked_fill(~mask, float("-inf"))
-            top_score, top_idx = score.topk(k, dim=1)  # (C, k), valid where finite
-            n_valid = torch.isfinite(top_score).sum(dim=1).clamp(min=1)  # (C,)
-            # Two random hard candidates per synthetic target, among each class's valid ones.
-            draw = torch.rand((n_classes, n_syn, 2), device=features.device)
-            slots = (draw * n_valid[:, None, None]).long().clamp(max=k - 1)
-            pair = torch.gather(top_idx[:, None, :].expand(-1, n_syn, -1), 2, slots)  # (C, n, 2)
-            lam = torch.distributions.Beta(mixup_alpha, mixup_alpha).sample((n_classes, n_syn, 1))
-            lam = lam.to(features.device, features.dtype)
-            mixed = lam * features[pair[..., 0]] + (1 - lam) * features[pair[..., 1]]
-            parts.append(F.normalize(mixed, dim=-1))
-            # A row mixed with itself is that row again.
-            same = pair[..., 0] == pair[..., 1]
-            sources.append(torch.where(same, pair[..., 0], torch.full_like(pair[..., 0], -1)))
-        if not parts:
-            return features.new_zeros((n_classes, 0, dim)), labels.new_zeros((n_classes, 0))
-        return torch.cat(parts, dim=1), torch.cat(sources, dim=1)
-
-    positives, positive_index = one_side(member, n_positive, -similarity)  # far from proto
-    negatives, _ = one_side(~member, n_negative, similarity)  # hard negative: close to proto
+    target_set = functools.partial(
+        _target_set,
+        features,
+        synthetic_ratio=synthetic_ratio,
+        n_hard=n_hard,
+        mixup_alpha=mixup_alpha,
+    )
+    # Hard positives are far from their prototype, hard negatives close to it.
+    positives, positive_index = target_set(member, n_positive, -similarity)
+    negatives, _ = target_set(~member, n_negative, similarity)
     if return_indices:
         return positives, negatives, positive_index
     return positives, negatives
+
+
+def _contrast_columns(
+    anchors: torch.Tensor,
+    labels: torch.Tensor,
+    positives: torch.Tensor | None,
+    negatives: torch.Tensor | None,
+    positive_index: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The columns each anchor is contrasted with: the anchors, then its class's positive
+    and negative targets. Returns the (m, columns) similarities, which columns are positives
+    (same class), and which are excluded (the anchor itself, and its copies among the
+    positive targets when ``positive_index`` is given)."""
+    m = anchors.shape[0]
+    eye = torch.eye(m, dtype=torch.bool, device=anchors.device)
+    columns = [anchors @ anchors.T]
+    pos_mask = [(labels[:, None] == labels[None, :]) & ~eye]
+    excluded = [eye]  # an anchor is not its own target
+    for targets, is_positive in ((positives, True), (negatives, False)):
+        if targets is None or targets.shape[1] == 0:
+            continue
+        n_targets = targets.shape[1]
+        per_anchor = targets.float()[labels]  # (m, t, d)
+        columns.append(torch.einsum("md,mtd->mt", anchors, per_anchor))
+        pos_mask.append(torch.full((m, n_targets), is_positive, device=anchors.device))
+        if is_positive and positive_index is not None:
+            if positive_index.shape != targets.shape[:2]:
+                raise ValueError(
+                    f"positive_index must have shape {tuple(targets.shape[:2])}, "
+                    f"got {tuple(positive_index.shape)}."
+                )
+            rows = torch.arange(m, device=anchors.device)[:, None]
+            excluded.append(positive_index.to(anchors.device)[labels] == rows)
+        else:
+            excluded.append(torch.zeros((m, n_targets), dtype=torch.bool, device=anchors.device))
+    return torch.cat(columns, dim=1), torch.cat(pos_mask, dim=1), torch.cat(excluded, dim=1)
 
 
 def rebalanced_contrastive_loss(
@@ -330,37 +407,17 @@ def rebalanced_contrastive_loss(
     if normalization not in ("mean", "sum"):
         raise ValueError(f"normalization must be 'mean' or 'sum', got {normalization!r}.")
     anchors = anchors.float()
-    m = anchors.shape[0]
     labels = labels.to(anchors.device)
-    eye = torch.eye(m, dtype=torch.bool, device=anchors.device)
-    columns = [anchors @ anchors.T]
-    pos_mask = [(labels[:, None] == labels[None, :]) & ~eye]
-    excluded = [eye]  # an anchor is not its own target
-    for targets, is_positive in ((positives, True), (negatives, False)):
-        if targets is None or targets.shape[1] == 0:
-            continue
-        n_targets = targets.shape[1]
-        per_anchor = targets.float()[labels]  # (m, t, d)
-        columns.append(torch.einsum("md,mtd->mt", anchors, per_anchor))
-        pos_mask.append(torch.full((m, n_targets), is_positive, device=anchors.device))
-        if is_positive and positive_index is not None:
-            if positive_index.shape != targets.shape[:2]:
-                raise ValueError(
-                    f"positive_index must have shape {tuple(targets.shape[:2])}, "
-                    f"got {tuple(positive_index.shape)}."
-                )
-            rows = torch.arange(m, device=anchors.device)[:, None]
-            excluded.append(positive_index.to(anchors.device)[labels] == rows)
-        else:
-            excluded.append(torch.zeros((m, n_targets), dtype=torch.bool, device=anchors.device))
-    logits = torch.cat(columns, dim=1) / temperature
-    excluded_mask = torch.cat(excluded, dim=1)
-    mask = torch.cat(pos_mask, dim=1) & ~excluded_mask
-    logits = logits.masked_fill(excluded_mask, float("-inf"))
+    similarity, is_positive, excluded = _contrast_columns(
+        anchors, labels, positives, negatives, positive_index
+    )
+    logits = (similarity / temperature).masked_fill(excluded, float("-inf"))
     log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
+    mask = is_positive & ~excluded
     n_pos = mask.sum(dim=1)
-    pos_sum = -(log_prob.masked_fill(~mask, 0.0)).sum(dim=1)
+    pos_sum = -(log_prob.masked_fill(~mask, 0.0)).sum(dim=1)  # (m,) summed over positives
     valid = n_pos > 0
+    m = anchors.shape[0]
     if class_weights is not None:
         weights = class_weights.to(anchors.device, torch.float32)[labels]
     else:

@@ -22,9 +22,9 @@ with require_extra("text", "MatchXMLClassifier"):
 from .._base import MultiLabelRankerMixin
 from .._compat import HasMethods, Interval, StrOptions, _fit_context
 from .._logging import progress
-from .._persistence import PersistenceMixin, persistent
 from .._ranking import topk_from_sparse, topk_to_csr
 from .._vectorizers import default_tfidf
+from ..io import PersistenceMixin, persistent
 from ..labels import LabelSpace, encode_target
 from ..linear import XRLinearClassifier
 from ..text._classifier import TextTransformerMixin

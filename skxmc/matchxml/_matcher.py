@@ -22,9 +22,9 @@ with require_extra("text", "MatchXMLClassifier"):
 
 from .._compat import HasMethods, Interval, StrOptions, _fit_context, _num_samples
 from .._logging import progress
-from .._persistence import PersistenceMixin, persistent
 from .._vectorizers import default_tfidf
 from ..exceptions import EncoderNotFoundError
+from ..io import PersistenceMixin, persistent
 from ..labels import encode_target
 from ..losses import (
     candidate_scores,

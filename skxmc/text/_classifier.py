@@ -31,7 +31,7 @@ from sklearn.base import (
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from .._compat import Interval, StrOptions, _fit_context
-from .._persistence import PersistenceMixin
+from ..io import PersistenceMixin
 from ._config import TrainingConfig
 from ._device import inference_device
 from ._encoder import batched_inference, encoder_forward, load_encoder

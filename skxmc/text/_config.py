@@ -33,7 +33,7 @@ from typing import Any
 from sklearn.base import BaseEstimator
 
 from .._compat import Interval, StrOptions
-from .._persistence import persistent
+from ..io import persistent
 
 __all__ = ["TRAINING_FIELDS", "TrainingConfig", "reject_flat_training_params"]
 

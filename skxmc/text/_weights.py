@@ -270,7 +270,7 @@ class FineTunedModelMixin:
     """Pickling, ``save`` / :func:`skxmc.load` and ONNX export of estimators whose fitted
     state holds a fine-tuned text model: ``module_`` (with the encoder as
     ``module_.encoder``) and ``tokenizer_``. Goes before
-    :class:`skxmc._persistence.PersistenceMixin` in the bases; subclasses define
+    :class:`skxmc.io.PersistenceMixin` in the bases; subclasses define
     ``_rebuild_module(encoder)``, which recreates ``module_`` around an encoder of the
     saved configuration, and ``_tokenize(texts)``.
 

@@ -1,0 +1,29 @@
+"""The registry of suites: name -> (module, one-line description).
+
+A suite module defines ``SEEDS`` (the default seeds), ``add_arguments(parser)`` (its own
+options, may do nothing) and ``run(args) -> dict`` returning ``tables`` (a list of
+``{"title", "columns", "rows"[, "caption", "digits"]}``), ``runs`` (the per-seed records)
+and ``config`` (the settings that are not options); ``args.quick`` asks for a tiny slice
+that finishes in well under a minute. Modules are imported only when their suite runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+SUITES: dict[str, tuple[str, str]] = {
+    "linear": ("linear", "XR-Linear on the reference sets: P@k, nDCG, PSP, time, memory"),
+    "scale": ("scale", "XR-Linear on generated sets of growing size: time and peak memory"),
+    "matchxml": ("matchxml", "MatchXML against TF-IDF + XR-Linear and its ablations"),
+    "sharprecl": ("sharprecl", "SharpReCL against plain fine-tuning on imbalanced sets"),
+    "knnbert": ("knnbert", "KNN-BERT against plain fine-tuning, few-shot and full data"),
+    "snm": ("snm", "SNM top-k negatives against uniform sampling, beside XR-Linear"),
+    "neural-baselines": ("neural_baselines", "the training engine against a bare torch loop"),
+    "reliability": ("reliability", "bad inputs and interrupted fits: clear errors, no crash"),
+    "startup": ("startup", "import cost and first vs second fit in fresh interpreters"),
+}
+
+
+def load(name: str) -> ModuleType:
+    return importlib.import_module(f"benchmarks.suites.{SUITES[name][0]}")

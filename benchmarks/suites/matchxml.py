@@ -1,0 +1,165 @@
+"""MatchXML on CPU: TF-IDF + XR-Linear, then ``MatchXMLClassifier`` and its ablations,
+with the same TF-IDF and ranker in every row.
+
+Rows: ``TF-IDF + XR-Linear`` (the ranker alone), ``MatchXML`` (fine-tuned encoder,
+refined tree, static sentence embeddings), ``PIFA tree`` (the ranker on PIFA's tree),
+``hinge final loss``, ``no sentence embeddings``. P@1/3/5, nDCG@5, PSP@5 (x100, mean ±
+sample std over the seeds), fit and predict seconds. ``--quick`` uses a tiny random
+encoder and no sentence embeddings on the first 800 texts of reuters21578_allcats.
+Replaces ``matchxml.py``, ``matchxml_dev.py`` and ``matchxml_final_features.py`` (the
+paper-budget GPU profile, ``gpu_profile.sh``, still runs those from commit 26aef59).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from benchmarks import _data
+from benchmarks._harness import fit_complete, summarise
+
+SEEDS = (0, 1, 2)
+DATASETS = ("reuters21578_allcats", "tibkat_gnd_en")
+ROWS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    # row -> (MatchXMLClassifier parameters, MultiStageMatcher parameters)
+    "MatchXML": ({}, {}),
+    "PIFA tree": ({"ranker_tree": "pifa"}, {}),
+    "hinge final loss": ({}, {"final_loss": "hinge"}),
+    "no sentence embeddings": ({"sentence_encoder": None}, {}),
+}
+METRICS = ("P@1", "P@3", "P@5", "nDCG@5", "PSP@5", "fit_s", "predict_s")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--datasets", nargs="+", help=f"default: {' '.join(DATASETS)}")
+    parser.add_argument("--rows", nargs="+", choices=["TF-IDF + XR-Linear", *ROWS])
+    parser.add_argument("--encoder", help="encoder folder (default: the bundled MiniLM)")
+    parser.add_argument("--steps", type=int, default=150, help="fine-tuning steps per stage")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
+
+
+def make_ranker(seed: int, threads: int) -> Any:
+    from skxmc import XRLinearClassifier
+
+    return XRLinearClassifier(Cp=2.0, beam_size=10, n_jobs=threads, random_state=seed)
+
+
+class TfidfRanker:
+    """TF-IDF + XR-Linear with ``predict_topk`` (a Pipeline has none)."""
+
+    def __init__(self, ranker: Any) -> None:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        self.vectorizer, self.ranker = TfidfVectorizer(**_data.TFIDF), ranker
+
+    def fit(self, X: list, y: Any) -> TfidfRanker:
+        self.ranker.fit(self.vectorizer.fit_transform(X), y)
+        self.classes_ = self.ranker.classes_
+        return self
+
+    def predict_topk(self, X: list, k: int) -> Any:
+        return self.ranker.predict_topk(self.vectorizer.transform(X), k=k)
+
+
+def make_estimator(encoder: str, args: argparse.Namespace, seed: int, row: str) -> Any:
+    """The only place that builds a MatchXML estimator (training settings included)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from skxmc import MatchXMLClassifier, MultiStageMatcher
+
+    outer, inner = ROWS[row]
+    training = _data.training_settings(
+        MultiStageMatcher,
+        max_steps=args.steps,
+        batch_size=args.batch_size,
+        device=args.device,
+        random_state=seed,
+    )
+    matcher = MultiStageMatcher(
+        encoder=encoder, max_length=args.max_length, n_jobs=args.threads, **training, **inner
+    )
+    params: dict[str, Any] = {
+        "matcher": matcher,
+        "vectorizer": TfidfVectorizer(**_data.TFIDF),
+        "ranker": make_ranker(seed, args.threads),
+        "device": args.device,
+        "random_state": seed,
+    }
+    if args.quick:
+        params["sentence_encoder"] = None  # the static embeddings need the MiniLM model
+    return MatchXMLClassifier(**{**params, **outer})
+
+
+def _score(clf: Any, X_test: Any, y_test: Any, y_train: Any) -> dict[str, float]:
+    from sklearn.preprocessing import MultiLabelBinarizer
+
+    from skxmc.metrics import evaluate, inverse_propensity
+
+    start = time.perf_counter()
+    labels, scores = clf.predict_topk(X_test, k=10)
+    seconds = time.perf_counter() - start
+    mlb = MultiLabelBinarizer(classes=list(clf.classes_), sparse_output=True)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # labels only in the test split
+        Y_train, Y_test = mlb.fit_transform(y_train), mlb.transform(y_test)
+    inv = inverse_propensity(Y_train)
+    res = evaluate(Y_test, (labels, scores), ks=(1, 3, 5), inv_propensity=inv, classes=clf.classes_)
+    out = {f"P@{k}": 100 * res[f"precision@{k}"] for k in (1, 3, 5)}
+    out.update({"nDCG@5": 100 * res["ndcg@5"], "PSP@5": 100 * res["psprecision@5"]})
+    out["predict_s"] = seconds
+    return out
+
+
+def run(args: argparse.Namespace) -> dict:
+    if args.quick:
+        args.steps = 3
+    names = args.datasets or (DATASETS[:1] if args.quick else DATASETS)
+    rows = args.rows or (
+        ["TF-IDF + XR-Linear", "MatchXML"] if args.quick else ["TF-IDF + XR-Linear", *ROWS]
+    )
+    runs = []
+    encoder_name = None
+    for name in names:
+        if not _data.available(name):
+            print(f"{name}: data absent, skipped")
+            continue
+        d = _data.text_split(name, args.quick)
+        encoder, encoder_name = _data.encoder_for(args, d["X_train"])
+        for seed in args.seeds:
+            for row in rows:
+                if row == "TF-IDF + XR-Linear":
+                    clf = TfidfRanker(make_ranker(seed, args.threads))
+                else:
+                    clf = make_estimator(encoder, args, seed, row)
+                start = time.perf_counter()
+                fit_complete(clf, d["X_train"], d["y_train"])
+                r = {"dataset": name, "row": row, "seed": seed}
+                r["fit_s"] = time.perf_counter() - start
+                r.update(_score(clf, d["X_test"], d["y_test"], d["y_train"]))
+                runs.append(r)
+                print(f"{name} / {row} / seed {seed}: P@1 {r['P@1']:.2f}", flush=True)
+    return {
+        "config": {
+            "encoder": encoder_name,
+            "steps": args.steps,
+            "batch_size": args.batch_size,
+            "max_length": args.max_length,
+            "threads": args.threads,
+            "ranker": "XRLinearClassifier(Cp=2, beam_size=10)",
+        },
+        "tables": [
+            {
+                "title": "MatchXML",
+                "caption": "x100 on the test split; fit and predict seconds.",
+                "columns": ["dataset", "row", *METRICS, "n_seeds"],
+                "rows": summarise(runs, ["dataset", "row"], METRICS),
+            }
+        ],
+        "runs": runs,
+    }

@@ -1,0 +1,117 @@
+"""The benchmark harness: ``python -m benchmarks linear --quick`` writes its results with
+their context, and the docs tables and results index are generated, not typed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytest.importorskip("benchmarks._docs", reason="run from the repository root")
+
+
+def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_linear_quick_writes_results_with_context(tmp_path: Path) -> None:
+    _run("linear", "--quick", "--out", str(tmp_path))
+    result = json.loads((tmp_path / "linear.json").read_text())
+    assert result["suite"] == "linear" and result["quick"] is True
+    assert result["command"] == f"python -m benchmarks linear --quick --out {tmp_path}"
+    assert len(result["commit"]) == 40 or result["commit"] == "unknown"
+    machine = result["machine"]
+    assert machine["cores"] >= 1 and machine["cpu"] and "numpy" in machine["versions"]
+    assert result["seeds"] == [0]
+    (table,) = result["tables"]
+    assert table["rows"], "no row measured"
+    row = table["rows"][0]
+    assert row["n_seeds"] == 1 and row["P@1_std"] is None  # one seed: no std
+    assert 0 < row["P@1"] <= 100 and row["fit_s"] > 0
+    text = (tmp_path / "linear.md").read_text()
+    assert "Commit:" in text and "Machine:" in text and "Seeds: 0" in text
+
+    # the docs table and the index, from that output, into temporary folders
+    out = tmp_path / "generated"
+    _run("tables", "--results", str(tmp_path), "--out", str(out))
+    (inc,) = out.glob("linear-*.inc")
+    assert ".. list-table:: XR-Linear" in inc.read_text()
+    _run("index", "--results", str(tmp_path))
+    assert "`linear.json`" in (tmp_path / "INDEX.md").read_text()
+
+
+def test_summarise_uses_sample_std() -> None:
+    from benchmarks._harness import summarise
+
+    runs = [{"row": "a", "seed": s, "x": v} for s, v in enumerate([1.0, 2.0, 4.0])]
+    (row,) = summarise(runs, ["row"], ["x"])
+    assert row["x"] == pytest.approx(7 / 3)
+    assert row["x_std"] == pytest.approx(1.5275252, rel=1e-6)  # ddof=1
+    assert row["n_seeds"] == 3 and row["seeds"] == [0, 1, 2]
+
+
+def test_docs_tables_are_generated_and_current(tmp_path: Path) -> None:
+    """Every committed docs include is what ``python -m benchmarks tables`` writes from the
+    results JSON today, and every include a page names exists."""
+    from benchmarks._docs import GENERATED, includes, write_tables
+
+    fresh = {p.name: p.read_text() for p in write_tables(out=tmp_path)}
+    committed = {p.name: p.read_text() for p in GENERATED.glob("*.inc")}
+    assert fresh == committed, "run: python -m benchmarks tables"
+    missing = sorted(set(includes()) - set(committed))
+    assert not missing, f"pages include missing tables: {missing}"
+
+
+def test_index_is_current() -> None:
+    from benchmarks._docs import RESULTS, kept
+
+    listed = (RESULTS / "INDEX.md").read_text()
+    keep = kept()
+    for name in keep:
+        assert f"`{name}`" in listed, f"{name}: run python -m benchmarks index"
+    uncited = [
+        p.name
+        for p in RESULTS.iterdir()
+        if p.is_file() and p.name != "INDEX.md" and p.name not in keep
+    ]
+    assert not uncited, f"results no page cites (python -m benchmarks index --prune): {uncited}"
+
+
+def test_training_settings_follow_the_estimator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suites' estimators get one ``training=TrainingConfig(...)`` where they take it
+    (the settings the config has; the rest stay flat) and flat keywords otherwise."""
+    import dataclasses
+
+    import skxmc.text
+    from benchmarks._data import training_settings
+
+    @dataclasses.dataclass
+    class Config:
+        max_epochs: int = 1
+        batch_size: int = 8
+
+    monkeypatch.setattr(skxmc.text, "TrainingConfig", Config, raising=False)
+
+    class New:
+        def __init__(self, training=None, device="cpu", random_state=0) -> None: ...
+
+    class Old:
+        def __init__(self, max_epochs=1, device="cpu") -> None: ...
+
+    new = training_settings(New, max_epochs=3, batch_size=4, device="cpu", random_state=1)
+    assert new == {"training": Config(3, 4), "device": "cpu", "random_state": 1}
+    assert training_settings(Old, max_epochs=3, device="cpu") == {"max_epochs": 3, "device": "cpu"}
