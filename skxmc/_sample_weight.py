@@ -70,5 +70,7 @@ def check_sample_weight(
             f"{weights[bad[0]]} at index {bad[0]} ({bad.size} negative value(s))."
         )
     if not allow_all_zero and n_samples and not np.any(weights > 0):
-        raise ValueError("sample_weight is 0 for every sample: there is nothing to learn from.")
+        raise ValueError(
+            "sample_weight is zero for every sample: there is no sample to learn from."
+        )
     return weights
