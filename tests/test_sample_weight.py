@@ -61,6 +61,7 @@ VARIANTS = [
     pytest.param({"negative_sampling": "tfn+man", "loss": "squared_hinge"}, id="man-sqhinge"),
     pytest.param({"negative_sampling": "tfn", "loss": "logistic"}, id="tfn-logistic"),
     pytest.param({"negative_sampling": "tfn+man", "loss": "logistic"}, id="man-logistic"),
+    pytest.param({"relevance_weighted": True}, id="relevance"),
 ]
 
 
@@ -174,6 +175,19 @@ def test_bad_weights_raise_naming_sample_weight(bad, message):
     assert info.match(message)
     with pytest.raises(ValueError, match="sample_weight"):
         fit_binary(X, Y[:, 0], sample_weight=bad(40))
+
+
+@pytest.mark.parametrize("embedding", ["label2vec", "pifa+label2vec"])
+def test_label2vec_trees_drop_rows_of_weight_zero(embedding):
+    pytest.importorskip("gensim")
+    X, Y = _problem()
+    keep = np.arange(X.shape[0]) % 4 != 0
+    tree = HierarchicalLabelTree(label_embedding=embedding, max_leaf_size=4)
+    weighted = tree.fit(X, Y, sample_weight=keep.astype(float))
+    chain = [C.copy() for C in weighted.cluster_chain_]
+    dropped = tree.fit(X[keep], Y[keep])
+    for Ca, Cb in zip(chain, dropped.cluster_chain_):
+        assert (Ca != Cb).nnz == 0
 
 
 def test_custom_tree_without_sample_weight_is_refused():
