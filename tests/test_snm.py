@@ -358,7 +358,7 @@ def test_bad_input_errors():
     with pytest.warns(UserWarning, match="exceeds the 6 labels"):
         assert clf.predict_topk(X[:2], k=50)[0].shape == (2, 6)
     with pytest.raises(ValueError, match="sample_weight"):
-        clf.score(X, labels, sample_weight=np.ones(40))
+        clf.score(X, labels, sample_weight=-np.ones(40))
 
 
 def test_import_skxmc_does_not_import_torch_for_snm():
