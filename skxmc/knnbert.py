@@ -22,18 +22,12 @@ from ._memory import FLOAT32, INT64, check_allocation, encoder_hidden_size
 from ._search import SEARCH_METHODS, InnerProductIndex
 from .io import persistent
 from .losses import batch_contrastive_loss, moco_contrastive_loss, queue_contrastive_loss
-from .text import (
-    EncoderModule,
-    FitTask,
-    TransformerClassifierBase,
-    batched_inference,
-    encoder_forward,
-    eval_mode,
-    fill_engine_docs,
-    momentum_update,
-    resolve_device,
-    softmax,
-)
+from .text._classifier import EncoderModule, TransformerClassifierBase, softmax
+from .text._config import TrainingConfig
+from .text._device import resolve_device
+from .text._encoder import batched_inference, encoder_forward, eval_mode
+from .text._estimator import FitTask, fill_engine_docs
+from .text._optim import momentum_update
 
 __all__ = ["KNNBertClassifier"]
 
@@ -50,8 +44,8 @@ def _head(hidden: int, out: int, dropout: float) -> nn.Sequential:
 
 
 class _KNNBertModule(EncoderModule):
-    """Query encoder, classifier and projection heads; during ``fit`` also the momentum
-    key encoder, key projection and the queue (as buffers, so checkpoints hold them)."""
+    """Query encoder, classifier and projection heads (the persisted model; the key side
+    of training is a :class:`_MomentumContrast` of the fit)."""
 
     def __init__(self, encoder: nn.Module, pooling: str, n_classes: int, dropout: float):
         super().__init__(encoder, pooling)
@@ -59,8 +53,6 @@ class _KNNBertModule(EncoderModule):
         self.n_classes = n_classes
         self.classifier = _head(h, n_classes, dropout)
         self.projection = _head(h, h, dropout)
-        self.key_encoder: nn.Module | None = None
-        self.key_projection: nn.Module | None = None
 
     # Query side -------------------------------------------------------------------------
 
@@ -78,23 +70,37 @@ class _KNNBertModule(EncoderModule):
         features = self.features(inputs)
         return torch.cat([self.classifier(features).float(), self.project(features)], dim=1)
 
-    # Key side and queue -----------------------------------------------------------------
+    def encoder_features(self, encoder: nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return encoder_forward(encoder, inputs, self.pooling).float()
 
-    def add_key_side(self, queue_size: int) -> None:
-        self.key_encoder = copy.deepcopy(self.encoder)
-        self.key_projection = copy.deepcopy(self.projection)
-        for p in [*self.key_encoder.parameters(), *self.key_projection.parameters()]:
-            p.requires_grad_(False)
-        h = self.hidden_size
+
+class _MomentumContrast(nn.Module):
+    """The training-only key side of KNN-BERT (MoCo): momentum copies of the encoder and
+    the projection, and the queue of (key, label, training row) entries.
+
+    It lives in the fit's task, never on the estimator: the persisted model stays the
+    query side. The trainer trains this module, which holds the model's own encoder,
+    classifier and projection (shared, not copied) under the same names, so that a
+    checkpoint holds the key side and the queue with the model, in the layout of
+    skxmc 26aef59's checkpoints (queue buffers, then ``encoder``, ``classifier``,
+    ``projection``, ``key_encoder``, ``key_projection``).
+    """
+
+    def __init__(self, model: _KNNBertModule, queue_size: int) -> None:
+        super().__init__()
+        h = model.hidden_size
         self.register_buffer("queue", torch.zeros(queue_size, h))
         self.register_buffer("queue_labels", torch.full((queue_size,), -1, dtype=torch.long))
         self.register_buffer("queue_indices", torch.full((queue_size,), -1, dtype=torch.long))
         self.register_buffer("queue_ptr", torch.zeros((), dtype=torch.long))
-
-    def drop_key_side(self) -> None:
-        self.key_encoder = self.key_projection = None
-        for name in ("queue", "queue_labels", "queue_indices", "queue_ptr"):
-            self._buffers.pop(name, None)
+        self.model = [model]  # a list: not a submodule (its parts are, below)
+        self.encoder = model.encoder
+        self.classifier = model.classifier
+        self.projection = model.projection
+        self.key_encoder = copy.deepcopy(model.encoder)
+        self.key_projection = copy.deepcopy(model.projection)
+        for p in [*self.key_encoder.parameters(), *self.key_projection.parameters()]:
+            p.requires_grad_(False)
 
     def momentum_update(self, momentum: float) -> None:
         momentum_update(self.key_encoder, self.encoder, momentum)
@@ -103,11 +109,8 @@ class _KNNBertModule(EncoderModule):
     def keys(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Normalised key features (no gradient; dropout off)."""
         with torch.no_grad(), eval_mode(self.key_encoder, self.key_projection):
-            features = self.encoder_features(self.key_encoder, inputs)
+            features = self.model[0].encoder_features(self.key_encoder, inputs)
             return nn.functional.normalize(self.key_projection(features).float(), dim=1)
-
-    def encoder_features(self, encoder: nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-        return encoder_forward(encoder, inputs, self.pooling).float()
 
     @torch.no_grad()
     def enqueue(self, keys: torch.Tensor, labels: torch.Tensor, indices: torch.Tensor) -> None:
@@ -124,13 +127,24 @@ class _KNNBertModule(EncoderModule):
         self.queue_indices[slots] = indices.to(self.queue_indices.device)
         self.queue_ptr.fill_((int(self.queue_ptr) + n) % size)
 
+    def memory(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The filled entries: (keys, labels, training rows), as numpy arrays."""
+        filled = (self.queue_labels >= 0).cpu().numpy()
+        return (
+            self.queue.detach().cpu().numpy()[filled].copy(),
+            self.queue_labels.cpu().numpy()[filled].copy(),
+            self.queue_indices.cpu().numpy()[filled],
+        )
+
 
 @dataclasses.dataclass
 class _KNNBertTask(FitTask):
-    """Per-fit state: the rows of each class and the seed of the memory sampling."""
+    """Per-fit state: the rows of each class, the seed of the memory sampling and, with
+    a queue, the key side (momentum encoder and queue)."""
 
     class_members: list = dataclasses.field(default_factory=list)
     memory_seed: int = 0
+    moco: _MomentumContrast | None = None
 
 
 @persistent
@@ -160,27 +174,9 @@ class KNNBertClassifier(TransformerClassifierBase):
 
     Parameters
     ----------
-    encoder : str or path-like, default="bert-base-uncased"
-        Hugging Face hub name or local model directory (offline, pass a directory).
-    pooling : {"cls", "pooler", "mean", "max", "mean_sqrt_len"}, default="cls"
-        Text embedding from the token states; the paper uses ``[CLS]``. Sentence-embedding
-        models (MiniLM) are trained for ``"mean"``.
+    {encoder_params}
     max_length : int, default=128
         Truncation length in tokens.
-    batch_size : int, default=16
-        Texts per training batch (the paper: 8).
-    max_epochs : int, default=3
-        Passes over the training data.
-    max_steps : int or None, default=None
-        Cap on optimiser steps.
-    learning_rate : float, default=2e-5
-        Peak AdamW learning rate of the encoder (the paper's).
-    head_learning_rate : float or None, default=None
-        Learning rate of the heads; None: ``learning_rate``.
-    weight_decay : float, default=0.0
-        AdamW weight decay.
-    warmup : float, default=0.0
-        Linear warm-up, as a fraction of the steps (< 1) or a number of steps.
     dropout : float, default=0.1
         Dropout of the classifier and projection heads.
     contrastive_weight : float, default=0.1
@@ -237,20 +233,8 @@ class KNNBertClassifier(TransformerClassifierBase):
         fraction of the memory. ``"auto"``: approximate from 200,000 memory entries on
         when faiss is installed, exact below, where exact search is as fast (the kNN
         search benchmarks page).
-    device : str, default="auto"
-        ``"auto"``: CUDA when available, else CPU.
-    random_state : int, RandomState instance or None, default=0
-        Seeds initialisation, dropout, batch order and the sampling of enqueued texts.
-        The default makes two fits on the same data give the same model on
-        CPU (as every skxmc estimator); None draws a new seed from numpy's global random
-        state at every fit. GPU kernels are not bitwise reproducible.
-    verbose : int, default=0
-        0 silent; >= 1 progress bars and a summary line.
-    checkpoint_dir : str, path-like or None, default=None
-        Checkpoint folder; an interrupted ``fit`` resumes from it (queue included).
-    {engine_params}
-    {precision_params}
-    {validation_params}
+    {training_params}
+        The paper: ``batch_size=8``, ``learning_rate=2e-5``. Checkpoints hold the queue.
 
     Attributes
     ----------
@@ -263,16 +247,9 @@ class KNNBertClassifier(TransformerClassifierBase):
     memory_indices_ : numpy.ndarray of int64 of shape (n_memory,)
         Training row (position in ``X`` of ``fit``) of each memory entry.
     module_ : torch.nn.Module
-        Encoder, classifier and projection heads (the key side is dropped after fit).
+        Encoder, classifier and projection heads (the key side of training is not kept).
     tokenizer_ : transformers tokenizer
-    loss_curve_ : list of float
-        Loss of every optimiser step.
-    n_iter_ : int
-        Epochs run (a partial epoch counts).
-    n_steps_ : int
-        Optimiser steps run.
-    interrupted_ : bool
-        Whether Ctrl-C ended training early.
+    {fit_attributes}
     text_pairs_ : bool
         Whether the model was trained on text pairs.
 
@@ -298,12 +275,20 @@ class KNNBertClassifier(TransformerClassifierBase):
     --------
     >>> from skxmc import KNNBertClassifier  # doctest: +SKIP
     >>> clf = KNNBertClassifier(encoder="/models/all-MiniLM-L6-v2", pooling="mean",
-    ...                         n_enqueue_per_anchor=4, random_state=0)  # doctest: +SKIP
+    ...                         n_enqueue_per_anchor=4)  # doctest: +SKIP
     >>> clf.fit(train_texts, train_labels).score(test_texts, test_labels)  # doctest: +SKIP
     0.9...
     >>> sims, rows, labels = clf.kneighbors(["a great movie"], n_neighbors=3,
     ...                                     return_labels=True)  # doctest: +SKIP
     """
+
+    _training_defaults = {
+        "batch_size": 16,
+        "max_epochs": 3,
+        "learning_rate": 2e-5,
+        "weight_decay": 0.0,
+        "warmup": 0.0,
+    }
 
     _parameter_constraints: dict = {
         **TransformerClassifierBase._parameter_constraints,
@@ -328,13 +313,6 @@ class KNNBertClassifier(TransformerClassifierBase):
         encoder: str = "bert-base-uncased",
         pooling: str = "cls",
         max_length: int = 128,
-        batch_size: int = 16,
-        max_epochs: int = 3,
-        max_steps: int | None = None,
-        learning_rate: float = 2e-5,
-        head_learning_rate: float | None = None,
-        weight_decay: float = 0.0,
-        warmup: float = 0.0,
         dropout: float = 0.1,
         contrastive_weight: float = 0.1,
         contrastive_keys: str = "queue",
@@ -348,27 +326,11 @@ class KNNBertClassifier(TransformerClassifierBase):
         n_neighbors: int = 10,
         knn_memory: str = "queue",
         search: str = "auto",
-        device: str = "auto",
-        random_state: Any = 0,
-        verbose: int = 0,
-        checkpoint_dir: Any = None,
-        callbacks: list | None = None,
-        validation_fraction: float | None = None,
-        n_iter_no_change: int | None = None,
-        accumulation_steps: int = 1,
-        max_time: float | None = None,
-        mixed_precision: str = "auto",
+        training: TrainingConfig | None = None,
     ) -> None:
         self.encoder = encoder
         self.pooling = pooling
         self.max_length = max_length
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.max_steps = max_steps
-        self.learning_rate = learning_rate
-        self.head_learning_rate = head_learning_rate
-        self.weight_decay = weight_decay
-        self.warmup = warmup
         self.dropout = dropout
         self.contrastive_weight = contrastive_weight
         self.contrastive_keys = contrastive_keys
@@ -382,16 +344,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         self.n_neighbors = n_neighbors
         self.knn_memory = knn_memory
         self.search = search
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.checkpoint_dir = checkpoint_dir
-        self.callbacks = callbacks
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.accumulation_steps = accumulation_steps
-        self.max_time = max_time
-        self.mixed_precision = mixed_precision
+        self.training = training
 
     def fit(self, X: Any, y: Any) -> KNNBertClassifier:
         """Fine-tune on texts ``X`` with classes ``y``, then store the kNN memory.
@@ -434,12 +387,12 @@ class KNNBertClassifier(TransformerClassifierBase):
         """Refuse a ``queue_size`` (or enqueue count) whose tensors cannot fit."""
         if not self._uses_queue():
             return
-        device = resolve_device(self.device)
+        device = resolve_device(self._train.device)
         hidden = encoder_hidden_size(self.encoder)
         h = hidden or 1  # unknown until the encoder loads: a lower bound
         width = f"hidden size {hidden}" if hidden else "a hidden size of at least 1"
         q = int(self.queue_size)
-        batch = min(int(self.batch_size), n_samples)
+        batch = min(int(self._train.batch_size), n_samples)
         # The queue holds a float32 key and two int64 (label, row) per entry; it is built
         # on the CPU, then moved to the training device.
         queue = q * (FLOAT32 * h + 2 * INT64)
@@ -452,7 +405,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         check_allocation(
             queue + batch * q * (FLOAT32 + 3),
             what=f"{what} and one step's similarities to it (batch x queue_size)",
-            parameter=f"queue_size={q}, batch_size={self.batch_size} and {width}",
+            parameter=f"queue_size={q}, batch_size={self._train.batch_size} and {width}",
             device=device,
             hint="lower queue_size or batch_size",
         )
@@ -461,7 +414,8 @@ class KNNBertClassifier(TransformerClassifierBase):
             INT64 * batch * int(self.n_enqueue_per_anchor),
             what="the texts enqueued per training step (batch x n_enqueue_per_anchor)",
             parameter=(
-                f"n_enqueue_per_anchor={self.n_enqueue_per_anchor} and batch_size={self.batch_size}"
+                f"n_enqueue_per_anchor={self.n_enqueue_per_anchor} and "
+                f"batch_size={self._train.batch_size}"
             ),
             hint="lower n_enqueue_per_anchor",
         )
@@ -480,43 +434,40 @@ class KNNBertClassifier(TransformerClassifierBase):
             class_members=[np.flatnonzero(y == c) for c in range(len(self.classes_))],
             memory_seed=int(rng.randint(np.iinfo(np.int32).max)),
         )
-        module = self.module_
         if not self._uses_queue():
             return task
-        module.add_key_side(self.queue_size)
+        task.moco = moco = _MomentumContrast(self.module_, self.queue_size)
+        task.module = moco  # the trainer trains (and checkpoints) the key side too
         # One pass of the key side over the training data fills the queue (in a random
         # order, so that a queue smaller than the data keeps a random part of it).
         device = self._inference_device()
-        module.to(device)
+        moco.to(device)
         order = np.random.default_rng(task.memory_seed).permutation(len(y))
         order = order[-self.queue_size :]
         keys = batched_inference(
-            module.keys,
+            moco.keys,
             task.tokens.subset(order),
-            batch_size=2 * self.batch_size,
+            batch_size=2 * self._train.batch_size,
             device=device,
-            verbose=self.verbose,
+            verbose=self._train.verbose,
             desc="filling the queue",
         )
-        module.enqueue(
+        moco.enqueue(
             torch.from_numpy(keys).to(device), torch.as_tensor(y[order]), torch.as_tensor(order)
         )
         return task
 
     def _training_batches(self, task: FitTask, epoch: int, rng: np.random.Generator) -> Any:
         # Plain random batches: length-bucketing could group texts of one class.
-        return task.tokens.batches(self.batch_size, shuffle=True, rng=rng, sort_by_length=False)
+        return task.tokens.batches(
+            self._train.batch_size, shuffle=True, rng=rng, sort_by_length=False
+        )
 
     def _finish_fit(self, task: _KNNBertTask) -> None:
-        module = getattr(self, "module_", None)
-        if module is not None and getattr(module, "key_encoder", None) is not None:
-            if self.knn_memory == "queue":
-                filled = (module.queue_labels >= 0).cpu().numpy()
-                self.memory_features_ = module.queue.detach().cpu().numpy()[filled].copy()
-                self.memory_targets_ = module.queue_labels.cpu().numpy()[filled].copy()
-                rows = module.queue_indices.cpu().numpy()[filled]
-                self.memory_indices_ = task.row_positions(rows)
-            module.drop_key_side()
+        if task.moco is not None and self.knn_memory == "queue":
+            features, targets, rows = task.moco.memory()
+            self.memory_features_, self.memory_targets_ = features, targets
+            self.memory_indices_ = task.row_positions(rows)
 
     def _finalize_fit(self, task: _KNNBertTask) -> None:
         if not hasattr(self, "memory_features_"):
@@ -537,9 +488,9 @@ class KNNBertClassifier(TransformerClassifierBase):
             feats = batched_inference(
                 module.embed,
                 task.tokens.subset(rows),
-                batch_size=2 * self.batch_size,
+                batch_size=2 * self._train.batch_size,
                 device=device,
-                verbose=self.verbose,
+                verbose=self._train.verbose,
                 desc="kNN memory",
             )
         self.memory_features_ = feats
@@ -564,15 +515,15 @@ class KNNBertClassifier(TransformerClassifierBase):
         anchors = module.project(features)
         # MoCo order: update the key side from the current query weights, contrast with
         # the queue, then enqueue this step's keys.
-        module.momentum_update(self.momentum)
+        task.moco.momentum_update(self.momentum)
         if self.contrastive_keys == "moco":
             cl = self._moco_loss(task, anchors, labels, batch.indices, device)
             return {"loss": w * cl + (1 - w) * ce, "ce": ce.detach(), "contrastive": cl.detach()}
         cl = queue_contrastive_loss(
             anchors,
             labels,
-            module.queue,
-            module.queue_labels,
+            task.moco.queue,
+            task.moco.queue_labels,
             n_most_similar=self.n_most_similar,
             n_least_similar=self.n_least_similar,
             temperature=self.temperature,
@@ -588,10 +539,10 @@ class KNNBertClassifier(TransformerClassifierBase):
         rng = task.trainer.rng
         y = task.y.numpy()
         rows = np.concatenate([rng.choice(task.class_members[y[i]], n) for i in anchor_rows])
-        chunk = 2 * self.batch_size
+        chunk = 2 * self._train.batch_size
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
-            yield part, self.module_.keys(task.tokens.collate(part).to(device).inputs)
+            yield part, task.moco.keys(task.tokens.collate(part).to(device).inputs)
 
     def _enqueue_same_class(
         self, task: _KNNBertTask, anchor_rows: np.ndarray, device: torch.device
@@ -601,7 +552,7 @@ class KNNBertClassifier(TransformerClassifierBase):
             return
         y = task.y.numpy()
         for part, keys in self._same_class_keys(task, anchor_rows, n, device):
-            self.module_.enqueue(keys, torch.as_tensor(y[part]), torch.as_tensor(part))
+            task.moco.enqueue(keys, torch.as_tensor(y[part]), torch.as_tensor(part))
 
     def _moco_loss(
         self,
@@ -618,18 +569,18 @@ class KNNBertClassifier(TransformerClassifierBase):
         parts, chunks = zip(*self._same_class_keys(task, anchor_rows, m, device))
         rows, keys = np.concatenate(parts), torch.cat(chunks)
         y = task.y.numpy()
-        module = self.module_
+        moco = task.moco
         positives = keys.view(len(anchor_rows), m, -1)[:, 0]
         loss = moco_contrastive_loss(
             anchors,
             labels,
             positives,
-            module.queue,
-            module.queue_labels,
+            moco.queue,
+            moco.queue_labels,
             temperature=self.temperature,
         )
         if n > 0:
-            module.enqueue(keys, torch.as_tensor(y[rows]), torch.as_tensor(rows))
+            moco.enqueue(keys, torch.as_tensor(y[rows]), torch.as_tensor(rows))
         return loss
 
     # Inference --------------------------------------------------------------------------
@@ -714,21 +665,6 @@ class KNNBertClassifier(TransformerClassifierBase):
         scores : numpy.ndarray of shape (n_samples, n_classes)
         """
         return self.predict_proba(X)
-
-    def transform(self, X: Any) -> np.ndarray:
-        """The L2-normalised projected features (the space of the kNN search).
-
-        Parameters
-        ----------
-        X : sequence of str or of (str, str)
-
-        Returns
-        -------
-        embeddings : numpy.ndarray of float32 of shape (n_samples, hidden_size)
-            A DataFrame with columns :meth:`get_feature_names_out` after
-            ``set_output(transform="pandas")``.
-        """
-        return self._embeddings(X)
 
     def kneighbors(
         self,

@@ -16,7 +16,7 @@ with require_extra("text", "SharpReCLClassifier"):
 
 from ._augment import augment_texts
 from ._compat import Interval, StrOptions
-from ._memory import FLOAT32, check_allocation, check_trainable, encoder_hidden_size
+from ._memory import FLOAT32, INT64, check_allocation, check_trainable, encoder_hidden_size
 from .io import persistent
 from .losses import (
     class_prior_weights,
@@ -27,17 +27,20 @@ from .losses import (
     rebalanced_contrastive_loss,
     rebalanced_targets,
 )
-from .text import (
-    EncoderModule,
-    FitTask,
-    TransformerClassifierBase,
-    check_class_labels,
-    check_texts,
-    fill_engine_docs,
-    resolve_device,
-)
+from .text._classifier import EncoderModule, TransformerClassifierBase, check_class_labels
+from .text._config import TrainingConfig
+from .text._device import resolve_device
+from .text._estimator import FitTask, fill_engine_docs
+from .text._tokenize import check_texts
 
 __all__ = ["SharpReCLClassifier"]
+
+
+_ABLATABLE = ("simple_sampling", "hard_mixup", "prior_weighting")
+_ABLATE_MOVED = (
+    "ablate=({0!r},) (the paper's ablation switches are one parameter, ablate: a tuple of "
+    "the parts switched off)"
+)
 
 
 def _synthetic_ratio(step: int, total_steps: int) -> float:
@@ -116,6 +119,7 @@ class _SharpReCLTask(FitTask):
     """Per-fit state: the views, the class prior and the contrastive class weights."""
 
     two_view: bool = False
+    ablated: frozenset = frozenset()
     log_prior: Any = None
     class_weights: Any = None
 
@@ -140,27 +144,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
 
     Parameters
     ----------
-    encoder : str or path-like, default="bert-base-uncased"
-        Hugging Face hub name or local model directory (offline, pass a directory).
-    pooling : {"cls", "pooler", "mean", "max", "mean_sqrt_len"}, default="cls"
-        Text embedding from the token states; the paper uses ``[CLS]``. Sentence-embedding
-        models (MiniLM) are trained for ``"mean"``.
+    {encoder_params}
     max_length : int, default=128
         Truncation length in tokens (the paper: 256).
-    batch_size : int, default=32
-        Texts per training batch; each is encoded twice with ``n_views=2``. The paper: 128.
-    max_epochs : int, default=3
-        Passes over the training data.
-    max_steps : int or None, default=None
-        Cap on optimiser steps.
-    learning_rate : float, default=5e-5
-        Peak AdamW learning rate of the encoder.
-    head_learning_rate : float or None, default=None
-        Learning rate of the classifier and projection heads; None: ``learning_rate``.
-    weight_decay : float, default=5e-4
-        AdamW weight decay.
-    warmup : float, default=0.0
-        Linear warm-up, as a fraction of the steps (< 1) or a number of steps.
     augmentation : {"auto", "delete_swap", "synonym"}, callable or None, default="auto"
         How the second view of each text is made (``n_views=2``), once, before training;
         with ``n_views=1`` only "auto" and None are accepted. "auto": "delete_swap".
@@ -209,14 +195,15 @@ class SharpReCLClassifier(TransformerClassifierBase):
     logit_adjustment : float, default=1.0
         Multiplier of ``log(class prior)`` added to the logits in the loss (eq. 6); 0
         gives the plain cross-entropy. Predictions use the raw logits.
-    simple_sampling : bool, default=True
-        Use random targets (ablation switch "w/o SS" when False).
-    hard_mixup : bool, default=True
-        Use mixup targets from hard examples (ablation switch "w/o HM" when False). With
-        both switches off, the contrastive loss runs on the batch and prototypes only.
-    prior_weighting : bool, default=True
-        Weight each anchor's contrastive loss by a class weight that grows as the class
-        gets rarer (see ``contrastive_weighting``); "w/o delta_CL" when False.
+    ablate : tuple of {"simple_sampling", "hard_mixup", "prior_weighting"}, default=()
+        Parts of the method switched off, for the paper's ablation study (Table 4).
+        ``"simple_sampling"`` ("w/o SS"): no random targets; ``"hard_mixup"`` ("w/o
+        HM"): no mixup targets from hard examples (with both off, the contrastive loss
+        runs on the batch and prototypes only); ``"prior_weighting"`` ("w/o delta_CL"):
+        no class weight on each anchor's contrastive loss (by default a weight that
+        grows as the class gets rarer, see ``contrastive_weighting``). Until skxmc 0.x
+        these were the flags ``simple_sampling``, ``hard_mixup`` and
+        ``prior_weighting``: ``simple_sampling=False`` is ``ablate=("simple_sampling",)``.
     contrastive_weighting : {"reference", "paper"}, default="reference"
         How the contrastive loss is weighted and normalised.
         ``"reference"`` (the authors' code): effective-number class weights
@@ -254,20 +241,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
         same model; :meth:`predict_proba` is the softmax of the bounded logits, so its
         probabilities stay away from 0 and 1. Keep the paper's default unless a dev split
         says otherwise (the SharpReCL page of the documentation compares both).
-    device : str, default="auto"
-        ``"auto"``: CUDA when available, else CPU.
-    random_state : int, RandomState instance or None, default=0
-        Seeds initialisation, dropout, batch order, augmentation and sampling.
-        The default makes two fits on the same data give the same model on
-        CPU (as every skxmc estimator); None draws a new seed from numpy's global random
-        state at every fit. GPU kernels are not bitwise reproducible.
-    verbose : int, default=0
-        0 silent; >= 1 progress bars and a summary line.
-    checkpoint_dir : str, path-like or None, default=None
-        Checkpoint folder; an interrupted ``fit`` resumes from it.
-    {engine_params}
-    {precision_params}
-    {validation_params}
+    {training_params}
+        Each text of a batch is encoded twice with ``n_views=2``; the paper's batch size
+        is 128.
 
     Attributes
     ----------
@@ -278,17 +254,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
     module_ : torch.nn.Module
         Encoder, classifier and projection heads.
     tokenizer_ : transformers tokenizer
-    loss_curve_ : list of float
-        Loss of every optimiser step.
-    history_ : list of dict
-        One record per epoch: ``epoch``, ``step``, ``loss`` (mean), ``seconds`` and, with
-        ``validation_fraction``, ``valid_score``.
-    n_iter_ : int
-        Epochs run (a partial epoch counts).
-    n_steps_ : int
-        Optimiser steps run.
-    interrupted_ : bool
-        Whether Ctrl-C ended training early.
+    {fit_attributes}
     text_pairs_ : bool
         Whether the model was trained on text pairs.
 
@@ -317,11 +283,21 @@ class SharpReCLClassifier(TransformerClassifierBase):
     Examples
     --------
     >>> from skxmc import SharpReCLClassifier  # doctest: +SKIP
+    >>> from skxmc.text import TrainingConfig  # doctest: +SKIP
     >>> clf = SharpReCLClassifier(encoder="/models/all-MiniLM-L6-v2", pooling="mean",
-    ...                           max_epochs=2, random_state=0)  # doctest: +SKIP
+    ...                           training=TrainingConfig(max_epochs=2))  # doctest: +SKIP
     >>> clf.fit(train_texts, train_labels).score(test_texts, test_labels)  # doctest: +SKIP
     0.9...
     """
+
+    _renamed_params = {k: _ABLATE_MOVED.format(k) for k in _ABLATABLE}
+    _training_defaults = {
+        "batch_size": 32,
+        "max_epochs": 3,
+        "learning_rate": 5e-5,
+        "weight_decay": 5e-4,
+        "warmup": 0.0,
+    }
 
     _parameter_constraints: dict = {
         **TransformerClassifierBase._parameter_constraints,
@@ -336,9 +312,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         "n_synthetic_negative": [Interval(Integral, 0, None, closed="left")],
         "mixup_alpha": [Interval(Real, 0, None, closed="neither")],
         "logit_adjustment": [Interval(Real, 0, None, closed="left")],
-        "simple_sampling": ["boolean"],
-        "hard_mixup": ["boolean"],
-        "prior_weighting": ["boolean"],
+        "ablate": [tuple, list],
         "contrastive_weighting": [StrOptions({"reference", "paper"})],
         "classifier_loss": [StrOptions({"ce", "focal", "dice", "linear_probe"})],
         "prototype_norm": [StrOptions({"batch", "none"})],
@@ -351,13 +325,6 @@ class SharpReCLClassifier(TransformerClassifierBase):
         encoder: str = "bert-base-uncased",
         pooling: str = "cls",
         max_length: int = 128,
-        batch_size: int = 32,
-        max_epochs: int = 3,
-        max_steps: int | None = None,
-        learning_rate: float = 5e-5,
-        head_learning_rate: float | None = None,
-        weight_decay: float = 5e-4,
-        warmup: float = 0.0,
         augmentation: Any = "auto",
         augmentation_strength: float = 0.1,
         n_views: int = 1,
@@ -369,34 +336,16 @@ class SharpReCLClassifier(TransformerClassifierBase):
         n_synthetic_negative: int = 500,
         mixup_alpha: float = 0.5,
         logit_adjustment: float = 1.0,
-        simple_sampling: bool = True,
-        hard_mixup: bool = True,
-        prior_weighting: bool = True,
+        ablate: tuple = (),
         contrastive_weighting: str = "reference",
         classifier_loss: str = "ce",
         prototype_norm: str = "batch",
         normalize_logits: bool = False,
-        device: str = "auto",
-        random_state: Any = 0,
-        verbose: int = 0,
-        checkpoint_dir: Any = None,
-        callbacks: list | None = None,
-        validation_fraction: float | None = None,
-        n_iter_no_change: int | None = None,
-        accumulation_steps: int = 1,
-        max_time: float | None = None,
-        mixed_precision: str = "auto",
+        training: TrainingConfig | None = None,
     ) -> None:
         self.encoder = encoder
         self.pooling = pooling
         self.max_length = max_length
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
-        self.max_steps = max_steps
-        self.learning_rate = learning_rate
-        self.head_learning_rate = head_learning_rate
-        self.weight_decay = weight_decay
-        self.warmup = warmup
         self.augmentation = augmentation
         self.augmentation_strength = augmentation_strength
         self.n_views = n_views
@@ -408,23 +357,12 @@ class SharpReCLClassifier(TransformerClassifierBase):
         self.n_synthetic_negative = n_synthetic_negative
         self.mixup_alpha = mixup_alpha
         self.logit_adjustment = logit_adjustment
-        self.simple_sampling = simple_sampling
-        self.hard_mixup = hard_mixup
-        self.prior_weighting = prior_weighting
+        self.ablate = ablate
         self.contrastive_weighting = contrastive_weighting
         self.classifier_loss = classifier_loss
         self.prototype_norm = prototype_norm
         self.normalize_logits = normalize_logits
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.checkpoint_dir = checkpoint_dir
-        self.callbacks = callbacks
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.accumulation_steps = accumulation_steps
-        self.max_time = max_time
-        self.mixed_precision = mixed_precision
+        self.training = training
 
     def fit(self, X: Any, y: Any, *, X_augmented: Any = None) -> SharpReCLClassifier:
         """Fine-tune on texts ``X`` with classes ``y``.
@@ -510,9 +448,27 @@ class SharpReCLClassifier(TransformerClassifierBase):
         self._check_memory(len(texts), len(self.classes_))
         return texts, y_encoded
 
+    def _ablated(self) -> frozenset:
+        """The parts of the method that ``ablate`` switches off (checked)."""
+        parts = frozenset(self.ablate)
+        unknown = sorted(map(str, parts - set(_ABLATABLE)))
+        if unknown:
+            raise ValueError(
+                f"ablate holds unknown part(s) {unknown}; choose among {list(_ABLATABLE)}."
+            )
+        return parts
+
+    @classmethod
+    def _upgrade_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        params = dict(params)
+        flags = [k for k in _ABLATABLE if k in params]
+        if flags:
+            params["ablate"] = tuple(k for k in flags if not params.pop(k))
+        return super()._upgrade_params(params)
+
     def _check_memory(self, n_samples: int, n_classes: int) -> None:
         """Refuse ``projection_dim`` / synthetic target counts whose tensors cannot fit."""
-        device = resolve_device(self.device)
+        device = resolve_device(self._train.device)
         hidden = encoder_hidden_size(self.encoder)
         h = hidden or 1  # unknown until the encoder loads: a lower bound
         width = f"hidden size {hidden}" if hidden else "a hidden size of at least 1"
@@ -526,20 +482,23 @@ class SharpReCLClassifier(TransformerClassifierBase):
             device=device,
             hint="lower projection_dim",
         )
-        if self.contrastive_weight == 0 or not (self.simple_sampling or self.hard_mixup):
+        ablated = self._ablated()
+        if self.contrastive_weight == 0 or {"simple_sampling", "hard_mixup"} <= ablated:
             return
         # Per step, each anchor (n_views x batch texts and the class prototypes) gathers its
         # class's targets: (anchors, targets, projection_dim), next to the (classes,
         # targets, projection_dim) target sets themselves.
-        anchors = self.n_views * min(int(self.batch_size), n_samples) + n_classes
+        anchors = self.n_views * min(int(self._train.batch_size), n_samples) + n_classes
         targets = int(self.n_synthetic_positive) + int(self.n_synthetic_negative)
         check_allocation(
-            FLOAT32 * d * targets * (anchors + n_classes),
+            # the targets' features, and their int64 row indices (samples, mixup pairs)
+            FLOAT32 * d * targets * (anchors + n_classes) + 3 * INT64 * targets * n_classes,
             what="the synthetic contrastive targets of one training step",
             parameter=(
                 f"n_synthetic_positive={self.n_synthetic_positive}, n_synthetic_negative="
                 f"{self.n_synthetic_negative}, projection_dim={d} and {anchors} anchors "
-                f"(batch_size={self.batch_size}, n_views={self.n_views}, {n_classes} classes)"
+                f"(batch_size={self._train.batch_size}, n_views={self.n_views}, "
+                f"{n_classes} classes)"
             ),
             device=device,
             hint="lower n_synthetic_negative, n_synthetic_positive, projection_dim or batch_size",
@@ -593,7 +552,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
                     random_state=int(rng.randint(np.iinfo(np.int32).max)),
                 )
             views += augmented
-        if not self.prior_weighting:
+        if "prior_weighting" in self._ablated():
             weights = np.ones(n_classes, dtype=np.float32)
         elif self.contrastive_weighting == "paper":
             weights = class_prior_weights(counts)
@@ -605,6 +564,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
             n_train=n,
             rng=rng,
             two_view=two_view,
+            ablated=self._ablated(),
             log_prior=torch.as_tensor(np.log(self.class_prior_), dtype=torch.float32),
             class_weights=torch.as_tensor(weights),
         )
@@ -618,7 +578,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
         # starve the in-batch contrast and the BatchNorm statistics of the other classes.
         index_batches = [
             b.indices
-            for b in originals.batches(self.batch_size, shuffle=True, rng=rng, sort_by_length=False)
+            for b in originals.batches(
+                self._train.batch_size, shuffle=True, rng=rng, sort_by_length=False
+            )
         ]
         if not task.two_view and len(index_batches) > 1 and len(index_batches[-1]) == 1:
             # One text in one view is a one-row batch, on which the heads' BatchNorm cannot
@@ -660,8 +622,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
             n_hard=self.n_hard,
             synthetic_ratio=ratio,
             mixup_alpha=self.mixup_alpha,
-            simple_sampling=self.simple_sampling,
-            hard_mixup=self.hard_mixup,
+            simple_sampling="simple_sampling" not in task.ablated,
+            hard_mixup="hard_mixup" not in task.ablated,
             return_indices=True,
         )
         cl = rebalanced_contrastive_loss(

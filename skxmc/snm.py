@@ -38,20 +38,18 @@ from .losses import (
     sample_shared_negatives,
     top_k_weights,
 )
-from .text import (
+from .text._config import TrainingConfig
+from .text._device import inference_device, resolve_device
+from .text._estimator import (
     NeuralEstimatorMixin,
-    ParamGroup,
-    Trainer,
     fill_engine_docs,
-    inference_device,
-    load_module_weights,
-    module_on_cpu,
-    resolve_device,
-    save_module_weights,
-    seed_everything,
     validation_callbacks,
     validation_rows,
 )
+from .text._optim import ParamGroup
+from .text._seed import seed_everything
+from .text._training import Trainer
+from .text._weights import load_module_weights, module_on_cpu, save_module_weights
 
 __all__ = ["SNMClassifier", "SNMModule", "csr_inputs"]
 
@@ -137,14 +135,15 @@ def _check_not_collapsed(module: SNMModule, inputs: tuple, est: Any) -> None:
     if not torch.isfinite(norms).all():
         raise FloatingPointError(
             f"SNMClassifier training diverged: the embeddings hold NaN or infinity; lower "
-            f"learning_rate (now {est.learning_rate}) or input_learning_rate (now "
-            f"{est.input_learning_rate})."
+            f"training.learning_rate (now {est._train.learning_rate}) or input_learning_rate "
+            f"(now {est.input_learning_rate})."
         )
     if len(norms) and bool((norms < 1e-6).all()):
         warnings.warn(
             f"SNMClassifier training collapsed: every training sample maps to the zero "
-            f"vector, so every label scores 0. Lower learning_rate (now {est.learning_rate}) "
-            f"or input_learning_rate (now {est.input_learning_rate}).",
+            f"vector, so every label scores 0. Lower training.learning_rate (now "
+            f"{est._train.learning_rate}) or input_learning_rate (now "
+            f"{est.input_learning_rate}).",
             UserWarning,
             stacklevel=3,
         )
@@ -238,8 +237,6 @@ class SNMClassifier(
         Width of the hidden layer.
     embedding_size : int, default=512
         Size of the input and class embeddings.
-    learning_rate : float, default=1e-3
-        Learning rate of Adam (dense layers); constant after ``warmup``.
     input_learning_rate : float, default=1.0
         Per-example learning rate of plain SGD on the sparse first layer (sparse input
         only): the step size is ``input_learning_rate * batch_size``, as the loss is a
@@ -247,14 +244,6 @@ class SNMClassifier(
         layers; SparseAdam costs about 20 times more per step on 200,000 TF-IDF features.
     label_learning_rate : float or None, default=None
         Learning rate of SparseAdam on the class vectors; None: ``learning_rate``.
-    weight_decay : float, default=0.0
-        AdamW weight decay of the dense layers (not of biases nor sparse tables).
-    warmup : float, default=0.0
-        Warm-up, as a fraction of the steps (< 1) or a number of steps.
-    batch_size : int, default=256
-        Examples per step.
-    max_epochs : int, default=10
-        Passes over the training data.
     top_k : int, default=10
         Labels returned per sample by ``predict`` and ``predict_topk`` and scored by CSR
         ``decision_function`` / ``predict_proba`` (dense outputs score every label);
@@ -267,18 +256,7 @@ class SNMClassifier(
         (``pip install faiss-cpu``); each sample scans a fraction of the labels.
         ``"auto"``: approximate from 200,000 labels on when faiss is installed, exact
         below, where exact search is as fast (the kNN search benchmarks page).
-    device : str, default="auto"
-        ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``...
-    random_state : int, RandomState instance or None, default=0
-        Seeds initial weights, batch order and negative sampling. The default makes two
-        fits on the same data give the same model on CPU (as every skxmc estimator);
-        None draws a new seed from numpy's global random state at every fit.
-    verbose : int, default=0
-        0 silent; >= 1 a progress bar and a summary line.
-    checkpoint_dir : str, path-like or None, default=None
-        Where training writes checkpoints; an interrupted ``fit`` resumes from there.
-    {engine_params}
-    {validation_params}
+    {training_params}
 
     Attributes
     ----------
@@ -298,16 +276,7 @@ class SNMClassifier(
         ``(a, b)`` of ``predict_proba = sigmoid(a * cosine + b)``: Platt scaling fitted
         at the end of ``fit`` on up to 4,096 training rows (their 20 best labels and their
         positives), so that ``threshold`` means about what it means for XR-Linear.
-    loss_curve_ : list of float
-        Loss of every training step.
-    history_ : list of dict
-        One record per epoch: ``epoch``, ``step``, ``loss`` (mean) and ``seconds``.
-    n_iter_ : int
-        Epochs run.
-    n_steps_ : int
-        Optimiser steps run.
-    interrupted_ : bool
-        Whether Ctrl-C ended training early.
+    {fit_attributes}
 
     See Also
     --------
@@ -327,11 +296,13 @@ class SNMClassifier(
     --------
     >>> import numpy as np
     >>> from skxmc import SNMClassifier
+    >>> from skxmc.text import TrainingConfig
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(200, 8)).astype(np.float32)
     >>> labels = [[int(x[0] > 0), 2 + int(x[1] > 0)] for x in X]
-    >>> clf = SNMClassifier(hidden_size=32, embedding_size=16, max_epochs=20, batch_size=32,
-    ...                     n_sampled=4, top_k=2, random_state=0, device="cpu").fit(X, labels)
+    >>> training = TrainingConfig(max_epochs=20, batch_size=32, device="cpu")
+    >>> clf = SNMClassifier(hidden_size=32, embedding_size=16, n_sampled=4, top_k=2,
+    ...                     training=training).fit(X, labels)
     >>> clf.score(X, labels) > 0.9
     True
     >>> labels, scores = clf.predict_topk(X[:2])
@@ -340,6 +311,7 @@ class SNMClassifier(
     """
 
     _parameter_constraints: dict = {
+        "training": [TrainingConfig, None],
         "negative_sampling": [StrOptions({"snm", "uniform"})],
         "n_sampled": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "n_hard_negatives": [Interval(Integral, 1, None, closed="left")],
@@ -351,40 +323,26 @@ class SNMClassifier(
         "label_init": [StrOptions({"centroid", "random"})],
         "hidden_size": [Interval(Integral, 1, None, closed="left")],
         "embedding_size": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "input_learning_rate": [Interval(Real, 0, None, closed="neither")],
         "label_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
-        "weight_decay": [Interval(Real, 0, None, closed="left")],
-        "warmup": [Interval(Real, 0, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
         "top_k": [Interval(Integral, 1, None, closed="left")],
         "threshold": THRESHOLD_CONSTRAINT,
         "classes": ["array-like", None],
         "sparse_output": ["boolean"],
         "search": [StrOptions(set(SEARCH_METHODS))],
-        "device": [str],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-        "checkpoint_dir": [str, os.PathLike, None],
-        "callbacks": [list, None],
-        "accumulation_steps": [Interval(Integral, 1, None, closed="left")],
-        "max_time": [Interval(Real, 0, None, closed="neither"), None],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     # Predictions of any top_k come from the same training.
     _fingerprint_exclude = ("top_k", "threshold")
-
-    # Fast settings for the scikit-learn API checks (tests/test_common.py).
-    _test_params = {
-        "hidden_size": 16,
-        "embedding_size": 8,
-        "max_epochs": 3,
-        "batch_size": 16,
-        "device": "cpu",
+    _training_defaults = {
+        "batch_size": 256,
+        "max_epochs": 10,
+        "learning_rate": 1e-3,
+        "weight_decay": 0.0,
+        "warmup": 0.0,
     }
+    # The network is small and trains on CPU in float32, epoch by epoch.
+    _training_unsupported = ("max_steps", "head_learning_rate", "mixed_precision")
 
     def __init__(
         self,
@@ -400,27 +358,14 @@ class SNMClassifier(
         label_init: str = "centroid",
         hidden_size: int = 512,
         embedding_size: int = 512,
-        learning_rate: float = 1e-3,
         input_learning_rate: float = 1.0,
         label_learning_rate: float | None = None,
-        weight_decay: float = 0.0,
-        warmup: float = 0.0,
-        batch_size: int = 256,
-        max_epochs: int = 10,
         top_k: int = 10,
         threshold: Any = "auto",
         classes: Any = None,
         sparse_output: bool = False,
         search: str = "auto",
-        device: str = "auto",
-        random_state: Any = 0,
-        verbose: int = 0,
-        checkpoint_dir: str | os.PathLike | None = None,
-        callbacks: list | None = None,
-        accumulation_steps: int = 1,
-        max_time: float | None = None,
-        validation_fraction: float | None = None,
-        n_iter_no_change: int | None = None,
+        training: TrainingConfig | None = None,
     ) -> None:
         self.negative_sampling = negative_sampling
         self.n_sampled = n_sampled
@@ -433,27 +378,14 @@ class SNMClassifier(
         self.label_init = label_init
         self.hidden_size = hidden_size
         self.embedding_size = embedding_size
-        self.learning_rate = learning_rate
         self.input_learning_rate = input_learning_rate
         self.label_learning_rate = label_learning_rate
-        self.weight_decay = weight_decay
-        self.warmup = warmup
-        self.batch_size = batch_size
-        self.max_epochs = max_epochs
         self.top_k = top_k
         self.threshold = threshold
         self.classes = classes
         self.sparse_output = sparse_output
         self.search = search
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
-        self.checkpoint_dir = checkpoint_dir
-        self.callbacks = callbacks
-        self.accumulation_steps = accumulation_steps
-        self.max_time = max_time
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
+        self.training = training
 
     # ------------------------------------------------------------------ fit
 
@@ -479,7 +411,9 @@ class SNMClassifier(
 
     def _param_groups(self, module: SNMModule) -> list[ParamGroup]:
         label_lr = (
-            self.learning_rate if self.label_learning_rate is None else self.label_learning_rate
+            self._train.learning_rate
+            if self.label_learning_rate is None
+            else self.label_learning_rate
         )
         dense = [
             (n, p)
@@ -490,8 +424,8 @@ class SNMClassifier(
             ParamGroup(
                 "dense",
                 dense,
-                lr=self.learning_rate,
-                weight_decay=self.weight_decay,
+                lr=self._train.learning_rate,
+                weight_decay=self._train.weight_decay,
                 schedule="constant",
             )
         ]
@@ -500,7 +434,7 @@ class SNMClassifier(
                 ParamGroup(
                     "input",
                     [("input.weight", module.input.weight)],
-                    lr=self.input_learning_rate * self.batch_size,
+                    lr=self.input_learning_rate * self._train.batch_size,
                     optimizer="sgd",
                     schedule="constant",
                 )
@@ -582,21 +516,21 @@ class SNMClassifier(
             max_positives=int(np.diff(Y_csr.indptr).max()),
             hidden_size=self.hidden_size,
             embedding_size=self.embedding_size,
-            batch_size=self.batch_size,
+            batch_size=self._train.batch_size,
             n_sampled=self.n_sampled_,
             sparse_input=self.sparse_input_,
             centroid_init=self.label_init == "centroid",
-            device=resolve_device(self.device),
+            device=resolve_device(self._train.device),
         )
-        rs = check_random_state(self.random_state)
+        rs = check_random_state(self._train.random_state)
         seed = int(rs.randint(np.iinfo(np.int32).max))
         train, valid = validation_rows(
-            X.shape[0], self.validation_fraction, self.n_iter_no_change, rs
+            X.shape[0], self._train.validation_fraction, self._train.n_iter_no_change, rs
         )
         callbacks = []
         if valid is not None:
             callbacks = validation_callbacks(
-                self._precision_at_1(X[valid], Y_csr[valid]), self.n_iter_no_change
+                self._precision_at_1(X[valid], Y_csr[valid]), self._train.n_iter_no_change
             )
             X, Y_csr = X[train], Y_csr[train]
         seed_everything(seed)  # initial weights
@@ -614,8 +548,8 @@ class SNMClassifier(
         trainer = Trainer(
             module,
             self._param_groups(module),
-            n_epochs=self.max_epochs,
-            warmup=self.warmup,
+            n_epochs=self._train.max_epochs,
+            warmup=self._train.warmup,
             max_grad_norm=None,
             random_state=seed,
             fit_data=(X, Y_csr, self.classes_),
@@ -652,7 +586,9 @@ class SNMClassifier(
 
         def batches(epoch: int, rng: np.random.Generator) -> list[np.ndarray]:
             order = rng.permutation(n)
-            return [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
+            return [
+                order[i : i + self._train.batch_size] for i in range(0, n, self._train.batch_size)
+            ]
 
         result = trainer.fit(step, batches)
         module.eval()
@@ -672,8 +608,8 @@ class SNMClassifier(
         def scoring(trainer: Any) -> float:
             module, best = self.module_, []
             V = module.label_vectors()
-            for lo in range(0, X.shape[0], self.batch_size):
-                h = module.embed(self._inputs(X[lo : lo + self.batch_size], trainer.device))
+            for lo in range(0, X.shape[0], self._train.batch_size):
+                h = module.embed(self._inputs(X[lo : lo + self._train.batch_size], trainer.device))
                 best.append(np.asarray((h @ V.T).argmax(dim=1).cpu(), dtype=np.int64))
             top = np.concatenate(best)[:, None] if best else np.zeros((0, 1), np.int64)
             return float(truth_hits(top, Y).mean()) if len(top) else 0.0
@@ -721,7 +657,7 @@ class SNMClassifier(
         n = X.shape[0]
         idx_out = np.empty((n, k), dtype=np.int64)
         score_out = np.empty((n, k), dtype=np.float32)
-        device = inference_device(self.device)
+        device = inference_device(self._train.device)
         module = self.module_.to(device)
         with torch.inference_mode():
             if columns is not None:
@@ -827,7 +763,7 @@ class SNMClassifier(
         (an approximate index cannot list every label above a score), holding at most
         ``_THRESHOLD_BLOCK`` scores at once."""
         X = self._validate_X(X)
-        device = inference_device(self.device)
+        device = inference_device(self._train.device)
         module = self.module_.to(device)
         n, n_labels = X.shape[0], len(self.classes_)
         ab = self._calibration()

@@ -51,6 +51,7 @@ from skxmc._compat import (
 from skxmc._kmeans import split_level, split_node_threaded
 from skxmc._logging import progress
 from skxmc._optional import require
+from skxmc._sample_weight import check_sample_weight
 from skxmc._sparse_product import sorted_product
 from skxmc.io import PersistenceMixin, persistent
 from skxmc.labels import LabelSpace, encode_labels
@@ -67,7 +68,7 @@ EMBEDDING_METHODS = ("pifa", "label2vec", "pifa+label2vec")
 # PIFA
 # --------------------------------------------------------------------------------------
 def pifa_embeddings(
-    X: Any, Y: Any, *, instance_norm: str | None = "l2"
+    X: Any, Y: Any, *, instance_norm: str | None = "l2", sample_weight: Any = None
 ) -> sp.csr_matrix | np.ndarray:
     """Positive Instance Feature Aggregation (PIFA) label embeddings.
 
@@ -89,6 +90,10 @@ def pifa_embeddings(
         as PECOS's ``LabelEmbeddingFactory.pifa``): a sample with ``k`` labels gives each
         weight ``1 / sqrt(k)``; ``"l1"``: weight ``1 / k`` (its weight sums to 1);
         ``None``: plain sums. Keep ``"l2"``, PECOS's default.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Per-sample weights (finite, non-negative): each sample's normalised label row is
+        multiplied by its weight before aggregation, so a sample of weight ``w`` adds
+        what ``w`` copies of it would, and a sample of weight 0 adds nothing.
 
     Returns
     -------
@@ -108,21 +113,45 @@ def pifa_embeddings(
         raise ValueError(f"instance_norm must be 'l1', 'l2' or None, got {instance_norm!r}.")
     X = check_array(X, accept_sparse="csr", dtype=np.float32)
     Y_csr, _ = encode_labels(Y, name="Y", n_samples=X.shape[0])
-    return _pifa(X, Y_csr, instance_norm)
+    weights = check_sample_weight(sample_weight, X.shape[0])
+    return _pifa(X, Y_csr, instance_norm, sample_weight=weights)
 
 
 def _pifa(
-    X: sp.csr_matrix | np.ndarray, Y: sp.csr_matrix, instance_norm: str | None, n_jobs: int = 1
+    X: sp.csr_matrix | np.ndarray,
+    Y: sp.csr_matrix,
+    instance_norm: str | None,
+    n_jobs: int = 1,
+    sample_weight: np.ndarray | None = None,
 ) -> Any:
-    """PIFA on validated float32 ``X`` and CSR float32 ``Y``."""
+    """PIFA on validated float32 ``X`` and CSR float32 ``Y``, the rows of ``Y`` weighted by
+    the checked ``sample_weight`` (None: unweighted)."""
     if instance_norm is not None:
         Y = normalize(Y, norm=instance_norm)  # zero rows (unlabelled samples) stay zero
+    if sample_weight is not None:
+        Y = _weigh_rows(Y, sample_weight)
     # CSR (L, n) @ (n, d): one row per label, sorted (what the tree's kernels read)
     if sp.issparse(X):
         E = sorted_product(sp.csr_matrix(Y.T), X, n_jobs=n_jobs)
     else:
         E = np.ascontiguousarray(sp.csr_matrix(Y.T) @ X, dtype=np.float32)
     return normalize(E, norm="l2", copy=False)
+
+
+def _weigh_rows(Y: sp.csr_matrix, sample_weight: np.ndarray) -> sp.csr_matrix:
+    """A copy of ``Y`` with row ``i`` multiplied by ``sample_weight[i]``, the rows of weight
+    0 left empty (no stored zeros): weight ``w`` is ``w`` copies of the row, 0 no row."""
+    Y = sp.csr_matrix(Y, copy=True)
+    Y.data *= np.repeat(sample_weight, np.diff(Y.indptr)).astype(Y.dtype)
+    Y.eliminate_zeros()
+    return Y
+
+
+def _positive_rows(Y: sp.csr_matrix, sample_weight: Any) -> sp.csr_matrix:
+    """The rows of ``Y`` whose sample weight is positive (all rows without weights): what
+    embedders without per-sample weights are fitted on, so that weight 0 drops a row."""
+    weights = check_sample_weight(sample_weight, Y.shape[0])
+    return Y if weights is None else Y[weights > 0]
 
 
 # --------------------------------------------------------------------------------------
@@ -498,7 +527,7 @@ matrix or estimator, default="pifa"
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: Any, Y: Any = None) -> HierarchicalLabelTree:
+    def fit(self, X: Any, Y: Any = None, sample_weight: Any = None) -> HierarchicalLabelTree:
         """Build the label tree.
 
         Parameters
@@ -511,6 +540,12 @@ matrix or estimator, default="pifa"
             Labels of the samples, in any format skxmc accepts (see ``fit``). May be
             ``None`` only with precomputed embeddings (labels are then
             ``arange(n_labels)``).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights (finite, non-negative), read as repetitions: a sample of
+            weight ``w`` counts as ``w`` copies of itself, 0 as no sample. PIFA sums the
+            samples' features times their weights (see :func:`pifa_embeddings`); label2vec
+            and embedding estimators, which have no per-sample weights, are fitted on the
+            samples of positive weight; precomputed embeddings ignore it.
 
         Returns
         -------
@@ -522,7 +557,7 @@ matrix or estimator, default="pifa"
         t0 = time.perf_counter()
         self.label_embedder_ = None
         if isinstance(emb, str):  # one of EMBEDDING_METHODS
-            E, classes = self._string_embeddings(emb, X, Y)
+            E, classes = self._string_embeddings(emb, X, Y, sample_weight)
         elif hasattr(emb, "fit") and not sp.issparse(emb):
             if Y is None:
                 raise ValueError(
@@ -532,7 +567,7 @@ matrix or estimator, default="pifa"
             n_samples = None if X is None else _num_samples(X)
             Y_csr, classes = encode_labels(Y, name="Y", n_samples=n_samples)
             self._check_n_labels(len(classes))
-            self.label_embedder_ = clone(emb).fit(Y_csr)
+            self.label_embedder_ = clone(emb).fit(_positive_rows(Y_csr, sample_weight))
             E = getattr(self.label_embedder_, "embeddings_", None)
             if E is None:
                 raise ValueError(
@@ -551,7 +586,8 @@ matrix or estimator, default="pifa"
                 classes = np.arange(E.shape[0])
             else:
                 n_samples = None if X is None else _num_samples(X)
-                _, classes = encode_labels(Y, name="Y", n_samples=n_samples)
+                Y_csr, classes = encode_labels(Y, name="Y", n_samples=n_samples)
+                check_sample_weight(sample_weight, Y_csr.shape[0])  # checked, not used
                 if len(classes) != E.shape[0]:
                     raise ValueError(
                         f"label_embedding has {E.shape[0]} rows but Y has "
@@ -588,7 +624,7 @@ matrix or estimator, default="pifa"
         return self
 
     def _string_embeddings(
-        self, method: str, X: Any, Y: Any
+        self, method: str, X: Any, Y: Any, sample_weight: Any = None
     ) -> tuple[sp.csr_matrix | np.ndarray, np.ndarray]:
         """Embeddings of ``label_embedding="pifa" | "label2vec" | "pifa+label2vec"``."""
         uses_pifa = method != "label2vec"
@@ -618,7 +654,8 @@ matrix or estimator, default="pifa"
         self._check_n_labels(len(classes))
         if method != "pifa":  # without gensim, fail before PIFA (minutes on large data)
             require("gensim", "label2vec", f"HierarchicalLabelTree(label_embedding={method!r})")
-        E = _pifa(X, Y_csr, "l2", effective_n_jobs(self.n_jobs)) if uses_pifa else None
+        weights = check_sample_weight(sample_weight, Y_csr.shape[0])
+        E = _pifa(X, Y_csr, "l2", effective_n_jobs(self.n_jobs), weights) if uses_pifa else None
         if method == "pifa":
             return E, classes
 
@@ -628,7 +665,7 @@ matrix or estimator, default="pifa"
         # the same result for a seed whatever n_jobs.
         self.label_embedder_ = Label2VecTransformer(
             n_jobs=1, random_state=self.random_state, verbose=self.verbose
-        ).fit(Y_csr)
+        ).fit(_positive_rows(Y_csr, weights))
         V = self.label_embedder_.embeddings_
         if method == "label2vec":
             return V, classes

@@ -22,12 +22,14 @@ import torch
 from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold, cross_validate
 
+from skxmc.exceptions import TrainingInterruptedWarning
 from skxmc.sharprecl import SharpReCLClassifier
 from skxmc.snm import SNMClassifier
-from skxmc.text import TokenizedTexts, TrainingInterruptedWarning
 from skxmc.text._checkpoint import data_fingerprint, params_fingerprint
+from skxmc.text._tokenize import TokenizedTexts
 from skxmc.text._training import CheckpointMismatchWarning
 
+from ._training import with_training
 from .test_matchxml import make_clf as make_matchxml
 from .test_matchxml import multilabel_texts
 from .test_sharprecl import make_clf, toy_data
@@ -136,7 +138,11 @@ def test_cross_validate_folds_train_their_own_models(case, tiny_bert_dir, tmp_pa
     assert differs(states[0], states[1]) and differs(states[1], states[2])
     texts = np.asarray(X, dtype=object)
     for (train, _), fold_state in zip(StratifiedKFold(3).split(X, y), states):
-        alone = clone(clf).set_params(checkpoint_dir=None).fit(texts[train].tolist(), y[train])
+        alone = (
+            clone(clf)
+            .set_params(training__checkpoint_dir=None)
+            .fit(texts[train].tolist(), y[train])
+        )
         assert_same_state(fold_state, state(alone))
 
 
@@ -234,15 +240,19 @@ def test_snm_refit_on_other_labels(case, tmp_path):
     labels = np.array([int(x[0] > 0) + 2 * int(x[1] > 0) for x in X])
     params = dict(hidden_size=16, embedding_size=8, max_epochs=3, batch_size=32, n_sampled=2)
     params.update(device="cpu", random_state=0)
-    SNMClassifier(checkpoint_dir=tmp_path, **params).fit(X, labels[:, None].tolist())
+    SNMClassifier(**with_training(**params, checkpoint_dir=tmp_path)).fit(
+        X, labels[:, None].tolist()
+    )
     other = rotated(labels)[:, None].tolist()
     with pytest.warns(CheckpointMismatchWarning, match="training data"):
-        b = SNMClassifier(checkpoint_dir=tmp_path, **params).fit(X, other)
-    fresh = SNMClassifier(**params).fit(X, other)
+        b = SNMClassifier(**with_training(**params, checkpoint_dir=tmp_path)).fit(X, other)
+    fresh = SNMClassifier(**with_training(**params)).fit(X, other)
     assert_same_state(state(b), state(fresh))
     # Sparse input: the same values as CSR are other data (another first layer).
     with pytest.warns(CheckpointMismatchWarning):
-        SNMClassifier(checkpoint_dir=tmp_path, **params).fit(sp.csr_matrix(X), other)
+        SNMClassifier(**with_training(**params, checkpoint_dir=tmp_path)).fit(
+            sp.csr_matrix(X), other
+        )
 
 
 @case("matchxml-refit-other-labels")

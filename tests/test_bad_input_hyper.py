@@ -26,7 +26,9 @@ from skxmc.knnbert import KNNBertClassifier
 from skxmc.label2vec import Label2VecTransformer
 from skxmc.sharprecl import SharpReCLClassifier
 from skxmc.snm import SNMClassifier
+from skxmc.text import TrainingConfig
 
+from ._training import with_training
 from .conftest import topic_texts
 
 torch.set_num_threads(1)
@@ -93,10 +95,10 @@ def case_param(cls, kind, params, suffix=""):
 def _fit(cls, kind, params, encoder):
     if kind == "text":
         X, y = texts_and_classes()
-        return cls(encoder=encoder, **TEXT, **params).fit(X, y)
+        return cls(**with_training(encoder=encoder, **TEXT, **params)).fit(X, y)
     X, Y = snm_data()
     X = X.toarray() if kind == "dense" else X
-    return SNMClassifier(device="cpu", max_epochs=1, **params).fit(X, Y)
+    return SNMClassifier(**with_training(**params, device="cpu", max_epochs=1)).fit(X, Y)
 
 
 def _assert_memory_message(exc: BaseException, parameter: str) -> None:
@@ -147,12 +149,14 @@ def test_normal_sizes_are_not_refused(cls, params, tiny_bert_dir, machine_16gib,
     X, y = texts_and_classes()
     params = {**TEXT, **params}
     with pytest.raises(EncoderLoaded):
-        cls(encoder=str(tiny_bert_dir), **params).fit(X, y)
+        cls(**with_training(encoder=str(tiny_bert_dir), **params)).fit(X, y)
 
 
 def test_snm_normal_sizes_are_not_refused(machine_16gib):
     X, Y = snm_data()
-    clf = SNMClassifier(device="cpu", max_epochs=1).fit(X, Y)  # hidden and embedding 512
+    clf = SNMClassifier(training=TrainingConfig(device="cpu", max_epochs=1)).fit(
+        X, Y
+    )  # hidden and embedding 512
     assert clf.predict_topk(X[:2], 2)[0].shape == (2, 2)
 
 
@@ -160,12 +164,12 @@ def test_memory_check_reads_this_machine():
     # No monkeypatching: sizes beyond any machine are refused with the real numbers.
     X, Y = snm_data()
     with pytest.raises(InsufficientMemoryError, match=r"hidden_size=10000000000000") as info:
-        SNMClassifier(device="cpu", hidden_size=10**13).fit(X, Y)
+        SNMClassifier(hidden_size=10**13, training=TrainingConfig(device="cpu")).fit(X, Y)
     assert GIB_PATTERN.search(str(info.value))
     with pytest.raises(InsufficientMemoryError, match="queue_size"):
-        KNNBertClassifier(encoder="/nonexistent/model", queue_size=10**15, device="cpu").fit(
-            *texts_and_classes()
-        )
+        KNNBertClassifier(
+            encoder="/nonexistent/model", queue_size=10**15, training=TrainingConfig(device="cpu")
+        ).fit(*texts_and_classes())
 
 
 def test_check_allocation_contract(monkeypatch):
@@ -232,7 +236,7 @@ def test_augmentation_callable_accepts_sequences_and_pairs():
 def test_sharprecl_augmentation_returning_int_names_the_parameter(tiny_bert_dir):
     X, y = texts_and_classes()
     clf = SharpReCLClassifier(
-        encoder=str(tiny_bert_dir), augmentation=lambda texts: 3, n_views=2, **TEXT
+        **with_training(encoder=str(tiny_bert_dir), augmentation=lambda texts: 3, n_views=2, **TEXT)
     )
     with pytest.raises(TypeError, match=r"augmentation=.* must return a list of 12 strings"):
         clf.fit(X, y)
@@ -243,7 +247,9 @@ def test_sharprecl_augmentation_with_one_view_is_refused(tiny_bert_dir, augmenta
     # one view (the default) never makes a second one: a chosen augmentation would be
     # silently unused
     X, y = texts_and_classes()
-    clf = SharpReCLClassifier(encoder=str(tiny_bert_dir), augmentation=augmentation, **TEXT)
+    clf = SharpReCLClassifier(
+        **with_training(encoder=str(tiny_bert_dir), augmentation=augmentation, **TEXT)
+    )
     with pytest.raises(ValueError, match=r"augmentation=.*n_views=1.*n_views=2"):
         clf.fit(X, y)
     assert not hasattr(clf, "classes_")  # refused before anything was fitted
@@ -280,7 +286,9 @@ def test_label2vec_reasonable_negative_is_accepted(n_labels, negative):
 def test_snm_diverged_learning_rate_is_reported():  # 3-hyper-snm-learning_rate=1e9
     X, Y = snm_data()
     clf = SNMClassifier(
-        device="cpu", hidden_size=16, embedding_size=8, max_epochs=3, learning_rate=1e9
+        hidden_size=16,
+        embedding_size=8,
+        training=TrainingConfig(device="cpu", max_epochs=3, learning_rate=1e9),
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -297,7 +305,9 @@ def test_snm_diverged_learning_rate_is_reported():  # 3-hyper-snm-learning_rate=
     [
         pytest.param([0.5, 1.5, 2.25, 0.5], "continuous", id="2-bady-sharprecl-continuous-y"),
         pytest.param(
-            np.array([1, "a", 1, "a"], dtype=object), "mixes label types", id="2-bady-mixed-y"
+            np.array([1, "a", 1, "a"], dtype=object),
+            "Mix of label input types",
+            id="2-bady-mixed-y",
         ),
     ],
 )

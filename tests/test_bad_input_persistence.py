@@ -32,6 +32,7 @@ from skxmc.datasets import load_demo
 from skxmc.io import ARRAYS_NAME, CONFIG_NAME, MANIFEST_KEY
 from skxmc.io._arrays import decode_strings, encode_strings
 from skxmc.io._format import build_manifest
+from skxmc.text import TrainingConfig
 
 from .conftest import topic_texts
 
@@ -61,13 +62,11 @@ def sharp(tiny_bert_dir):
         encoder=str(tiny_bert_dir),
         pooling="mean",
         max_length=16,
-        batch_size=8,
-        max_epochs=1,
         n_synthetic_negative=20,
         n_synthetic_positive=4,
         n_hard=4,
         projection_dim=16,
-        random_state=0,
+        training=TrainingConfig(batch_size=8, max_epochs=1, random_state=0),
     )
     return clf.fit(X, y), X
 
@@ -177,7 +176,7 @@ def _all_weight_rows(rows: int) -> Callable[[dict], None]:
 def _foreign_weights(d: Path) -> None:
     import torch
 
-    from skxmc.text import save_module_weights
+    from skxmc.text._weights import save_module_weights
 
     save_module_weights(torch.nn.Linear(3, 2), d / "model.safetensors")
 

@@ -22,6 +22,7 @@ from skxmc import XRLinearClassifier
 from skxmc.cli import main
 from skxmc.io import CARD_NAME, CONFIG_NAME, MANIFEST_KEY, describe
 from skxmc.pipeline import Pipeline, make_pipeline
+from skxmc.text._config import TRAINING_FIELDS
 
 from .conftest import TOPICS, topic_texts
 
@@ -132,8 +133,10 @@ def test_fit_predict_info_with_each_estimator(name, data, tiny_bert_dir, tmp_pat
     # the non-default parameters, from --params
     shown = {"xrlinear": "beam_size", "snm": "hidden_size", "knnbert": "queue_size"}
     key = shown.get(name, "max_steps")
-    # MatchXML's fine-tuning parameters belong to its matcher: --params may give them flat
-    spelled = f"matcher__{key}" if name == "matchxml" else key
+    # training settings belong to the estimator's TrainingConfig, MatchXML's fine-tuning
+    # parameters to its matcher: --params may give them flat
+    spelled = f"training__{key}" if key in TRAINING_FIELDS else key
+    spelled = f"matcher__{spelled}" if name == "matchxml" else spelled
     assert f"| `{spelled}` | `{PARAMS[name][key]}` |" in card
     assert f"`{train.name}`: 24 records" in card and "--estimator " + name in card
 

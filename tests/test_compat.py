@@ -125,7 +125,7 @@ def test_exceptions_have_one_home_and_import_no_torch():
     import skxmc.exceptions as exc
     from skxmc import _memory
     from skxmc._kernels import jit as _numba
-    from skxmc.text import CheckpointMismatchWarning, TrainingInterruptedWarning
+    from skxmc.exceptions import CheckpointMismatchWarning, TrainingInterruptedWarning
 
     assert _memory.InsufficientMemoryError is exc.InsufficientMemoryError
     assert _numba.NumbaCacheWarning is exc.NumbaCacheWarning

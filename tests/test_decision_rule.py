@@ -14,6 +14,13 @@ from sklearn.model_selection import GridSearchCV, KFold
 from skxmc import SNMClassifier, XRLinearClassifier, as_label_sets
 
 
+def _training(max_epochs: int):
+    """CPU training settings of the SNM estimators of these tests."""
+    from skxmc.text import TrainingConfig
+
+    return TrainingConfig(max_epochs=max_epochs, device="cpu")
+
+
 def _multilabel(n: int = 240, n_labels: int = 12, seed: int = 0):
     """Rows near one or two of ``n_labels`` prototypes; labels = those prototypes."""
     rng = np.random.default_rng(seed)
@@ -32,7 +39,7 @@ def _multilabel(n: int = 240, n_labels: int = 12, seed: int = 0):
 def _rankers():
     return [
         XRLinearClassifier(),
-        SNMClassifier(max_epochs=20, device="cpu"),
+        SNMClassifier(training=_training(20)),
     ]
 
 
@@ -139,7 +146,7 @@ def test_snm_predict_proba_is_calibrated_like_xrlinear():
     X, Y = _multilabel()
     Ys = as_label_sets(Y)
     true_per_row = Y[180:].sum(1).mean()
-    for clf in (SNMClassifier(max_epochs=20, device="cpu"), XRLinearClassifier()):
+    for clf in (SNMClassifier(training=_training(20)), XRLinearClassifier()):
         clf.fit(X[:180], Ys[:180])
         P = clf.predict_proba(X[180:])  # CSR: the labels each row's search reaches
         row_sums = np.asarray(P.sum(axis=1)).ravel()
@@ -154,7 +161,7 @@ def test_snm_calibration_survives_save_and_load(tmp_path):
     import skxmc
 
     X, Y = _multilabel(120)
-    clf = SNMClassifier(max_epochs=5, device="cpu").fit(X, Y)
+    clf = SNMClassifier(training=_training(5)).fit(X, Y)
     assert clf.proba_calibration_.shape == (2,)
     skxmc.save(clf, tmp_path / "m")
     back = skxmc.load(tmp_path / "m")

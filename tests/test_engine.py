@@ -16,15 +16,8 @@ import pytest
 import torch
 from torch import nn
 
-from skxmc.text import (
-    Callback,
-    EarlyStopping,
-    EpochScoring,
-    LRScheduler,
-    ParamGroup,
-    Trainer,
-    TrainingInterruptedWarning,
-)
+from skxmc.exceptions import TrainingInterruptedWarning
+from skxmc.text import Callback, EarlyStopping, EpochScoring, LRScheduler, ParamGroup, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -388,3 +381,47 @@ def test_every_engine_function_is_short():
             if isinstance(node, ast.FunctionDef) and node.end_lineno - node.lineno >= 60:
                 long.append(f"{name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)")
     assert not long
+
+
+# Divergence -------------------------------------------------------------------------------
+
+
+def test_a_diverged_loss_stops_fit_naming_the_step_and_the_checkpoint(tmp_path):
+    """Issue 48 item 2: a NaN loss stops fit at its step, keeps the last good weights and
+    says how to resume from the last checkpoint."""
+    model = _model()
+    trainer = _trainer(model, checkpoint_dir=tmp_path, checkpoint_every=2)
+    mse = _mse(model)
+
+    def step(idx):
+        loss = mse(idx)
+        return loss * float("nan") if trainer.state.step == 4 else loss
+
+    before = {}
+
+    class Keep(Callback):
+        def on_batch_end(self, trainer, record):
+            before["weights"] = _weights(model)
+
+    trainer.callbacks = [Keep()]
+    with pytest.raises(FloatingPointError) as info:
+        trainer.fit(step, _fixed_batches(8))
+    message = str(info.value)
+    assert "loss is nan at optimiser step 5" in message
+    assert "keeps the weights of step 4" in message
+    assert f"of step 4, is in {tmp_path}" in message and "resume" in message
+    for a, b in zip(_weights(model), before["weights"]):
+        assert torch.equal(a, b)
+
+
+def test_non_finite_gradients_stop_fit_before_the_weights_change():
+    model = _model()
+    trainer = _trainer(model, max_grad_norm=1.0)
+    mse = _mse(model)
+    # A finite loss whose gradient is infinite (sqrt at 0): the update would write NaN.
+    step = lambda idx: mse(idx) + torch.sqrt(model[0].weight[0, 0] * 0.0).sum()  # noqa: E731
+    initial = _weights(model)
+    with pytest.raises(FloatingPointError, match=r"gradient norm is (inf|nan) at optimiser step 1"):
+        trainer.fit(step, _fixed_batches(8))
+    for a, b in zip(_weights(model), initial):
+        assert torch.equal(a, b)

@@ -68,7 +68,7 @@ def test_user_callbacks_run_and_survive_clone(tiny_bert_dir):
     clf = test_knnbert.make_clf(tiny_bert_dir, callbacks=[epochs], max_epochs=2).fit(X, y)
     assert [e["epoch"] for e in epochs.seen] == [1, 2]
     assert epochs.seen == clf.history_
-    assert clone(clf).get_params()["callbacks"][0] is not epochs  # deep-copied by clone
+    assert clone(clf).get_params()["training__callbacks"][0] is not epochs  # deep-copied
 
 
 def test_accumulation_steps_makes_fewer_larger_steps(tiny_bert_dir):
@@ -89,7 +89,7 @@ def _fit(name, tiny_bert_dir, **params):
         return test_knnbert.make_clf(tiny_bert_dir, **params).fit(X, y), X
     if name == "snm":
         X, Y = test_snm._toy()
-        return SNMClassifier(**{**test_snm.FAST, **params}).fit(X, Y), X
+        return test_snm._snm(**{**test_snm.FAST, **params}).fit(X, Y), X
     X, Y = test_matchxml.multilabel_texts(24)
     return test_matchxml.make_clf(tiny_bert_dir, **params).fit(X, Y), X
 
@@ -147,7 +147,7 @@ def test_knnbert_memory_rows_are_positions_in_X_with_a_validation_split(tiny_ber
 def test_snm_takes_callbacks_and_keeps_no_trainer():
     X, Y = test_snm._toy()
     epochs = _Epochs()
-    clf = SNMClassifier(**{**test_snm.FAST, "callbacks": [epochs]}).fit(X, Y)
+    clf = test_snm._snm(**{**test_snm.FAST, "callbacks": [epochs]}).fit(X, Y)
     assert len(epochs.seen) == clf.n_iter_ == len(clf.history_)
     assert "_trainer" not in vars(clf)
 
@@ -157,24 +157,27 @@ def test_snm_takes_callbacks_and_keeps_no_trainer():
 )
 def test_engine_parameters_are_documented_once(cls):
     doc = cls.__doc__
-    assert "{engine_params}" not in doc and "accumulation_steps : int, default=1" in doc
-    assert "callbacks : list of skxmc.text.Callback" in doc
-    assert "max_time : float or None, default=None" in doc
+    # one parameter, documented once (TrainingConfig), with this estimator's defaults
+    assert "training : skxmc.text.TrainingConfig or None, default=None" in doc
+    assert f"``max_epochs={cls._training_defaults['max_epochs']}``" in doc
+    assert "accumulation_steps" not in doc.split("Attributes")[0]
     # every shared block is substituted: no placeholder is left in the rendered docs
     assert re.search(r"\{\w+_params\}", doc) is None
-    if "mixed_precision" in cls().get_params():
-        assert "mixed_precision : {" in doc
+    from skxmc.text import TrainingConfig
+
+    assert "max_time : float or None, default=None" in TrainingConfig.__doc__
+    assert "callbacks : list of skxmc.text.Callback" in TrainingConfig.__doc__
 
 
 def test_snm_validation_score_is_precision_at_1_and_early_stopping_keeps_the_best():
     from sklearn.utils import check_random_state
 
     from skxmc.metrics import precision_at_k
-    from skxmc.text import validation_rows
+    from skxmc.text._estimator import validation_rows
 
     X, Y = test_snm._toy()
     params = {**test_snm.FAST, "validation_fraction": 0.25, "n_iter_no_change": 3}
-    clf = SNMClassifier(**params).fit(X, Y)
+    clf = test_snm._snm(**params).fit(X, Y)
     scores = [h["valid_score"] for h in clf.history_]
     assert len(scores) == clf.n_iter_ <= test_snm.FAST["max_epochs"]
     # the held-out rows, drawn as fit draws them; the kept weights are the best epoch's,
@@ -186,4 +189,4 @@ def test_snm_validation_score_is_precision_at_1_and_early_stopping_keeps_the_bes
     naive = precision_at_k([Y[i] for i in valid], top, k=1, classes=clf.classes_)
     assert naive == pytest.approx(max(scores))
     with pytest.raises(ValueError, match="validation_fraction"):
-        SNMClassifier(**{**test_snm.FAST, "n_iter_no_change": 2}).fit(X, Y)
+        test_snm._snm(**{**test_snm.FAST, "n_iter_no_change": 2}).fit(X, Y)

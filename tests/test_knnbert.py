@@ -13,7 +13,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 import skxmc
-from skxmc.knnbert import KNNBertClassifier, _KNNBertModule
+from skxmc.knnbert import KNNBertClassifier, _KNNBertModule, _MomentumContrast
 from skxmc.losses import (
     batch_contrastive_loss,
     moco_contrastive_loss,
@@ -22,6 +22,7 @@ from skxmc.losses import (
 )
 from skxmc.text import load_encoder
 
+from ._training import plain_params, with_training
 from .conftest import topic_texts
 
 torch.set_num_threads(1)
@@ -50,7 +51,7 @@ def make_clf(tiny_bert_dir, **params):
         random_state=0,
     )
     defaults.update(params)
-    return KNNBertClassifier(**defaults)
+    return KNNBertClassifier(**with_training(**defaults))
 
 
 @pytest.fixture(scope="module")
@@ -120,8 +121,9 @@ def test_queue_fifo_and_momentum(tiny_bert_loaded):
     import copy
 
     encoder = copy.deepcopy(tiny_bert_loaded[0])
-    module = _KNNBertModule(encoder, "mean", 3, 0.0)
-    module.add_key_side(5)
+    model = _KNNBertModule(encoder, "mean", 3, 0.0)
+    module = _MomentumContrast(model, 5)  # the fit's key side; the model is untouched
+    assert not any(n.startswith(("key_", "queue")) for n in model.state_dict())
     assert module.queue.shape == (5, 32) and (module.queue_labels == -1).all()
     keys = F.normalize(torch.randn(3, 32), dim=1)
     module.enqueue(keys, torch.tensor([0, 1, 2]), torch.tensor([10, 11, 12]))
@@ -142,8 +144,14 @@ def test_queue_fifo_and_momentum(tiny_bert_loaded):
     k1 = next(module.key_encoder.parameters())
     assert torch.allclose(k1, 0.99 * k0 + 0.01 * q, atol=1e-6)
     assert not torch.allclose(k1, q) and (k1 - k0).abs().max() < 0.02
-    module.drop_key_side()
-    assert module.key_encoder is None and "queue" not in dict(module.named_buffers())
+    # The trained module holds the model's own parts, in the layout of 26aef59's
+    # checkpoints (queue buffers first, then the query side, then the key side).
+    assert module.encoder is model.encoder and module.projection is model.projection
+    names = list(module.state_dict())
+    assert names[:4] == ["queue", "queue_labels", "queue_indices", "queue_ptr"]
+    assert names.index("projection.1.weight") < names.index(
+        "key_encoder.embeddings.word_embeddings.weight"
+    )
 
 
 def test_training_fills_queue_and_updates_key_encoder_slowly(tiny_bert_dir, monkeypatch):
@@ -152,7 +160,7 @@ def test_training_fills_queue_and_updates_key_encoder_slowly(tiny_bert_dir, monk
     original = KNNBertClassifier._finish_fit
 
     def spy(self, task):
-        m = self.module_
+        m = task.moco
         seen["labels"] = m.queue_labels.clone()
         seen["ptr"] = int(m.queue_ptr)
         gap = [
@@ -196,7 +204,7 @@ def test_fit_predict_contracts(fitted):
     emb = clf.transform(X[:5])
     assert emb.shape == (5, 32) and np.allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)
     assert len(clf.loss_curve_) == clf.n_steps_ == 6 and np.isfinite(clf.loss_curve_).all()
-    assert clf.module_.key_encoder is None  # the key side is not kept
+    assert not hasattr(clf.module_, "key_encoder")  # the key side is not kept
     assert clf.predict([]).shape == (0,) and clf.predict_proba([]).shape == (0, 3)
     tags = clf.__sklearn_tags__()
     assert tags.input_tags.string and not tags.input_tags.two_d_array
@@ -226,7 +234,7 @@ def test_baseline_switches(tiny_bert_dir, monkeypatch):
         mod, "queue_contrastive_loss", lambda *a, **k: calls.append(1) or original(*a, **k)
     )
     base = make_clf(tiny_bert_dir, max_epochs=1, contrastive_weight=0.0, knn_weight=0.0).fit(X, y)
-    assert not calls and base.module_.key_encoder is None
+    assert not calls and not hasattr(base.module_, "key_encoder")
     logits = base._logits_and_embeddings(X)[0]
     softmax = torch.softmax(torch.as_tensor(logits, dtype=torch.float64), dim=1).numpy()
     np.testing.assert_allclose(base.predict_proba(X), softmax, rtol=1e-6)
@@ -272,7 +280,7 @@ def test_in_batch_contrastive_keys_train_without_a_queue(tiny_bert_dir, monkeypa
     )
     clf = make_clf(tiny_bert_dir, max_epochs=1, contrastive_keys="batch").fit(X, y)
     assert calls and len(calls) == clf.n_steps_
-    assert clf.module_.key_encoder is None and np.isfinite(clf.loss_curve_).all()
+    assert not hasattr(clf.module_, "key_encoder") and np.isfinite(clf.loss_curve_).all()
     # No queue: the kNN memory holds training texts encoded by the final model.
     assert clf.memory_features_.shape[0] == min(len(X), clf.queue_size)
     assert clf.predict(X).shape == (len(X),)
@@ -291,7 +299,7 @@ def test_knn_only_matches_kneighbors(fitted):
         np.testing.assert_allclose(proba[i], votes)
     assert (labels == y[rows]).all()
     # The nearest neighbour of a training text is that text (its own feature).
-    train_clf = clone(clf).set_params(knn_memory="train", knn_weight=1.0, max_epochs=1)
+    train_clf = clone(clf).set_params(knn_memory="train", knn_weight=1.0, training__max_epochs=1)
     train_clf.fit(X, y)
     sims, rows = train_clf.kneighbors(X, n_neighbors=1)
     assert (rows[:, 0] == np.arange(len(X))).mean() > 0.8 and sims.max() <= 1 + 1e-5
@@ -315,7 +323,7 @@ def test_pickle_and_save_load_roundtrip(fitted, tmp_path):
     assert (tmp_path / "model" / "model.safetensors").is_file()
     assert not list((tmp_path / "model").rglob("*.pkl"))
     loaded = skxmc.load(tmp_path / "model")
-    assert type(loaded) is KNNBertClassifier and loaded.get_params() == clf.get_params()
+    assert type(loaded) is KNNBertClassifier and plain_params(loaded) == plain_params(clf)
     np.testing.assert_allclose(loaded.predict_proba(X), expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(loaded.memory_targets_, clf.memory_targets_)
     np.testing.assert_array_equal(loaded.kneighbors(X[:3])[1], clf.kneighbors(X[:3])[1])
@@ -325,7 +333,7 @@ def test_clone_grid_search_and_validation(tiny_bert_dir):
     X, y = toy_data((6, 6, 6))
     clf = make_clf(tiny_bert_dir, max_epochs=1)
     cloned = clone(clf)
-    assert cloned.get_params() == clf.get_params() and not hasattr(cloned, "classes_")
+    assert plain_params(cloned) == plain_params(clf) and not hasattr(cloned, "classes_")
     search = GridSearchCV(clf, {"knn_weight": [0.0, 0.5]}, cv=2, error_score="raise")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -482,7 +490,7 @@ def test_scl_moco_switch_changes_the_loss_on_the_same_batch(tiny_bert_dir, monke
     original = KNNBertClassifier._finish_fit
 
     def record_ptr(self, task):
-        ptr["value"] = int(self.module_.queue_ptr)
+        ptr["value"] = int(task.moco.queue_ptr)
         return original(self, task)
 
     monkeypatch.setattr(KNNBertClassifier, "_finish_fit", record_ptr)
@@ -551,3 +559,16 @@ def test_each_prediction_switch_changes_the_prediction(three_steps):
         other = clone(default).set_params(**switch)
         other.__dict__.update({k: v for k, v in vars(default).items() if k.endswith("_")})
         assert not np.allclose(other.predict_proba(X), proba), switch
+
+
+def test_stopped_fit_resumes_with_the_key_side_and_queue(tiny_bert_dir, tmp_path):
+    # The key side and the queue live in the fit's task, not on the model; the trainer
+    # checkpoints them with the model, so a resumed fit ends with the uninterrupted one.
+    X, y = toy_data()
+    full = make_clf(tiny_bert_dir).fit(X, y)
+    part = make_clf(tiny_bert_dir, checkpoint_dir=tmp_path, max_time=1e-9).fit(X, y)
+    assert part.n_steps_ == 1 and not hasattr(part.module_, "key_encoder")
+    resumed = make_clf(tiny_bert_dir, checkpoint_dir=tmp_path).fit(X, y)
+    assert resumed.n_steps_ == full.n_steps_
+    np.testing.assert_array_equal(resumed.memory_features_, full.memory_features_)
+    np.testing.assert_array_equal(resumed.predict_proba(X), full.predict_proba(X))

@@ -185,7 +185,7 @@ def test_ranker_tree_refined_vs_pifa(tiny_bert_dir, data):
 def test_snm_mined_negatives_exclude_positives_and_duplicates(fitted):
     import torch
 
-    from skxmc.matchxml import _StageModule
+    from skxmc.matchxml._stages import _StageModule
 
     rng = np.random.default_rng(0)
     module = _StageModule(
@@ -357,7 +357,7 @@ def test_defaults_are_the_papers_full_method(fitted):
 
 
 def test_default_encoder_needs_no_download(monkeypatch):
-    import skxmc.matchxml as mx
+    import skxmc.matchxml._stages as mx
     from skxmc.text import bundled_minilm_path
 
     bundled = bundled_minilm_path()
@@ -395,7 +395,7 @@ def test_pooling_auto_reads_the_model(tiny_bert_dir, data, tmp_path, fitted):
 
 
 def test_sentence_encoder_auto_is_the_pretrained_encoder(tiny_bert_dir, data):
-    from skxmc.text import sentence_embeddings
+    from skxmc.text._sentence import sentence_embeddings
 
     (X, Y), (X_test, _) = data
     clf = make_clf(tiny_bert_dir, max_epochs=1, sentence_encoder="auto").fit(X, Y)

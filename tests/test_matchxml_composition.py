@@ -16,6 +16,7 @@ from skxmc import MatchXMLClassifier, MultiStageMatcher, XRLinearClassifier
 from skxmc.metrics import make_topk_scorer
 from skxmc.text import Callback, SentenceEmbedder
 
+from ._training import with_training
 from .test_matchxml import multilabel_texts
 
 FAST = dict(
@@ -35,7 +36,7 @@ def data():
 
 
 def matcher(encoder, **params) -> MultiStageMatcher:
-    return MultiStageMatcher(encoder=str(encoder), **{**FAST, **params})
+    return MultiStageMatcher(**with_training(encoder=str(encoder), **{**FAST, **params}))
 
 
 class _Epochs(Callback):
@@ -85,10 +86,11 @@ def test_parts_tune_in_a_grid_search(tiny_bert_dir, data):
     clf = MatchXMLClassifier(
         matcher=matcher(tiny_bert_dir, max_steps=1), sentence_encoder=None, device="cpu"
     )
-    assert clf.get_params()["matcher__learning_rate"] == 5e-5
+    assert clf.get_params()["matcher__training__learning_rate"] is None  # the default
+    assert clf.matcher._train.learning_rate == 5e-5
     search = GridSearchCV(
         clf,
-        {"matcher__learning_rate": [1e-4, 1e-3], "ranker__Cp": [1.0, 2.0]},
+        {"matcher__training__learning_rate": [1e-4, 1e-3], "ranker__Cp": [1.0, 2.0]},
         cv=KFold(2, shuffle=True, random_state=0),
         scoring=make_topk_scorer("precision", 1),
         error_score="raise",
@@ -96,14 +98,17 @@ def test_parts_tune_in_a_grid_search(tiny_bert_dir, data):
     search.fit(X, Y)
     assert len(search.cv_results_["params"]) == 4
     best = search.best_estimator_
-    assert best.matcher_.learning_rate == search.best_params_["matcher__learning_rate"]
+    best_rate = search.best_params_["matcher__training__learning_rate"]
+    assert best.matcher_._train.learning_rate == best_rate
     assert best.ranker_.Cp == search.best_params_["ranker__Cp"]
     # a part left None gets its default as soon as one of its parameters is set, so the
     # default MatchXMLClassifier() tunes the same way
-    default = MatchXMLClassifier().set_params(ranker__Cp=1.5, matcher__max_epochs=3)
+    default = MatchXMLClassifier().set_params(ranker__Cp=1.5, matcher__training__max_epochs=3)
     assert isinstance(default.ranker, XRLinearClassifier) and default.ranker.Cp == 1.5
     assert default.ranker.negative_sampling == "tfn+man"  # the default ranker, not a bare one
-    assert isinstance(default.matcher, MultiStageMatcher) and default.matcher.max_epochs == 3
+    assert (
+        isinstance(default.matcher, MultiStageMatcher) and default.matcher.training.max_epochs == 3
+    )
     assert MatchXMLClassifier().matcher is None  # nothing shared between instances
     with pytest.raises(ValueError, match="no_such"):
         MatchXMLClassifier().set_params(matcher__no_such=1)
@@ -114,8 +119,8 @@ def test_estimator_settings_override_the_parts(tiny_bert_dir, data):
     m = matcher(tiny_bert_dir, max_steps=1, random_state=123, verbose=0)
     clf = MatchXMLClassifier(matcher=m, sentence_encoder=None, device="cpu", random_state=7)
     clf.fit(X, Y)
-    assert clf.matcher_.device == "cpu" and clf.matcher_.random_state != 123
-    assert clf.matcher.random_state == 123  # the template is cloned, never changed
+    assert clf.matcher_.training.device == "cpu" and clf.matcher_.training.random_state != 123
+    assert clf.matcher.training.random_state == 123  # the template is cloned, never changed
 
 
 class _Counter:
@@ -199,9 +204,9 @@ def test_make_matchxml_routes_flat_parameters():
     from skxmc.matchxml import make_matchxml
 
     clf = make_matchxml(max_epochs=3, pooling="mean", top_k=4, device="cpu", random_state=5)
-    assert (clf.matcher.max_epochs, clf.matcher.pooling) == (3, "mean")
+    assert (clf.matcher.training.max_epochs, clf.matcher.pooling) == (3, "mean")
     assert (clf.top_k, clf.device, clf.random_state) == (4, "cpu", 5)
-    assert clf.matcher.device == "auto"  # the classifier's device is passed on in fit
+    assert clf.matcher._train.device == "auto"  # the classifier's device is passed on in fit
     with pytest.raises(TypeError, match="unknown parameter 'no_such'"):
         make_matchxml(no_such=1)
 
@@ -226,7 +231,7 @@ def test_matcher_validation_split_scores_each_stage_and_stops_early(tiny_bert_di
 def test_stage_validation_score_against_a_naive_loop(tiny_bert_dir, data):
     import torch
 
-    from skxmc.matchxml import _stage_precision_at_1, _StageModule
+    from skxmc.matchxml._stages import _stage_precision_at_1, _StageModule
 
     (X, Y), (X_test, _) = data
     m = matcher(tiny_bert_dir, max_steps=1).fit(X, Y)

@@ -12,6 +12,7 @@ import torch
 pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
+from skxmc.text import TrainingConfig  # noqa: E402
 from skxmc.text._onnx import OnnxTextModel  # noqa: E402
 
 from .conftest import topic_texts  # noqa: E402
@@ -115,7 +116,7 @@ def sharprecl_onnx(fitted_sharprecl, tmp_path_factory):
 def test_dynamic_batch_sizes_and_lengths(fitted_sharprecl, sharprecl_onnx, batch_size):
     # 15 texts of 3 to 16 tokens: batch_size=1 runs every length without padding, the
     # others padded batches of mixed lengths (and a last, smaller batch).
-    from skxmc.text import batched_inference
+    from skxmc.text._encoder import batched_inference
 
     module = fitted_sharprecl.module_.eval()
     tokens = fitted_sharprecl._tokenize(QUERIES * 2 + ["cat"])
@@ -220,7 +221,7 @@ def test_refit_pickle_and_clone_return_to_torch(tiny_bert_dir):
     restored = pickle.loads(pickle.dumps(clf))  # the estimator drops the session
     assert restored.inference_backend_ == "torch"
     np.testing.assert_allclose(restored.transform(X[:3]), clf.transform(X[:3]), atol=ATOL)
-    assert clone(clf).set_params(max_steps=1).get_params()["max_steps"] == 1
+    assert clone(clf).set_params(training__max_steps=1).get_params()["training__max_steps"] == 1
     assert clf.fit(X, y).inference_backend_ == "torch"  # the session held the old weights
 
 
@@ -278,11 +279,10 @@ def test_matchxml_exports_its_encoder(tiny_bert_dir, tmp_path):
     matcher = MultiStageMatcher(
         encoder=str(tiny_bert_dir),
         max_length=16,
-        batch_size=8,
-        max_epochs=1,
         label_embedding="pifa",
         max_leaf_size=2,
         branching_factor=2,
+        training=TrainingConfig(batch_size=8, max_epochs=1),
     )
     clf = MatchXMLClassifier(matcher=matcher, device="cpu", random_state=0).fit(texts, labels)
     path = clf.export_onnx(tmp_path / "matchxml.onnx")

@@ -24,6 +24,7 @@ import skxmc
 from skxmc import XRLinearClassifier
 from skxmc.datasets import load_demo
 from skxmc.pipeline import Pipeline, make_pipeline
+from skxmc.text import TrainingConfig
 
 N_TRAIN, N_TEST = 800, 100
 
@@ -163,12 +164,9 @@ def test_pipeline_step_with_weight_files(demo, tmp_path):
     snm = skxmc.SNMClassifier(
         hidden_size=32,
         embedding_size=16,
-        max_epochs=2,
-        batch_size=64,
         n_sampled=4,
-        device="cpu",
-        random_state=0,
         top_k=3,
+        training=TrainingConfig(max_epochs=2, batch_size=64, device="cpu", random_state=0),
     )
     pipe = make_pipeline(TfidfVectorizer(min_df=2, dtype=np.float32), snm).fit(texts, labels)
     path = skxmc.save(pipe, tmp_path / "m")

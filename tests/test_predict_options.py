@@ -13,6 +13,7 @@ from sklearn.pipeline import make_pipeline
 
 from skxmc import HierarchicalLabelTree, XRLinearClassifier
 from skxmc.datasets import load_demo
+from skxmc.text import TrainingConfig
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +43,8 @@ def snm():
     Y = np.zeros((300, 24), dtype=np.int64)
     Y[np.arange(300), (X[:, 0] > 0) * 12 + np.argmax(X[:, 1:13], axis=1) % 12] = 1
     Y[np.arange(300), (np.argmax(X[:, :6], axis=1) + 3) % 24] = 1
-    params = dict(hidden_size=16, embedding_size=8, max_epochs=3, batch_size=32, n_sampled=8)
-    clf = SNMClassifier(**params, top_k=3, random_state=0, device="cpu")
+    training = TrainingConfig(max_epochs=3, batch_size=32, random_state=0, device="cpu")
+    clf = SNMClassifier(hidden_size=16, embedding_size=8, n_sampled=8, top_k=3, training=training)
     return clf.fit(X, Y), X[:80]
 
 
@@ -334,9 +335,8 @@ def test_matchxml_threshold_and_subset(tiny_bert_dir):
     matcher = MultiStageMatcher(
         encoder=str(tiny_bert_dir),
         max_length=16,
-        batch_size=16,
-        max_steps=2,
         label_embedding="pifa",
+        training=TrainingConfig(batch_size=16, max_steps=2),
     )
     clf = MatchXMLClassifier(matcher=matcher, device="cpu").fit(texts, Y)
     P = clf.predict_proba(texts[:6])

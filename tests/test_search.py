@@ -113,12 +113,11 @@ def test_knnbert_approximate_search_survives_pickle_and_load(tiny_bert_dir, tmp_
 
 def test_snm_approximate_search_matches_exact_and_survives_pickle_and_load(tmp_path):
     pytest.importorskip("faiss")
-    from skxmc import SNMClassifier
 
-    from .test_snm import FAST, _toy
+    from .test_snm import FAST, _snm, _toy
 
     X, labels = _toy()
-    clf = SNMClassifier(top_k=3, search="approximate", **FAST).fit(X, labels)
+    clf = _snm(top_k=3, search="approximate", **FAST).fit(X, labels)
     assert clf._label_index.method == "approximate"  # 6 labels: 1 cell, all probed
     approx = clf.predict_topk(X)
     exact = clf.set_params(search="exact").predict_topk(X)

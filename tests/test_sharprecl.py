@@ -22,7 +22,9 @@ from skxmc.losses import (
     rebalanced_targets,
 )
 from skxmc.sharprecl import SharpReCLClassifier
+from skxmc.text import TrainingConfig
 
+from ._training import plain_params, with_training
 from .conftest import topic_texts
 
 torch.set_num_threads(1)
@@ -52,7 +54,7 @@ def make_clf(tiny_bert_dir, **params):
         random_state=0,
     )
     defaults.update(params)
-    return SharpReCLClassifier(**defaults)
+    return SharpReCLClassifier(**with_training(**defaults))
 
 
 @pytest.fixture(scope="module")
@@ -323,9 +325,9 @@ def test_single_view_modes_cost_one_pass_per_text(tiny_bert_dir, monkeypatch):
     # ... which is the estimator's default (chosen on dev splits, docs/sharprecl.rst)
     assert SharpReCLClassifier().n_views == 1
     widths.clear()
-    params = make_clf(tiny_bert_dir).get_params()
+    params = make_clf(tiny_bert_dir).get_params(deep=False)
     del params["n_views"]
-    SharpReCLClassifier(**{**params, "max_epochs": 1}).fit(X, y)
+    SharpReCLClassifier(**with_training(**{**params, "max_epochs": 1})).fit(X, y)
     assert sum(widths) == len(X)
     with pytest.raises(ValueError, match="n_views=1"):
         make_clf(tiny_bert_dir, max_epochs=1, n_views=1).fit(X, y, X_augmented=X)
@@ -365,7 +367,7 @@ def test_pickle_and_save_load_roundtrip(fitted, tmp_path):
         (tmp_path / "model").rglob("*.bin")
     )
     loaded = skxmc.load(tmp_path / "model")
-    assert type(loaded) is SharpReCLClassifier and loaded.get_params() == clf.get_params()
+    assert type(loaded) is SharpReCLClassifier and plain_params(loaded) == plain_params(clf)
     np.testing.assert_allclose(loaded.predict_proba(X), expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(loaded.transform(X[:3]), clf.transform(X[:3]), rtol=1e-5, atol=1e-5)
     assert loaded.classes_.tolist() == clf.classes_.tolist()
@@ -384,7 +386,7 @@ def test_unavailable_device_falls_back_to_cpu(fitted):
     clf = pickle.loads(pickle.dumps(fitted[0]))
     if torch.cuda.is_available():
         pytest.skip("CUDA is available")
-    clf.set_params(device="cuda")
+    clf.set_params(training__device="cuda")
     with pytest.warns(RuntimeWarning, match="predicting on CPU"):
         assert clf.predict(fitted[1][:2]).shape == (2,)
 
@@ -393,7 +395,7 @@ def test_clone_and_grid_search(tiny_bert_dir):
     X, y = toy_data((6, 6, 6))
     clf = make_clf(tiny_bert_dir, max_epochs=1)
     cloned = clone(clf)
-    assert cloned.get_params() == clf.get_params() and not hasattr(cloned, "classes_")
+    assert plain_params(cloned) == plain_params(clf) and not hasattr(cloned, "classes_")
     search = GridSearchCV(clf, {"temperature": [0.3, 0.5]}, cv=2, error_score="raise")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -468,12 +470,10 @@ def test_minilm_on_trec(minilm_dir):
         encoder=minilm_dir,
         pooling="mean",
         max_length=32,
-        batch_size=32,
-        max_epochs=3,
-        head_learning_rate=1e-3,
-        learning_rate=1e-4,
         n_synthetic_negative=100,
-        random_state=0,
+        training=TrainingConfig(
+            batch_size=32, max_epochs=3, head_learning_rate=1e-3, learning_rate=1e-4, random_state=0
+        ),
     )
     clf.fit(X[:400], y[:400])
     assert clf.score(X_test[:200], y_test[:200]) > 0.5

@@ -37,6 +37,7 @@ from skxmc import (
 from skxmc.datasets import load_demo
 from skxmc.metrics import make_topk_scorer, precision_at_k
 from skxmc.pipeline import make_pipeline as xmc_pipeline
+from skxmc.text import TrainingConfig
 
 N_ROWS = 600
 
@@ -52,15 +53,17 @@ def xr_pipe(**params):
 
 
 def snm_pipe(**params):
-    snm = SNMClassifier(
-        hidden_size=32, embedding_size=16, max_epochs=2, batch_size=64, device="cpu", **params
-    )
+    training = TrainingConfig(max_epochs=2, batch_size=64, device="cpu")
+    snm = SNMClassifier(hidden_size=32, embedding_size=16, training=training, **params)
     return xmc_pipeline(TfidfVectorizer(dtype=np.float32), snm)
 
 
 def matchxml(encoder, **params):
     matcher = MultiStageMatcher(
-        encoder=str(encoder), max_length=16, batch_size=16, max_steps=2, label_embedding="pifa"
+        encoder=str(encoder),
+        max_length=16,
+        label_embedding="pifa",
+        training=TrainingConfig(batch_size=16, max_steps=2),
     )
     return MatchXMLClassifier(matcher=matcher, device="cpu", **params)
 
@@ -421,9 +424,7 @@ def _neural(kind, encoder):
         encoder=str(encoder),
         pooling="mean",
         max_length=16,
-        batch_size=8,
-        max_epochs=1,
-        device="cpu",
+        training=TrainingConfig(batch_size=8, max_epochs=1, device="cpu"),
     )
     if kind == "sharprecl":
         return SharpReCLClassifier(

@@ -22,7 +22,9 @@ from skxmc.losses import (
     top_k_negatives,
 )
 from skxmc.metrics import make_topk_scorer, precision_at_k
+from skxmc.text import TrainingConfig
 
+from ._training import plain_params, with_training
 from .conftest import dataset_path
 
 
@@ -168,6 +170,10 @@ def _toy(n=240, seed=0):
     return X, labels
 
 
+def _snm(**params):
+    return SNMClassifier(**with_training(**params))
+
+
 FAST = dict(
     hidden_size=32,
     embedding_size=16,
@@ -189,7 +195,10 @@ def bibtex(data_dir):
 def test_learns_bibtex_better_than_chance(bibtex):
     Xtr, Ytr, Xte, Yte = bibtex
     clf = SNMClassifier(
-        hidden_size=128, embedding_size=64, max_epochs=4, n_sampled=64, device="cpu", random_state=0
+        hidden_size=128,
+        embedding_size=64,
+        n_sampled=64,
+        training=TrainingConfig(max_epochs=4, device="cpu", random_state=0),
     ).fit(Xtr[:2000], Ytr[:2000])
     assert clf.sparse_input_ and clf.n_sampled_ == 64
     p1 = clf.score(Xte, Yte)
@@ -205,7 +214,7 @@ def test_learns_bibtex_better_than_chance(bibtex):
 @pytest.mark.parametrize("loss", ["bowl", "powl"])
 def test_fits_toy_problem(negative_sampling, loss):
     X, labels = _toy()
-    clf = SNMClassifier(negative_sampling=negative_sampling, loss=loss, top_k=3, **FAST)
+    clf = _snm(negative_sampling=negative_sampling, loss=loss, top_k=3, **FAST)
     clf.fit(X, labels)
     assert clf.score(X, labels) > 0.8
     assert len(clf.loss_curve_) == clf.n_steps_ == 15 * 8 and clf.n_iter_ == 15
@@ -218,7 +227,7 @@ def test_sparse_and_dense_input_string_labels():
     X, labels = _toy()
     names = np.array(["a", "b", "c", "d", "e", "f"])
     str_labels = [[names[i] for i in row] for row in labels]
-    clf = SNMClassifier(top_k=2, **FAST).fit(sp.csr_matrix(X), str_labels)
+    clf = _snm(top_k=2, **FAST).fit(sp.csr_matrix(X), str_labels)
     assert clf.sparse_input_ and list(clf.classes_) == list(names)
     assert clf.score(sp.csr_matrix(X), str_labels) > 0.7
     dense = clf.predict_topk(X[:10])[0]  # dense input to a sparse-trained model
@@ -228,7 +237,7 @@ def test_sparse_and_dense_input_string_labels():
 
 def test_decision_function_csr_matches_topk():
     X, labels = _toy()
-    clf = SNMClassifier(top_k=2, **FAST).fit(X, labels)
+    clf = _snm(top_k=2, **FAST).fit(X, labels)
     D = clf.decision_function(X[:6])
     _idx, scores = clf.predict_topk(X[:6])
     assert sp.isspmatrix_csr(D) and D.shape == (6, 6) and D.nnz == 12
@@ -242,7 +251,7 @@ def test_chunked_prediction_matches_full_product(monkeypatch):
     import skxmc.snm as snm_module
 
     X, labels = _toy()
-    clf = SNMClassifier(top_k=3, **FAST).fit(X, labels)
+    clf = _snm(top_k=3, **FAST).fit(X, labels)
     full = clf.predict_topk(X)
     monkeypatch.setattr(search_module, "_SCORE_BLOCK", 12)  # 1 query per score block
     monkeypatch.setattr(snm_module, "_EMBED_ROWS", 7)  # 7 rows per forward pass
@@ -257,9 +266,7 @@ def test_label_init_centroid_points_class_vectors_at_their_examples():
     for i, row in enumerate(labels):
         Y[i, row] = 1
     frozen = dict(FAST, max_epochs=1, learning_rate=1e-12, label_learning_rate=1e-12)
-    by_init = {
-        init: SNMClassifier(label_init=init, **frozen).fit(X, Y) for init in ("centroid", "random")
-    }
+    by_init = {init: _snm(label_init=init, **frozen).fit(X, Y) for init in ("centroid", "random")}
     for init, clf in by_init.items():
         with torch.no_grad():
             H = clf.module_.embed((torch.from_numpy(X),)).numpy()
@@ -279,23 +286,23 @@ def test_label_init_centroid_points_class_vectors_at_their_examples():
 
 def test_reproducible_with_random_state():
     X, labels = _toy()
-    a = SNMClassifier(top_k=3, **FAST).fit(X, labels)
-    b = SNMClassifier(top_k=3, **FAST).fit(X, labels)
+    a = _snm(top_k=3, **FAST).fit(X, labels)
+    b = _snm(top_k=3, **FAST).fit(X, labels)
     assert a.loss_curve_ == b.loss_curve_
     np.testing.assert_array_equal(a.predict_topk(X)[1], b.predict_topk(X)[1])
 
 
 def test_clone_pickle_save_load(tmp_path):
     X, labels = _toy()
-    clf = SNMClassifier(top_k=3, **FAST).fit(sp.csr_matrix(X), labels)
-    assert clone(clf).get_params() == clf.get_params() and not hasattr(clone(clf), "module_")
+    clf = _snm(top_k=3, **FAST).fit(sp.csr_matrix(X), labels)
+    assert plain_params(clone(clf)) == plain_params(clf) and not hasattr(clone(clf), "module_")
     expected = clf.predict_topk(X)
     again = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(again.predict_topk(X)[1], expected[1])
     clf.save(tmp_path / "model")
     assert (tmp_path / "model" / "model.safetensors").is_file()
     loaded = skxmc.load(tmp_path / "model")
-    assert isinstance(loaded, SNMClassifier) and loaded.get_params() == clf.get_params()
+    assert isinstance(loaded, SNMClassifier) and plain_params(loaded) == plain_params(clf)
     np.testing.assert_array_equal(loaded.predict_topk(X)[0], expected[0])
     np.testing.assert_array_equal(loaded.predict_topk(X)[1], expected[1])
     assert (loaded.predict(X) != clf.predict(X)).nnz == 0
@@ -305,7 +312,7 @@ def test_grid_search_with_topk_scorer():
     X, labels = _toy(n=160)
     Y = sp.csr_matrix(np.array([[int(j in row) for j in range(6)] for row in labels]))
     search = GridSearchCV(
-        SNMClassifier(**{**FAST, "max_epochs": 3}),
+        _snm(**{**FAST, "max_epochs": 3}),
         {"negative_sampling": ["snm", "uniform"]},
         cv=2,
         scoring=make_topk_scorer("precision", k=3),
@@ -318,7 +325,7 @@ def test_grid_search_with_topk_scorer():
 
 def test_unseen_test_labels_count_as_misses():
     X, labels = _toy()
-    clf = SNMClassifier(**FAST).fit(X, labels)
+    clf = _snm(**FAST).fit(X, labels)
     assert clf.score(X[:5], [[99]] * 5) == 0.0
     assert precision_at_k(
         [[99], [0]], clf.predict_topk(X[:2], k=6), k=6, classes=clf.classes_
@@ -328,7 +335,7 @@ def test_unseen_test_labels_count_as_misses():
 def test_bad_input_errors():
     X, labels = _toy(n=40)
     with pytest.raises(ValueError, match="n_hard_negatives=5 exceeds n_sampled=4"):
-        SNMClassifier(**{**FAST, "n_hard_negatives": 5}).fit(X, labels)
+        _snm(**{**FAST, "n_hard_negatives": 5}).fit(X, labels)
     with pytest.raises(ValueError, match="n_sampled"):
         SNMClassifier(n_sampled=0).fit(X, labels)
     with pytest.raises(ValueError, match="negative_sampling"):
@@ -336,14 +343,14 @@ def test_bad_input_errors():
     with pytest.raises(ValueError, match="margin"):
         SNMClassifier(margin="huber").fit(X, labels)
     with pytest.raises(ValueError, match="0 sample"):
-        SNMClassifier(**FAST).fit(X[:0], [])
+        _snm(**FAST).fit(X[:0], [])
     with pytest.raises(ValueError, match="Y has no labels"):
-        SNMClassifier(**FAST).fit(X, [[] for _ in range(40)])
+        _snm(**FAST).fit(X, [[] for _ in range(40)])
     with pytest.raises(ValueError, match="NaN|infinity"):
         bad = X.copy()
         bad[0, 0] = np.nan
-        SNMClassifier(**FAST).fit(bad, labels)
-    clf = SNMClassifier(**{**FAST, "max_epochs": 1}).fit(X, labels)
+        _snm(**FAST).fit(bad, labels)
+    clf = _snm(**{**FAST, "max_epochs": 1}).fit(X, labels)
     with pytest.raises(ValueError, match="X has 3 features"):
         clf.predict(X[:, :3])
     with pytest.raises(ValueError, match="k must be a positive integer"):
@@ -351,7 +358,7 @@ def test_bad_input_errors():
     with pytest.warns(UserWarning, match="exceeds the 6 labels"):
         assert clf.predict_topk(X[:2], k=50)[0].shape == (2, 6)
     with pytest.raises(ValueError, match="sample_weight"):
-        clf.score(X, labels, sample_weight=np.ones(40))
+        clf.score(X, labels, sample_weight=-np.ones(40))
 
 
 def test_import_skxmc_does_not_import_torch_for_snm():
@@ -370,8 +377,8 @@ def test_paper_negative_weight_is_not_ignored():
     # 6 labels, B=4 candidates: the paper's weight is (6 - 1) / (1 * 4) = 1.25 per hardest
     # negative instead of 1; the switch must change what is learned from the same batches.
     X, labels = _toy()
-    mean = SNMClassifier(**FAST).fit(X, labels)
-    paper = SNMClassifier(negative_weight="paper", **FAST).fit(X, labels)
+    mean = _snm(**FAST).fit(X, labels)
+    paper = _snm(negative_weight="paper", **FAST).fit(X, labels)
     assert mean.loss_curve_ != paper.loss_curve_
     assert not torch.equal(mean.module_.labels.weight, paper.module_.labels.weight)
 
@@ -449,7 +456,7 @@ def test_estimator_passes_the_chosen_weights_to_the_loss(monkeypatch, params, ex
 
     monkeypatch.setattr(mod, "ordered_weighted_loss", spy)
     X, labels = _toy()  # 6 labels
-    clf = SNMClassifier(**{**FAST, "max_epochs": 1, **params}).fit(X, labels)
+    clf = _snm(**{**FAST, "max_epochs": 1, **params}).fit(X, labels)
     assert seen and len(seen) == clf.n_steps_
     weights = seen[0]["weights"]
     if expected is None:
@@ -482,7 +489,7 @@ def test_each_switch_changes_the_first_step(switch):
     # first step must change with the switch (it would not if the switch were ignored).
     X, labels = _toy()
     params = {**FAST, "max_epochs": 1}
-    default = SNMClassifier(**params).fit(X, labels)
-    assert SNMClassifier(**params).fit(X, labels).loss_curve_[0] == default.loss_curve_[0]
-    switched = SNMClassifier(**{**params, **switch}).fit(X, labels)
+    default = _snm(**params).fit(X, labels)
+    assert _snm(**params).fit(X, labels).loss_curve_[0] == default.loss_curve_[0]
+    switched = _snm(**{**params, **switch}).fit(X, labels)
     assert switched.loss_curve_[0] != pytest.approx(default.loss_curve_[0], rel=1e-6)

@@ -12,6 +12,13 @@ from sklearn.exceptions import DataConversionWarning
 from skxmc import SNMClassifier, XRLinearClassifier
 
 
+def _training(max_epochs: int):
+    """CPU training settings of the SNM estimators of these tests."""
+    from skxmc.text import TrainingConfig
+
+    return TrainingConfig(max_epochs=max_epochs, device="cpu")
+
+
 def _blobs(n: int = 90, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Three well-separated classes in 6 dimensions, rows L2-normalised."""
     rng = np.random.default_rng(seed)
@@ -25,7 +32,7 @@ def _blobs(n: int = 90, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def _rankers():
     return [
         XRLinearClassifier(),
-        SNMClassifier(hidden_size=16, embedding_size=8, max_epochs=3, device="cpu"),
+        SNMClassifier(hidden_size=16, embedding_size=8, training=_training(3)),
     ]
 
 
@@ -88,9 +95,9 @@ def test_sparse_column_stays_a_one_label_indicator():
 def test_snm_on_raw_text_says_to_put_a_vectorizer_first():
     texts = ["cocoa review showers", "bank rates rise", "cocoa prices"]
     with pytest.raises(ValueError, match=r"needs numeric features.*TfidfVectorizer"):
-        SNMClassifier(device="cpu").fit(texts, [["a"], ["b"], ["a"]])
+        SNMClassifier(training=_training(1)).fit(texts, [["a"], ["b"], ["a"]])
     X, y = _blobs(30)
-    clf = SNMClassifier(hidden_size=8, embedding_size=8, max_epochs=1, device="cpu").fit(X, y)
+    clf = SNMClassifier(hidden_size=8, embedding_size=8, training=_training(1)).fit(X, y)
     with pytest.raises(ValueError, match="make_pipeline"):
         clf.predict(np.array(texts))
 

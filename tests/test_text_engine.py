@@ -19,33 +19,28 @@ import pytest
 import torch
 from torch import nn
 
+from skxmc.exceptions import CheckpointMismatchWarning, TrainingInterruptedWarning
 from skxmc.text import (
     Checkpoint,
     EncoderNotFoundError,
     ParamGroup,
-    SentenceEncoder,
-    TokenizedTexts,
     Trainer,
-    TrainingInterruptedWarning,
-    build_optimizers,
-    check_texts,
     encode_texts,
-    encoder_forward,
-    encoder_from_config,
     load_encoder,
+)
+from skxmc.text._callbacks import lr_factor
+from skxmc.text._device import resolve_device, resolve_mixed_precision
+from skxmc.text._encoder import encoder_forward, pool
+from skxmc.text._optim import build_optimizers, momentum_update
+from skxmc.text._seed import seed_everything
+from skxmc.text._sentence import SentenceEncoder, read_sentence_transformers_folder
+from skxmc.text._tokenize import TokenizedTexts, check_texts, tokenize
+from skxmc.text._weights import (
+    encoder_from_config,
     load_module_weights,
-    lr_factor,
-    momentum_update,
-    pool,
-    read_sentence_transformers_folder,
-    resolve_device,
-    resolve_mixed_precision,
     save_encoder_config,
     save_module_weights,
-    seed_everything,
-    tokenize,
 )
-from skxmc.text._training import CheckpointMismatchWarning
 from tests.conftest import sentence_transformers_folder
 
 TEXTS = [
@@ -739,7 +734,7 @@ def test_stops_on_max_time_callback_and_nan(tiny_bert):
     assert result.n_steps == 3 and result.stop_reason == "callback"
 
     _, trainer, step, data = _toy_setup(tiny_bert, n_epochs=1)
-    with pytest.raises(FloatingPointError, match="loss is nan at step 1"):
+    with pytest.raises(FloatingPointError, match="loss is nan at optimiser step 1"):
         trainer.fit(lambda b: step(b) * float("nan"), data)
 
 

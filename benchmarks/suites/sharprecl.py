@@ -30,9 +30,9 @@ ROWS: dict[str, dict[str, Any]] = {
     "SharpReCL": {},
     "logit-adjusted CE": {"contrastive_weight": 0.0, "augmentation": None},
     "SharpReCL 1 view": {"n_views": 1, "augmentation": None},
-    "w/o SS": {"simple_sampling": False},
-    "w/o HM": {"hard_mixup": False},
-    "w/o delta_CL": {"prior_weighting": False},
+    "w/o SS": {"ablate": ("simple_sampling",)},
+    "w/o HM": {"ablate": ("hard_mixup",)},
+    "w/o delta_CL": {"ablate": ("prior_weighting",)},
     "w/o delta_CLS": {"logit_adjustment": 0.0},
 }
 

@@ -41,6 +41,7 @@ def _fit_items(
     item_start,
     item_stop,
     seeds,
+    row_weight,
     logistic,
     cp,
     cn,
@@ -54,6 +55,10 @@ def _fit_items(
     """Train the labels ``g_label_indices[item_start[t]:item_stop[t]]`` of group
     ``item_group[t]``, for every work item ``t``. ``x_indices`` must be ``uint32`` feature
     ranks (:func:`solver_view`) and ``feature_of[rank]`` the original feature id.
+    ``row_weight`` holds one float64 weight per row of X (sample weights: every cost of
+    the row is multiplied by it, liblinear's instance weights), or nothing (empty array:
+    unweighted, the costs are ``cp`` / ``cn`` as they are). Rows of weight 0 must not be
+    in any group (liblinear drops them too: a zero cost has no dual).
 
     Per item the group's rows are scanned once for their touched features. If the rows
     hold at most
@@ -182,6 +187,8 @@ def _fit_items(
         for li in range(item_start[t], item_stop[t]):
             c = g_label_indices[li]
             _set_targets(c, m, y_indptr, y_indices, y_data, pos, y, cost, cp, cn, use_relevance)
+            if row_weight.shape[0] > 0:
+                _weigh_costs(grows, row_weight, cost)
             if compact:
                 b, _ = _solve(
                     logistic,
@@ -321,6 +328,15 @@ def _set_targets(
         if k >= 0:
             y[k] = 1.0
             cost[k] = cp * y_data[p] if use_relevance else cp
+
+
+@jit(nogil=True)
+def _weigh_costs(grows, row_weight, cost):  # pragma: no cover - compiled
+    """Multiply the cost of each of the group's rows by its sample weight (liblinear's
+    ``C_i = W_i * Cp`` or ``W_i * Cn``): the dual's upper bound (logistic) or diagonal term
+    ``1 / (2 C_i)`` (squared hinge) follow from the weighted cost."""
+    for k in range(grows.shape[0]):
+        cost[k] *= row_weight[grows[k]]
 
 
 @jit(nogil=True)

@@ -99,6 +99,11 @@ def instantiate(spec: dict, arrays: Any, directory: Path) -> Any:
         raise ValueError(f"the model directory names an unknown estimator class {name!r}.")
     source = directory / CONFIG_NAME
     params = decode(spec["params"], arrays, directory)
+    # An estimator whose parameters were renamed since (the neural estimators' flat
+    # training settings, now in one TrainingConfig) maps what older skxmc saved.
+    upgrade = getattr(cls, "_upgrade_params", None)
+    if upgrade is not None and isinstance(params, dict):
+        params = upgrade(params)
     est = cls(**checked_params(cls, params, source))
     validate_loaded_params(est, source)
     if "attributes" in spec:

@@ -23,9 +23,10 @@ What travels (the docs' scaling page reports the bytes per layer):
 
 * ``X`` (CSR arrays and row norms) once per fit, broadcast to every worker
   (``client.scatter(..., broadcast=True)``) before the first layer;
-* per layer, the :class:`~skxmc.linear._solver.LayerTask` (groups, targets, seeds) once to
-  every worker, then one small task per work chunk (three index arrays) whose result is
-  the chunk's sparse weights; the layer's matrix is assembled on the client;
+* per layer, the :class:`~skxmc.linear._solver.LayerTask` (groups, targets, seeds,
+  sample weights) once to every worker, then one small task per work chunk (three index
+  arrays) whose result is the chunk's sparse weights; the layer's matrix is assembled on
+  the client;
 * with ``negative_sampling="tfn+man"``, every trained layer's search structures once to
   every worker, and the training rows are searched in row blocks (the result: the
   block's beam);

@@ -224,6 +224,17 @@ class LayerGroups:
         """Number of parent groups."""
         return self.row_indptr.shape[0] - 1
 
+    def keep_rows(self, keep: np.ndarray) -> LayerGroups:
+        """The same groups with only the rows ``i`` where ``keep[i]`` is True (row ids
+        unchanged, order kept): how rows of sample weight 0 leave every sub-problem, as
+        liblinear drops zero-weight instances before it trains."""
+        kept = np.asarray(keep, dtype=bool)[self.row_indices]
+        # kept rows before each group boundary = the new boundaries
+        before = np.concatenate(([0], np.cumsum(kept, dtype=np.int64)))
+        return LayerGroups(
+            before[self.row_indptr], self.row_indices[kept], self.label_indptr, self.label_indices
+        )
+
     def check(self, n_rows: int, n_labels: int) -> None:
         """Raise ``ValueError`` unless the groups fit ``n_rows`` rows and ``n_labels`` columns."""
         if self.row_indices.size and (
@@ -294,22 +305,24 @@ class LayerGroups:
 @dataclass(frozen=True)
 class LayerTask:
     """What the work items of one layer read besides X: the groups, the layer's targets
-    (CSC arrays), the per-label seeds and the solver settings (the scalar arguments of
-    ``_fit_items`` after the seeds). One object, so that a cluster ships it once per layer
-    to each worker (``skxmc.linear._distributed``) and a thread pool shares it."""
+    (CSC arrays), the per-label seeds, the sample weights of X's rows (float64, empty when
+    unweighted) and the solver settings (the scalar arguments of ``_fit_items`` after the
+    weights). One object, so that a cluster ships it once per layer to each worker
+    (``skxmc.linear._distributed``) and a thread pool shares it."""
 
     groups: LayerGroups
     y_indptr: np.ndarray
     y_indices: np.ndarray
     y_data: np.ndarray
     seeds: np.ndarray
+    row_weight: np.ndarray
     params: tuple
 
     @property
     def nbytes(self) -> int:
         g = self.groups
         arrays = (g.row_indptr, g.row_indices, g.label_indptr, g.label_indices)
-        arrays += (self.y_indptr, self.y_indices, self.y_data, self.seeds)
+        arrays += (self.y_indptr, self.y_indices, self.y_data, self.seeds, self.row_weight)
         return int(sum(a.nbytes for a in arrays))
 
 

@@ -23,6 +23,15 @@ with ``x_aug = [x, bias]``, ``w_aug = [w, b]``, ``C_i = Cp * r_i`` for positives
 (``"logistic"``). The decision value is ``x . w + bias * b``; ``bias = 0`` means no
 bias term (``b`` stays 0).
 
+Sample weights are liblinear's instance weights (its ``-W`` file, scikit-learn's
+``sample_weight``): row ``i`` of weight ``s_i`` has cost ``s_i * C_i`` in every problem it
+is part of, so the squared hinge's dual has the diagonal term ``D_ii = 1 / (2 s_i C_i)``
+(no upper bound) and the logistic dual the upper bound ``s_i C_i`` (liblinear's hinge,
+``-s 3``, which skxmc does not offer, would take it as its upper bound with ``D_ii = 0``).
+Rows of weight 0 are left out of every problem, as liblinear's ``remove_zero_weight``
+does: a row of weight ``s`` is then the same primal problem as ``s`` copies of the row
+(weight 0: no row), and an unweighted fit runs the very same code as before.
+
 Differences from PECOS, on purpose: PECOS seeds every label's solver with 0, here each
 label has its own stream (same distribution of results, see :func:`label_seeds`); exact
 zeros are never stored (PECOS keeps them when ``threshold=0``); the output always has the
@@ -44,6 +53,7 @@ from joblib import effective_n_jobs
 from .._kernels.dcd import _row_sqnorms, _solve
 from .._kernels.jit import interruptible
 from .._kernels.layer import _fit_items
+from .._sample_weight import check_sample_weight
 from ._problem import (
     LayerGroups,
     LayerTask,
@@ -82,6 +92,7 @@ def fit_binary(
     bias: float = 1.0,
     relevance: np.ndarray | None = None,
     seed: int = 0,
+    sample_weight: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float, int]:
     """Train one binary model on all rows of ``X`` with the dual coordinate descent solver.
 
@@ -111,6 +122,9 @@ def fit_binary(
         (must be > 0 on positives). Ignored for negatives.
     seed : int, default=0
         Seed of the coordinate-order stream (see :func:`label_seeds`).
+    sample_weight : array-like of shape (n,), default=None
+        Instance weights (liblinear's): ``C_i`` is multiplied by ``sample_weight[i]``;
+        rows of weight 0 are left out of the problem. None: all 1.
 
     Returns
     -------
@@ -135,15 +149,23 @@ def fit_binary(
         if np.any(relevance[pos] <= 0):
             raise ValueError("relevance must be > 0 on positives.")
         cost[pos] *= relevance[pos]
+    rows = np.arange(n, dtype=np.int32)
+    sqnorms = _row_sqnorms(indptr, data)
+    signs = np.where(pos, 1.0, -1.0)
+    weights = check_sample_weight(sample_weight, n)
+    if weights is not None:
+        # problem row k is X's row rows[k]; its norm, sign and cost sit at k
+        rows = np.flatnonzero(weights > 0).astype(np.int32)
+        sqnorms, signs, cost = sqnorms[rows], signs[rows], cost[rows] * weights[rows]
     w = np.zeros(d, np.float64)
     b, n_iter = _solve(
         loss_code,
         indptr,
         indices,
         data,
-        np.arange(n, dtype=np.int32),
-        _row_sqnorms(indptr, data),
-        np.where(pos, 1.0, -1.0),
+        rows,
+        sqnorms,
+        signs,
         cost,
         float(bias),
         float(tol),
@@ -186,6 +208,7 @@ def run_chunk(
         item_start,
         item_stop,
         task.seeds,
+        task.row_weight,
         *task.params,
     )
 
@@ -206,6 +229,7 @@ def fit_layer(
     random_state: int | np.random.RandomState | None = 0,
     n_jobs: int | None = None,
     row_sqnorms: np.ndarray | None = None,
+    sample_weight: np.ndarray | None = None,
     _compact: bool | None = None,
     _executor: Any = None,
     _view: tuple | None = None,
@@ -249,6 +273,11 @@ def fit_layer(
     row_sqnorms : ndarray of shape (n,), default=None
         Precomputed :func:`row_squared_norms` of ``X`` (computed here if None); pass it to
         share the work between the layers of a tree.
+    sample_weight : array-like of shape (n,), default=None
+        Instance weights of the rows of ``X``: every problem a row is part of multiplies
+        its cost by its weight (liblinear's instance weights), and rows of weight 0 are
+        left out of every group. None: unweighted (the same computation as before weights
+        existed).
 
     Returns
     -------
@@ -275,7 +304,12 @@ def fit_layer(
     compact_mode = -1 if _compact is None else int(bool(_compact))
     params = (loss_code, float(Cp), float(Cn), float(tol), int(max_iter), float(bias))
     params += (float(weight_threshold), bool(use_relevance), compact_mode)
-    task = _layer_task(Y, groups, n, params, random_state)
+    weights = check_sample_weight(sample_weight, n)
+    if weights is None:
+        weights = np.empty(0, np.float64)  # the kernel's unweighted path
+    else:
+        groups = groups.keep_rows(weights > 0)
+    task = _layer_task(Y, groups, n, params, random_state, weights)
     # cost of one label of group g ~ nnz of the group's rows
     row_nnz = np.diff(x_indptr)
     cum = np.concatenate(([0], np.cumsum(row_nnz[groups.row_indices])))
@@ -292,9 +326,17 @@ def fit_layer(
     return _assemble(results, d + 1, Y.shape[1])
 
 
-def _layer_task(Y: Any, groups: LayerGroups, n: int, params: tuple, random_state: Any) -> LayerTask:
+def _layer_task(
+    Y: Any,
+    groups: LayerGroups,
+    n: int,
+    params: tuple,
+    random_state: Any,
+    row_weight: np.ndarray,
+) -> LayerTask:
     """The :class:`LayerTask` of a layer with targets ``Y`` (checked against ``n`` rows and
-    the groups) and the solver settings ``params`` (``_fit_items``'s scalar arguments)."""
+    the groups), the rows' sample weights (empty: unweighted) and the solver settings
+    ``params`` (``_fit_items``'s scalar arguments)."""
     if not sp.issparse(Y):
         raise ValueError("Y must be a scipy sparse matrix.")
     if Y.shape[0] != n:
@@ -314,6 +356,7 @@ def _layer_task(Y: Any, groups: LayerGroups, n: int, params: tuple, random_state
         Yc.indices.astype(np.int32, copy=False),
         Yc.data,
         label_seeds(random_state, n_labels),
+        row_weight,
         params,
     )
 

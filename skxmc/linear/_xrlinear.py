@@ -13,12 +13,13 @@ import scipy.sparse as sp
 from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from .._base import THRESHOLD_CONSTRAINT, MultiLabelRankerMixin, check_not_raw_text
 from .._compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from .._logging import progress
 from .._ranking import topk_from_sparse
+from .._sample_weight import check_sample_weight
 from ..io import PersistenceMixin, persistent
 from ..labels import LabelSpace, encode_target
 from ..tree import HierarchicalLabelTree
@@ -365,7 +366,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     # ------------------------------------------------------------------ fit
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X: Any, Y: Any) -> XRLinearClassifier:
+    def fit(self, X: Any, Y: Any, sample_weight: Any = None) -> XRLinearClassifier:
         """Build the label tree and train the node models layer by layer.
 
         The fitted attributes are set together once training has finished: a fit that
@@ -384,22 +385,51 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             Labels: a 0/1 indicator ``(n_samples, n_labels)``, one collection of labels
             per sample (samples without labels are allowed; see
             :func:`skxmc.as_label_sets`), or a 1-D target with one label per sample.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights, finite and non-negative (None: all 1). A sample of weight
+            ``w`` counts as ``w`` copies of itself, 0 as no sample at all:
+
+            - in every node problem the sample takes part in, its cost (``Cp`` or ``Cn``,
+              times the relevance with ``relevance_weighted``) is multiplied by ``w``, as
+              liblinear's instance weights do, and samples of weight 0 are left out;
+            - the default tree's PIFA label embeddings sum the samples' features times
+              their weights (a custom ``tree`` gets ``sample_weight`` in its ``fit``).
+
+            An integer weight therefore gives the model of the data with the sample
+            repeated that many times, up to the solver's tolerance ``tol``. ``classes_``
+            still comes from every sample of ``Y``, weight 0 or not. Through sklearn's
+            metadata routing (``sklearn.set_config(enable_metadata_routing=True)``),
+            request it with ``set_fit_request(sample_weight=True)``.
 
         Returns
         -------
         self : XRLinearClassifier
+
+        Examples
+        --------
+        Weight 0 drops a sample, weight 2 counts it twice:
+
+        >>> import numpy as np
+        >>> from sklearn.preprocessing import normalize
+        >>> from skxmc import XRLinearClassifier
+        >>> X = normalize(np.array([[1.0, 0.1], [0.9, 0.3], [0.1, 1.0], [0.2, 0.8]]))
+        >>> y = ["a", "a", "b", "b"]
+        >>> clf = XRLinearClassifier(top_k=1).fit(X, y, sample_weight=[1, 2, 0, 1])
+        >>> clf.predict([[1.0, 0.2], [0.1, 0.9]]).tolist()
+        ['a', 'b']
         """
         X, Y, classes, target_type, twin = self._validate_fit_input(X, Y)
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         sqnorms = row_squared_norms(X)
         norms = self._check_row_norms(sqnorms)
-        tree = self._fit_tree(X, Y, seed)
+        tree = self._fit_tree(X, Y, seed, sample_weight)
         if self.relevance_weighted:
             targets = _relevance_targets(Y, tree.cluster_chain_)
         else:
             targets = tree.cluster_label_matrices(Y)
         weights, fit_times, bytes_per_layer = self._train_layers(
-            X, sqnorms, tree, targets, classes, seed, norms
+            X, sqnorms, tree, targets, classes, seed, norms, sample_weight
         )
         self._publish(twin, classes, target_type, tree, weights, fit_times, bytes_per_layer)
         return self
@@ -465,15 +495,28 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             )
         return median_norm, norm_phrase
 
-    def _fit_tree(self, X: sp.csr_matrix, Y: sp.csr_matrix, seed: int) -> HierarchicalLabelTree:
-        """The label tree: a clone of ``tree`` (or the default tree), fitted on X, Y."""
+    def _fit_tree(
+        self, X: sp.csr_matrix, Y: sp.csr_matrix, seed: int, sample_weight: np.ndarray | None
+    ) -> HierarchicalLabelTree:
+        """The label tree: a clone of ``tree`` (or the default tree), fitted on X, Y (and
+        the sample weights, when given)."""
         t0 = time.perf_counter()
         tree = (
             HierarchicalLabelTree(random_state=seed, n_jobs=self.n_jobs)
             if self.tree is None
             else clone(self.tree)
         )
-        tree = tree.fit(X, Y)
+        if sample_weight is None:
+            tree = tree.fit(X, Y)
+        elif has_fit_parameter(tree, "sample_weight"):
+            tree = tree.fit(X, Y, sample_weight=sample_weight)
+        else:
+            raise ValueError(
+                f"sample_weight was given, but tree={type(tree).__name__} does not accept "
+                f"sample_weight in fit, so its clusters would ignore the weights. Use a "
+                f"HierarchicalLabelTree (its PIFA embeddings take the weights), or a tree "
+                f"whose fit takes sample_weight."
+            )
         progress(
             logger,
             self.verbose,
@@ -493,9 +536,11 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         classes: np.ndarray,
         seed: int,
         norms: tuple[float, str],
+        sample_weight: np.ndarray | None = None,
     ) -> tuple[list[sp.csc_matrix], list[float], Any]:
         """Train the node models layer by layer, top down: ``(weights, seconds per layer,
-        bytes per layer on a cluster or None)``. Inside ``joblib.parallel_config(
+        bytes per layer on a cluster or None)``; every node problem weighs its rows by
+        ``sample_weight`` (None: unweighted). Inside ``joblib.parallel_config(
         backend="dask")`` the layers' node problems and the matcher's searches run on the
         cluster (:mod:`skxmc.linear._distributed`), with the same model."""
         weights: list[sp.csc_matrix] = []
@@ -514,7 +559,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
                 t_layer = time.perf_counter()
                 matcher = self._layer_matcher(X, t, cache, cluster)
                 groups = LayerGroups.from_matrices(Y_t, C, matcher)
-                W = self._fit_layer(X, Y_t, groups, seed + t, sqnorms, cluster, view)
+                W = self._fit_layer(X, Y_t, groups, seed + t, sqnorms, cluster, view, sample_weight)
                 weights.append(W)
                 share = _empty_node_share(W, Y_t)
                 if share > _EMPTY_NODE_SHARE:
@@ -552,6 +597,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         sqnorms: np.ndarray,
         cluster: Any,
         view: tuple | None,
+        sample_weight: np.ndarray | None = None,
     ) -> sp.csc_matrix:
         """One layer's node models with this estimator's solver settings."""
         return fit_layer(
@@ -569,6 +615,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             random_state=random_state,
             n_jobs=int(effective_n_jobs(self.n_jobs)),
             row_sqnorms=sqnorms,
+            sample_weight=sample_weight,
             _executor=cluster,
             _view=view,
         )

@@ -21,7 +21,7 @@ import math
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -34,8 +34,9 @@ from ._checkpoint import (
     save_checkpoint,
 )
 
-if TYPE_CHECKING:
-    from ._training import Trainer
+# A skxmc.text._training.Trainer: not imported, since that module imports this one (the
+# trainer calls its callbacks; callbacks only read and steer the trainer they are given).
+Trainer = Any
 
 __all__ = [
     "Callback",
@@ -44,7 +45,48 @@ __all__ = [
     "EpochScoring",
     "LRScheduler",
     "ProgressBar",
+    "lr_factor",
 ]
+
+
+SCHEDULES = ("linear", "constant")
+
+
+def lr_factor(step: int, *, total_steps: int, warmup_steps: int, schedule: str = "linear") -> float:
+    """Learning-rate multiplier used for optimiser step ``step`` (0-based).
+
+    Linear warm-up from 0 over ``warmup_steps`` steps, then linear decay to 0 at
+    ``total_steps`` (``"linear"``, as ``transformers.get_linear_schedule_with_warmup``) or
+    the peak rate (``"constant"``).
+
+    Parameters
+    ----------
+    step : int
+        Steps already done.
+    total_steps : int
+        Planned number of steps.
+    warmup_steps : int
+        Warm-up length.
+    schedule : {"linear", "constant"}, default="linear"
+        Shape after the warm-up.
+
+    Returns
+    -------
+    factor : float
+
+    Examples
+    --------
+    >>> from skxmc.text._callbacks import lr_factor
+    >>> [lr_factor(s, total_steps=6, warmup_steps=2) for s in range(6)]
+    [0.0, 0.5, 1.0, 0.75, 0.5, 0.25]
+    """
+    if step < warmup_steps:
+        return step / max(1, warmup_steps)
+    if schedule == "constant":
+        return 1.0
+    if schedule == "linear":
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+    raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}.")
 
 
 class Callback:
@@ -115,8 +157,6 @@ class LRScheduler(Callback):
         self.lr_lambda = lr_lambda
 
     def on_batch_begin(self, trainer: Trainer) -> None:
-        from ._training import lr_factor
-
         s = trainer.state
         for g, _, opt in trainer.param_groups_:
             if self.lr_lambda is not None:

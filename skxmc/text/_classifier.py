@@ -17,7 +17,7 @@ import functools
 import logging
 import os
 from abc import abstractmethod
-from numbers import Integral, Real
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from .._compat import Interval, StrOptions, _fit_context
 from ..io import PersistenceMixin
+from ._config import TrainingConfig
 from ._device import inference_device
 from ._encoder import batched_inference, encoder_forward, load_encoder
 from ._estimator import (
@@ -41,9 +42,10 @@ from ._estimator import (
     validation_callbacks,
     validation_rows,
 )
+from ._optim import ParamGroup
 from ._seed import seed_everything
 from ._tokenize import TokenizedTexts, check_texts, tokenize
-from ._training import ParamGroup, Trainer
+from ._training import Trainer
 from ._weights import FineTunedModelMixin
 
 __all__ = ["TextTransformerMixin", "TransformerClassifierBase", "check_class_labels"]
@@ -71,6 +73,7 @@ def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
             f"y must be a 1-D array of class labels (multi-class), got shape {shape}; "
             f"multi-label targets are not supported by this classifier."
         )
+    _check_one_label_kind(y)
     y = np.asarray(y) if not isinstance(y, np.ndarray) else y
     if y.ndim != 1:
         raise ValueError(f"y must be a 1-D array of class labels, got shape {y.shape}.")
@@ -99,6 +102,22 @@ def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
             f"the training data holds {len(classes)} class; a classifier needs at least 2."
         )
     return classes, y_encoded.astype(np.int64)
+
+
+def _check_one_label_kind(y: Any) -> None:
+    """Refuse labels that mix strings and numbers, as scikit-learn does: numpy would turn
+    ``[1, "a"]`` into strings, and class ``1`` would come back as ``"1"``."""
+    if isinstance(y, np.ndarray) and y.dtype != object:
+        return  # one dtype: the caller's array already holds one kind
+    values = y.tolist() if hasattr(y, "tolist") else list(y)
+    kinds = {isinstance(v, (str, bytes)) for v in values if v is not None}
+    if len(kinds) > 1:
+        raise ValueError(
+            "Mix of label input types (string and number): y holds both, e.g. "
+            f"{next(v for v in values if isinstance(v, (str, bytes)))!r} and "
+            f"{next(v for v in values if v is not None and not isinstance(v, (str, bytes)))!r}"
+            "; convert every label to one type (e.g. str)."
+        )
 
 
 def _subset_fit_params(fit_params: dict[str, Any], rows: np.ndarray, n: int) -> dict[str, Any]:
@@ -206,61 +225,14 @@ class TransformerClassifierBase(
         How token states become one text embedding.
     max_length : int
         Truncation length in tokens.
-    batch_size : int
-        Texts per training batch (also per inference batch, doubled).
-    max_epochs : int
-        Passes over the training data.
-    max_steps : int or None
-        Cap on optimiser steps (whichever of the two ends first).
-    learning_rate : float
-        Peak learning rate of the encoder (AdamW, linear decay after the warm-up).
-    head_learning_rate : float or None
-        Learning rate of the randomly initialised heads; None: ``learning_rate``.
-    weight_decay : float
-        AdamW weight decay (not on biases and normalisation layers).
-    warmup : float
-        Warm-up, as a fraction of the steps (< 1) or a number of steps.
-    device : str
-        ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``, ``"cuda:1"``...
-    random_state : int, RandomState instance or None
-        Seeds weight initialisation, dropout, batch order and sampling.
-    verbose : int
-        0 silent; >= 1 progress bars and a summary line.
-    checkpoint_dir : str, path-like or None
-        Where the trainer writes checkpoints; an interrupted ``fit`` resumes from there
-        when called again with the same data and parameters. A checkpoint of a fit on
-        other data or with other parameters is never reused: a finished one is replaced
-        with a :class:`~skxmc.text._training.CheckpointMismatchWarning` (so folds of a
-        cross-validation sharing the folder each train their own model), an unfinished
-        one makes ``fit`` raise. A finished checkpoint of the same data and parameters
-        (and an int ``random_state``) is this very fit: its weights are restored without
-        training.
-    {engine_params}
-    {precision_params}
-    {validation_params}
+    {training_params}
     """
 
     _parameter_constraints: dict = {
         "encoder": [str, os.PathLike],
         "pooling": [StrOptions({"cls", "pooler", "mean", "max", "mean_sqrt_len"})],
         "max_length": [Interval(Integral, 2, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
-        "max_steps": [Interval(Integral, 1, None, closed="left"), None],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "head_learning_rate": [Interval(Real, 0, None, closed="neither"), None],
-        "weight_decay": [Interval(Real, 0, None, closed="left")],
-        "warmup": [Interval(Real, 0, None, closed="left")],
-        "device": [str],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-        "checkpoint_dir": [str, os.PathLike, None],
-        "callbacks": [list, None],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
-        "accumulation_steps": [Interval(Integral, 1, None, closed="left")],
-        "max_time": [Interval(Real, 0, None, closed="neither"), None],
-        "mixed_precision": [StrOptions({"auto", "bf16", "fp16", "no"})],
+        "training": [TrainingConfig, None],
     }
 
     # transform / predict / predict_proba read the model through _text_model_outputs, so
@@ -290,7 +262,7 @@ class TransformerClassifierBase(
 
     def _training_batches(self, task: FitTask, epoch: int, rng: np.random.Generator) -> Any:
         """The batches of one epoch (default: shuffled, length-bucketed text batches)."""
-        return task.tokens.batches(self.batch_size, shuffle=True, rng=rng)
+        return task.tokens.batches(self._train.batch_size, shuffle=True, rng=rng)
 
     def _finish_fit(self, task: FitTask) -> None:
         """After training, also when it failed or was interrupted: drop training-only
@@ -302,16 +274,25 @@ class TransformerClassifierBase(
 
     def _param_groups(self, module: torch.nn.Module) -> list[ParamGroup]:
         """Encoder and heads as two groups (the heads often need a larger rate)."""
-        head_lr = self.learning_rate if self.head_learning_rate is None else self.head_learning_rate
+        head_lr = (
+            self._train.learning_rate
+            if self._train.head_learning_rate is None
+            else self._train.head_learning_rate
+        )
         encoder_ids = {id(p) for p in module.encoder.parameters()}
         heads = [(n, p) for n, p in module.named_parameters() if id(p) not in encoder_ids]
         groups = [
             ParamGroup(
-                "encoder", module.encoder, lr=self.learning_rate, weight_decay=self.weight_decay
+                "encoder",
+                module.encoder,
+                lr=self._train.learning_rate,
+                weight_decay=self._train.weight_decay,
             )
         ]
         if heads:
-            groups.append(ParamGroup("heads", heads, lr=head_lr, weight_decay=self.weight_decay))
+            groups.append(
+                ParamGroup("heads", heads, lr=head_lr, weight_decay=self._train.weight_decay)
+            )
         return groups
 
     # Fit --------------------------------------------------------------------------------
@@ -350,10 +331,10 @@ class TransformerClassifierBase(
         texts, y_encoded = self._validate_fit_data(X, y)
         # An ONNX Runtime session holds the previous fit's weights.
         self.__dict__.pop("_onnx_model", None)
-        rs = check_random_state(self.random_state)
+        rs = check_random_state(self._train.random_state)
         seed = int(rs.randint(np.iinfo(np.int32).max))
         seed_everything(seed)  # the heads' initial weights
-        encoder, self.tokenizer_ = load_encoder(self.encoder, verbose=self.verbose)
+        encoder, self.tokenizer_ = load_encoder(self.encoder, verbose=self._train.verbose)
         self.module_ = self._build_module(encoder, len(self.classes_))
         train, valid = self._validation_split(y_encoded, rs)
         if valid is not None:
@@ -364,11 +345,11 @@ class TransformerClassifierBase(
         task.rows = None if valid is None else train
         callbacks = [] if valid is None else self._validation_callbacks(valid_tokens, y_valid)
         task.trainer = Trainer(
-            self.module_,
+            self.module_ if task.module is None else task.module,
             self._param_groups(self.module_),
-            n_epochs=self.max_epochs,
-            max_steps=self.max_steps,
-            warmup=self.warmup,
+            n_epochs=self._train.max_epochs,
+            max_steps=self._train.max_steps,
+            warmup=self._train.warmup,
             random_state=seed,
             # The tokenised texts are what training reads (augmented views included).
             fit_data=(task.tokens, task.y, self.classes_),
@@ -392,11 +373,15 @@ class TransformerClassifierBase(
         """Training and validation rows (stratified when every class has two rows)."""
         stratify = y if np.bincount(y).min() >= 2 else None
         train, valid = validation_rows(
-            len(y), self.validation_fraction, self.n_iter_no_change, rs, stratify=stratify
+            len(y),
+            self._train.validation_fraction,
+            self._train.n_iter_no_change,
+            rs,
+            stratify=stratify,
         )
         if valid is not None and len(np.unique(y[train])) < len(self.classes_):
             raise ValueError(
-                f"validation_fraction={self.validation_fraction} leaves a class without "
+                f"validation_fraction={self._train.validation_fraction} leaves a class without "
                 f"training texts; lower it or pass more data."
             )
         return train, valid
@@ -408,17 +393,17 @@ class TransformerClassifierBase(
             logits = batched_inference(
                 self.module_.logits,
                 tokens,
-                batch_size=2 * self.batch_size,
+                batch_size=2 * self._train.batch_size,
                 device=trainer.device,
             )
             return float(np.mean(logits.argmax(axis=1) == y))
 
-        return validation_callbacks(accuracy, self.n_iter_no_change)
+        return validation_callbacks(accuracy, self._train.n_iter_no_change)
 
     # Inference --------------------------------------------------------------------------
 
     def _inference_device(self) -> torch.device:
-        return inference_device(self.device)
+        return inference_device(self._train.device)
 
     def _forward_all(self, X: Any, method: str, desc: str) -> np.ndarray:
         check_is_fitted(self, "module_")
@@ -435,9 +420,9 @@ class TransformerClassifierBase(
         return self._text_model_outputs(
             method,
             self._tokenize(texts),
-            batch_size=2 * self.batch_size,
+            batch_size=2 * self._train.batch_size,
             device=self._inference_device(),
-            verbose=self.verbose,
+            verbose=self._train.verbose,
             desc=desc,
         )
 
@@ -485,7 +470,8 @@ class TransformerClassifierBase(
         return self.classes_[scores.argmax(axis=1)] if len(scores) else self.classes_[:0]
 
     def transform(self, X: Any) -> np.ndarray:
-        """The learned text embeddings (what the classifier reads).
+        """The learned text embeddings: the model's ``embed`` (what SharpReCL's classifier
+        reads; KNN-BERT's L2-normalised projection, the space of its kNN search).
 
         Parameters
         ----------

@@ -44,7 +44,7 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
 
     Examples
     --------
-    >>> from skxmc.text import resolve_device
+    >>> from skxmc.text._device import resolve_device
     >>> resolve_device("cpu")
     device(type='cpu')
     """
@@ -117,7 +117,7 @@ def autocast(device: torch.device, mixed_precision: str | bool | None = "auto") 
     Examples
     --------
     >>> import torch
-    >>> from skxmc.text import autocast
+    >>> from skxmc.text._device import autocast
     >>> with autocast(torch.device("cpu")):
     ...     y = torch.ones(2, 2) @ torch.ones(2, 2)
     >>> y.dtype

@@ -222,7 +222,7 @@ def resolve_pooling(
     Examples
     --------
     >>> import json, tempfile, pathlib
-    >>> from skxmc.text import resolve_pooling
+    >>> from skxmc.text._encoder import resolve_pooling
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> resolve_pooling("auto", d)  # a plain model folder
     'cls'
@@ -404,7 +404,7 @@ def pool(
     Examples
     --------
     >>> import torch
-    >>> from skxmc.text import pool
+    >>> from skxmc.text._encoder import pool
     >>> h = torch.arange(12.0).reshape(1, 3, 4)
     >>> pool(h, torch.tensor([[1, 1, 0]]), "mean")
     tensor([[2., 3., 4., 5.]])

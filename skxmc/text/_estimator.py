@@ -2,11 +2,13 @@
 
 :class:`NeuralEstimatorMixin` holds the one copy of: the checkpoint fingerprint of the
 estimator's parameters, the token limit of the encoder, the engine parameters passed to
-the trainer (``callbacks``, ``accumulation_steps``, ``max_time``, ``mixed_precision``,
-device, verbosity, checkpoints), and the fitted attributes read from the training result
-(``loss_curve_``, ``history_``...). :data:`ENGINE_PARAMS_DOC` documents those
-parameters once; :func:`fill_engine_docs` puts it into an estimator's docstring in place
-of the line ``{engine_params}``.
+the trainer (read from the estimator's ``training``, a
+:class:`~skxmc.text.TrainingConfig`, with the estimator's defaults), the
+``training__<field>`` routing of ``set_params``, the :class:`TypeError` for the old flat
+names of those settings (and the upgrade of models saved with them), and the fitted
+attributes read from the training result (``loss_curve_``, ``history_``...).
+:func:`fill_engine_docs` puts the description of ``training`` into an estimator's
+docstring in place of the line ``{training_params}``.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from ._checkpoint import RUN_ONLY_PARAMS, params_fingerprint
+from ._checkpoint import RUN_ONLY_PARAMS, _describe_param
+from ._config import TRAINING_FIELDS, TrainingConfig, reject_flat_training_params
 from ._training import TrainResult
 
 __all__ = [
-    "ENGINE_PARAMS_DOC",
+    "TRAINING_PARAM_DOC",
     "FitTask",
     "NeuralEstimatorMixin",
     "fill_engine_docs",
@@ -30,58 +33,59 @@ __all__ = [
     "validation_rows",
 ]
 
-ENGINE_PARAMS_DOC = """\
-callbacks : list of skxmc.text.Callback or None, default=None
-    Extra callbacks of the training loop (see :mod:`skxmc.text`), e.g. an
-    :class:`~skxmc.text.LRScheduler` replacing the warm-up and decay, or a custom
-    logger. They are called after the estimator's own (validation score, early
-    stopping) and before the checkpoint and the progress bar.
-accumulation_steps : int, default=1
-    Batches whose gradients add up before each optimiser step: the effective batch is
-    ``accumulation_steps * batch_size`` (times the number of processes under
-    ``accelerate launch``) at the memory cost of ``batch_size``. Epochs and
-    ``max_steps`` count optimiser steps.
-max_time : float or None, default=None
-    Seconds of training after which ``fit`` stops (checked after every optimiser step;
-    a multi-stage fit applies it to each stage). The model is then the one of the steps
-    done (``n_steps_``), its learning-rate schedule the one planned for the full budget.
-    With ``checkpoint_dir``, the next ``fit`` with the same data and parameters (any
-    ``max_time``) resumes where this one stopped. For a machine lent for a fixed time;
-    None: no limit."""
+TRAINING_PARAM_DOC = """\
+training : skxmc.text.TrainingConfig or None, default=None
+    Training-loop settings: length of training, batch and optimiser, validation and
+    early stopping, device and precision, seed, progress and checkpoints (see
+    :class:`~skxmc.text.TrainingConfig`). None: ``TrainingConfig()``. In a grid search
+    or ``set_params``, reach a field as ``training__<field>`` (e.g.
+    ``training__max_epochs``). This estimator's defaults for the fields left None:
+    {defaults}."""
 
-PRECISION_PARAMS_DOC = """\
-mixed_precision : {"auto", "bf16", "fp16", "no"}, default="auto"
-    Autocast of the training forward pass: bfloat16 on GPUs that support it, float32
-    on CPU. ``"fp16"`` (GPUs without bfloat16) scales the loss."""
 
-VALIDATION_PARAMS_DOC = """\
-validation_fraction : float or None, default=None
-    Fraction of the training data held out (stratified by class for the single-label
-    classifiers) and scored after every epoch: the accuracy of the classification head,
-    precision@1 for the multi-label estimators (per stage for a multi-stage one). The
-    scores are ``valid_score`` in ``history_``. None: all data trains.
-n_iter_no_change : int or None, default=None
-    With ``validation_fraction``: stop when the validation score has not improved for
-    this many epochs, and keep the weights of the best epoch (as
-    :class:`~sklearn.neural_network.MLPClassifier` with ``early_stopping=True``).
-    None: train for ``max_epochs``."""
+ENCODER_PARAMS_DOC = """\
+encoder : str or path-like, default="bert-base-uncased"
+    Hugging Face hub name or local model directory (offline, pass a directory).
+pooling : {"cls", "pooler", "mean", "max", "mean_sqrt_len"}, default="cls"
+    Text embedding from the token states; the paper uses ``[CLS]``. Sentence-embedding
+    models (MiniLM) are trained for ``"mean"``."""
+
+FIT_ATTRIBUTES_DOC = """\
+loss_curve_ : list of float
+    Loss of every optimiser step.
+history_ : list of dict
+    One record per epoch: ``epoch``, ``step``, ``loss`` (mean), ``seconds`` and, with
+    ``training.validation_fraction``, ``valid_score``.
+n_iter_ : int
+    Epochs run (a partial epoch counts).
+n_steps_ : int
+    Optimiser steps run.
+interrupted_ : bool
+    Whether Ctrl-C ended training early."""
 
 
 def fill_engine_docs(cls: type) -> type:
-    """Replace the lines ``{engine_params}``, ``{precision_params}`` and
-    ``{validation_params}`` of ``cls``'s
-    docstring with the shared parameter descriptions (indented as the placeholder)."""
+    """Replace the line ``{training_params}`` of ``cls``'s docstring with the description
+    of its ``training`` parameter (indented as the placeholder), which lists the
+    estimator's defaults (``cls._training_defaults``); the line ``{fit_attributes}``
+    with the fitted attributes every neural estimator sets (``loss_curve_``...), and
+    ``{encoder_params}`` with the fine-tuned classifiers' ``encoder`` and ``pooling``."""
     doc = cls.__doc__ or ""
-    for key, text in (
-        ("engine_params", ENGINE_PARAMS_DOC),
-        ("precision_params", PRECISION_PARAMS_DOC),
-        ("validation_params", VALIDATION_PARAMS_DOC),
-    ):
-        placeholder = "{" + key + "}"
-        for line in doc.splitlines():
+    defaults = getattr(cls, "_training_defaults", {})
+    listed = ", ".join(f"``{k}={v!r}``" for k, v in defaults.items() if v is not None)
+    text = TRAINING_PARAM_DOC.replace("{defaults}", listed or "none")
+    head, _, body = text.partition("\n")
+    body = textwrap.fill(" ".join(body.split()), width=84)
+    text = head + "\n" + textwrap.indent(body, "    ")
+    for line in doc.splitlines():
+        for placeholder, block in (
+            ("{training_params}", text),
+            ("{fit_attributes}", FIT_ATTRIBUTES_DOC),
+            ("{encoder_params}", ENCODER_PARAMS_DOC),
+        ):
             if line.strip() == placeholder:
                 indent = line[: len(line) - len(line.lstrip())]
-                doc = doc.replace(line, textwrap.indent(text, indent))
+                doc = doc.replace(line, textwrap.indent(block, indent))
     cls.__doc__ = doc
     return cls
 
@@ -154,6 +158,10 @@ class FitTask:
     rows : numpy.ndarray or None
         Positions in ``fit``'s ``X`` of the training rows (None: all, in order); a
         validation split leaves a subset.
+    module : torch.nn.Module or None
+        What the trainer trains and checkpoints when it is not the estimator's model: a
+        training-only wrapper that shares the model's weights and adds state of the
+        fit (KNN-BERT's momentum encoder and queue). None: ``module_``.
     """
 
     tokens: Any = None
@@ -162,6 +170,7 @@ class FitTask:
     rng: np.random.RandomState | None = None
     trainer: Any = None
     rows: np.ndarray | None = None
+    module: Any = None
 
     def row_positions(self, rows: np.ndarray) -> np.ndarray:
         """Positions in ``X`` (int64) of training rows ``rows``."""
@@ -172,17 +181,105 @@ class FitTask:
 class NeuralEstimatorMixin:
     """One copy of what the neural estimators share around the trainer.
 
-    The estimator defines ``device``, ``verbose``, ``checkpoint_dir`` and optionally
-    ``callbacks``, ``accumulation_steps`` and ``mixed_precision``; a module with an
-    ``encoder`` attribute as ``module_`` when it uses :meth:`_max_length`.
+    The estimator has a ``training`` parameter (a :class:`~skxmc.text.TrainingConfig` or
+    None), declares its defaults for the config's None fields in ``_training_defaults``
+    and the fields it cannot use in ``_training_unsupported``; a module with an
+    ``encoder`` attribute as ``module_`` when it uses :meth:`_max_length`. The code
+    reads the settings as ``self._train.<field>`` (resolved, never None where the
+    estimator has a default).
     """
 
     # Parameters that change neither data nor training, besides the run-only ones.
     _fingerprint_exclude: tuple[str, ...] = ()
+    # The estimator's values for TrainingConfig fields left None.
+    _training_defaults: dict[str, Any] = {}
+    # TrainingConfig fields the estimator has no use for (setting one is an error).
+    _training_unsupported: tuple[str, ...] = ()
+    # Parts tuned as ``part__param`` (the CLI routes a flat training setting there).
+    _default_parts: dict[str, Any] = {"training": TrainingConfig}
+    # Other renamed parameters: old name -> where it went (for the TypeError).
+    _renamed_params: dict[str, str] = {}
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        # Before __init__, whose own TypeError would not say where the setting went.
+        reject_flat_training_params(cls, kwargs, "()")
+        return super().__new__(cls)
+
+    @property
+    def _train(self) -> TrainingConfig:
+        """The training settings, the estimator's defaults in the None fields."""
+        training = getattr(self, "training", None)
+        return (training if training is not None else TrainingConfig()).resolve(
+            self._training_defaults
+        )
+
+    def set_params(self, **params: Any):
+        """Set parameters, including the training settings as ``training__<field>``
+        (``training`` left None first gets a new :class:`~skxmc.text.TrainingConfig`).
+
+        Parameters
+        ----------
+        **params
+            Estimator parameters.
+
+        Returns
+        -------
+        self
+        """
+        reject_flat_training_params(type(self), params, ".set_params()")
+        nested = any(key.startswith("training__") for key in params)
+        if nested and params.get("training", getattr(self, "training", None)) is None:
+            params = {"training": TrainingConfig(), **params}
+        return super().set_params(**params)
+
+    def _validate_params(self) -> None:
+        # The estimator's constraints, then the training config's (fit and load run this).
+        super()._validate_params()
+        training = getattr(self, "training", None)
+        if training is None:
+            return
+        training._validate_params()
+        for field in self._training_unsupported:
+            value = getattr(training, field)
+            if value != TrainingConfig().get_params()[field]:
+                raise ValueError(
+                    f"{type(self).__name__} does not use training.{field} (got {value!r}); "
+                    f"leave it at its default."
+                )
+
+    @classmethod
+    def _upgrade_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Saved parameters in today's form: the flat training settings of models saved
+        before :class:`~skxmc.text.TrainingConfig` (skxmc 26aef59) go into ``training``.
+
+        The persistence layer calls it on the saved parameters before ``cls(**params)``.
+        """
+        flat = {k: params[k] for k in TRAINING_FIELDS if k in params}
+        if not flat:
+            return params
+        out = {k: v for k, v in params.items() if k not in flat}
+        defaults = TrainingConfig().get_params()
+        # A flat value equal to the estimator's default stays None (the default).
+        config = {
+            k: v
+            for k, v in flat.items()
+            if v != defaults[k]
+            and not (k in cls._training_defaults and v == cls._training_defaults[k])
+        }
+        out["training"] = TrainingConfig(**config)
+        return out
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A pickle of skxmc 26aef59 holds the flat training settings as attributes.
+        super().__setstate__(self._upgrade_params(state))
 
     def _fit_fingerprint(self) -> dict[str, Any]:
-        """Parameters a resumed checkpoint must match (JSON-able)."""
-        return params_fingerprint(self, exclude=(*RUN_ONLY_PARAMS, *self._fingerprint_exclude))
+        """Parameters a resumed checkpoint must match (JSON-able): the estimator's own and
+        the resolved training settings, flat (as the checkpoints of skxmc 26aef59)."""
+        exclude = (*RUN_ONLY_PARAMS, *self._fingerprint_exclude, *self._training_unsupported)
+        params = {k: v for k, v in self.get_params(deep=False).items() if k != "training"}
+        params.update(self._train.get_params(deep=False))
+        return {k: _describe_param(v) for k, v in params.items() if k not in exclude}
 
     def _max_length(self) -> int:
         """``max_length``, capped by the encoder's position embeddings (a tokenizer saved
@@ -196,15 +293,15 @@ class NeuralEstimatorMixin:
     def _engine_params(self, callbacks: list | None = None) -> dict[str, Any]:
         """Keyword arguments of :class:`~skxmc.text.Trainer` taken from the parameters;
         ``callbacks`` (the estimator's own) run before the user's."""
-        user = getattr(self, "callbacks", None) or []
+        train = self._train
         return {
-            "device": self.device,
-            "verbose": self.verbose,
-            "checkpoint_dir": self.checkpoint_dir,
-            "callbacks": [*(callbacks or []), *user],
-            "accumulation_steps": getattr(self, "accumulation_steps", 1),
-            "max_time": getattr(self, "max_time", None),
-            "mixed_precision": getattr(self, "mixed_precision", "auto"),
+            "device": train.device,
+            "verbose": train.verbose,
+            "checkpoint_dir": train.checkpoint_dir,
+            "callbacks": [*(callbacks or []), *(train.callbacks or [])],
+            "accumulation_steps": train.accumulation_steps,
+            "max_time": train.max_time,
+            "mixed_precision": train.mixed_precision,
             "fingerprint": self._fit_fingerprint(),
             "desc": type(self).__name__,
         }

@@ -39,7 +39,7 @@ def seed_everything(random_state: int | np.random.RandomState | None = None) -> 
     Examples
     --------
     >>> import torch
-    >>> from skxmc.text import seed_everything
+    >>> from skxmc.text._seed import seed_everything
     >>> seed_everything(0)
     0
     >>> a = torch.rand(2)

@@ -141,7 +141,7 @@ class SentenceEncoder:
 
     Examples
     --------
-    >>> from skxmc.text import SentenceEncoder  # doctest: +SKIP
+    >>> from skxmc.text._sentence import SentenceEncoder  # doctest: +SKIP
     >>> enc = SentenceEncoder("/models/all-MiniLM-L6-v2", device="cpu")  # doctest: +SKIP
     >>> enc.encode(["a cat", "a dog", "a cat"]).shape  # doctest: +SKIP
     (3, 384)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -122,7 +123,7 @@ def check_texts(texts: Any, *, name: str = "X") -> tuple[list, bool]:
     Examples
     --------
     >>> import numpy as np
-    >>> from skxmc.text import check_texts
+    >>> from skxmc.text._tokenize import check_texts
     >>> check_texts(np.array([["a cat"], ["a dog"]]))
     (['a cat', 'a dog'], False)
     >>> check_texts([("a question", "a passage")])
@@ -159,9 +160,35 @@ def check_texts(texts: Any, *, name: str = "X") -> tuple[list, bool]:
                 f"{name}[{i}] is {type(t).__name__}, expected str (or pass every sample as a "
                 f"2-tuple of str for text pairs)."
             )
+    _check_unicode(texts, is_pairs, name)
     if is_pairs:
         texts = [tuple(t) for t in texts]
     return texts, is_pairs
+
+
+# A lone UTF-16 surrogate (U+D800-U+DFFF) is not a character: no tokenizer can encode it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_unicode(texts: list, is_pairs: bool, name: str) -> None:
+    """Refuse texts holding a lone surrogate, naming the row (the tokenizer's own error
+    names neither the row nor the cause)."""
+    flat = [part for t in texts for part in t] if is_pairs else texts
+    try:
+        "".join(flat).encode("utf-8")  # one pass in C: the usual case
+        return
+    except UnicodeEncodeError:
+        pass
+    for i, t in enumerate(texts):
+        for part in t if is_pairs else (t,):
+            found = _SURROGATE.search(part)
+            if found is not None:
+                raise ValueError(
+                    f"{name}[{i}] holds a lone surrogate {found.group()!r} at character "
+                    f"{found.start()}: not valid Unicode (often text decoded with "
+                    f"errors='surrogateescape', or a broken \\uXXXX escape in JSON). Clean "
+                    f"it first, e.g. text.encode('utf-8', 'replace').decode('utf-8')."
+                )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,7 +261,7 @@ class TokenizedTexts:
     Examples
     --------
     >>> import numpy as np
-    >>> from skxmc.text import TokenizedTexts
+    >>> from skxmc.text._tokenize import TokenizedTexts
     >>> tok = TokenizedTexts(np.array([2, 7, 3, 2, 7, 8, 9, 3], dtype=np.int32),
     ...                      np.array([0, 3, 8]), pad_token_id=0)
     >>> [b.inputs["input_ids"].shape[1] for b in tok.batches(1)]
@@ -430,7 +457,7 @@ def tokenize(
 
     Examples
     --------
-    >>> from skxmc.text import tokenize  # doctest: +SKIP
+    >>> from skxmc.text._tokenize import tokenize  # doctest: +SKIP
     >>> tok = tokenize(tokenizer, ["a short text", "another one"], max_length=64)  # doctest: +SKIP
     """
     texts, is_pairs = check_texts(texts)

@@ -68,7 +68,7 @@ def save_module_weights(module: torch.nn.Module, path: str | os.PathLike) -> Pat
     Examples
     --------
     >>> import tempfile, torch
-    >>> from skxmc.text import load_module_weights, save_module_weights
+    >>> from skxmc.text._weights import load_module_weights, save_module_weights
     >>> a, b = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
     >>> with tempfile.TemporaryDirectory() as d:
     ...     _ = save_module_weights(a, f"{d}/w.safetensors")
