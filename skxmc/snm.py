@@ -721,7 +721,7 @@ class SNMClassifier(
         if missed.nnz:
             r = np.repeat(np.arange(missed.shape[0]), np.diff(missed.indptr))
             with torch.inference_mode():
-                device = inference_device(self.device)
+                device = inference_device(self._train.device)
                 V = self.module_.to(device).label_vectors(
                     torch.as_tensor(missed.indices, dtype=torch.long, device=device)
                 )
