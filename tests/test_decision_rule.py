@@ -173,3 +173,13 @@ def test_snm_calibration_survives_save_and_load(tmp_path):
     cos = back.decision_function(X)
     np.testing.assert_allclose(P, np.clip((cos + 1) / 2, 0, 1), atol=1e-6)
     assert np.all(back.predict(X).sum(1) == back.top_k)
+
+
+def test_snm_calibration_reads_positives_outside_the_top_k(monkeypatch):
+    import skxmc.snm
+
+    X, Y = _multilabel(120)
+    monkeypatch.setattr(skxmc.snm, "_CALIBRATION_K", 1)  # most positives outside the top 1
+    clf = SNMClassifier(top_k=1, training=_training(3)).fit(X, Y)
+    a, b = clf.proba_calibration_
+    assert np.isfinite([a, b]).all() and a > 0  # a higher cosine: more likely relevant
