@@ -20,7 +20,39 @@ memory for large label sets). CSR outputs store only the labels the search reach
 dense outputs the others get the estimator's lowest score (``_score_floor``), and 0 in
 ``predict_proba``.
 
-Two prediction options follow napkinXC and PECOS: ``predict(X, threshold=t)`` gives each
+The decision rule of multi-label ``predict`` is two parameters, ``top_k`` and
+``threshold`` (both tunable by ``GridSearchCV``): a row gets the labels whose
+``predict_proba`` score is at least ``threshold``, at most ``top_k`` of them, or exactly its
+``top_k`` best labels when ``threshold`` is None. The default ``threshold="auto"`` is
+sklearn's multi-label rule (``predict_proba >= 0.5``) for a dense indicator target, where
+sklearn's metrics and scorers (``f1_samples``, ``accuracy``...) read ``predict``, and
+XMC's top-k for label collections and sparse targets, whose users rank with
+``predict_topk`` and the P@k scorers. A 1-D target predicts each row's best label.
+
+Scores. ``decision_function`` gives each ranker's own scores; ``predict_proba`` maps them
+monotonically into [0, 1], on a common scale where a label at 0.5 is about as likely
+relevant as not, so that one ``threshold`` means roughly the same for every ranker:
+
+* XRLinearClassifier (and MatchXMLClassifier, whose ranker it is): the path score, the
+  product along the label's tree path of each node's post-processed score (l3-hinge
+  ``exp(-max(1 - v, 0) ** 3)`` by default, or a sigmoid), already in [0, 1]; with
+  ``post_processor="noop"`` a sigmoid of the raw score. Not fitted as probabilities and
+  on the cautious side (a label scores well only if its ancestors do: on a Reuters slice
+  ``threshold=0.5`` kept 0.56 labels per row for 1.2 true ones), so a tuned threshold is
+  usually below 0.5;
+* SNMClassifier: ``decision_function`` is the cosine of the sample and class vectors, in
+  [-1, 1]; ``predict_proba`` is ``sigmoid(a * cosine + b)``, Platt-scaled in ``fit`` on
+  training rows (``proba_calibration_``): probabilities of relevance among each row's best
+  labels, over-confident where the model over-fits its training data (tune ``threshold``
+  on held-out data). Models saved before skxmc had this map cosines linearly to [0, 1] (and
+  ``threshold="auto"`` keeps the top-k rule for them);
+* a 1-D (multi-class) target: each row of ``predict_proba`` is divided by its sum.
+
+None of them is calibrated on held-out data: for decisions that need probabilities,
+tune ``threshold`` (or per-label thresholds) on a validation split, or wrap a 1-D
+target in ``CalibratedClassifierCV``.
+
+Two per-call options follow napkinXC and PECOS: ``predict(X, threshold=t)`` gives each
 row the labels whose ``predict_proba`` score is at least ``t`` among those the search
 reaches (``k`` caps them), and ``labels=subset`` in ``predict``, ``predict_topk``,
 ``decision_function`` and ``predict_proba`` scores exactly the labels of ``subset``
@@ -29,6 +61,7 @@ reaches (``k`` caps them), and ``labels=subset`` in ``predict``, ``predict_topk`
 
 from __future__ import annotations
 
+import sys
 import textwrap
 import warnings
 from numbers import Integral, Real
@@ -38,11 +71,12 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
+from ._compat import Interval, StrOptions
 from ._ranking import topk_from_sparse
 from ._sample_weight import check_sample_weight
-from .labels import LabelSpace
+from .labels import LabelSpace, encode_labels
 
-__all__ = ["MultiLabelRankerMixin", "check_not_raw_text"]
+__all__ = ["THRESHOLD_CONSTRAINT", "MultiLabelRankerMixin", "check_not_raw_text"]
 
 
 def check_not_raw_text(X: Any, estimator: str) -> None:
@@ -70,6 +104,19 @@ def check_not_raw_text(X: Any, estimator: str) -> None:
 #: The parameters every ranker shares, documented once: a subclass's docstring holds the
 #: line ``{ranker_output_params}`` where they belong (``__init_subclass__`` fills it).
 RANKER_OUTPUT_PARAMS = """\
+threshold : "auto", float, array-like of shape (n_labels,) or None, default="auto"
+    The decision rule of multi-label ``predict``, with ``top_k``: each row gets the labels
+    whose :meth:`predict_proba` score is at least ``threshold`` (one number in [0, 1], or
+    one per label of ``classes_``), at most ``top_k`` of them, and possibly none. None:
+    exactly the ``top_k`` best labels of each row, whatever their scores (XMC's
+    convention). ``"auto"``: 0.5 when ``Y`` is a dense 0/1 indicator (sklearn's
+    multi-label ``predict``, which ``f1_samples``, ``accuracy`` and the other sklearn
+    scorers read), None for label collections and sparse ``Y`` (rank with
+    ``predict_topk`` and the P@k scorers). Tune it on held-out data like any parameter
+    (``GridSearchCV(clf, {"threshold": [0.1, 0.2, 0.3, 0.5]}, scoring="f1_samples")``).
+    A 1-D target ignores ``"auto"`` and None and refuses a number: ``predict`` gives the
+    best label; tune a binary decision threshold with ``TunedThresholdClassifierCV``,
+    which reads ``predict_proba``.
 classes : array-like of shape (n_labels,), default=None
     A fixed label space (as ``MultiLabelBinarizer(classes=...)``): the columns of every
     output, in this order; labels of ``Y`` outside it are ignored with a warning. Set it
@@ -80,6 +127,21 @@ sparse_output : bool, default=False
     target. False: outputs follow ``Y`` as in sklearn's ``OneVsRestClassifier`` (1-D
     labels for a 1-D target, dense for a dense indicator, CSR for sparse ``Y`` or label
     collections). Set it with a dense ``Y`` of many labels."""
+
+
+#: ``_parameter_constraints`` entry of ``threshold`` (per-label arrays are checked against
+#: ``classes_`` at predict time).
+THRESHOLD_CONSTRAINT: list = [
+    StrOptions({"auto"}),
+    Interval(Real, 0, 1, closed="both"),
+    "array-like",
+    None,
+]
+
+
+#: Calls between sklearn's ``_fit_and_predict`` and a ranker's output method (a Pipeline
+#: and its ``available_if`` wrappers add a few).
+_FRAMES_TO_FOLD = 12
 
 
 class MultiLabelRankerMixin:
@@ -96,6 +158,9 @@ class MultiLabelRankerMixin:
     """
 
     _score_floor: float = 0.0
+    # False where predict_proba is not on the common scale (an SNM model saved before its
+    # Platt scaling): threshold="auto" then keeps the top-k rule.
+    _proba_on_common_scale: bool = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -182,6 +247,61 @@ class MultiLabelRankerMixin:
             )
         return arr
 
+    def _decision_threshold(self) -> float | np.ndarray | None:
+        """The ``threshold`` parameter resolved for this fit: None (top-k), a number or
+        one per label. Models saved before the parameter existed read as ``"auto"``."""
+        threshold = getattr(self, "threshold", "auto")
+        if isinstance(threshold, str) and threshold == "auto":
+            dense = self._target_type() == "multilabel-indicator"
+            return 0.5 if dense and self._proba_on_common_scale else None
+        if self._target_type() == "multiclass":
+            if threshold is None:
+                return None
+            raise ValueError(
+                f"threshold={threshold!r} applies to multi-label targets; this "
+                f"{type(self).__name__} was fitted on a 1-D target and predicts the best "
+                f"label of each sample. Leave threshold='auto'; for a binary target tune the "
+                f"decision threshold with sklearn's TunedThresholdClassifierCV."
+            )
+        return None if threshold is None else self._check_threshold(threshold)
+
+    def _check_fold_columns(self) -> None:
+        """In sklearn's ``cross_val_predict``, refuse label collections without a fixed
+        ``classes`` when this fold learned fewer labels than ``Y`` holds: the folds'
+        CSR outputs would have different widths, which scipy reports as "incompatible
+        dimensions for axis 1" when sklearn stacks them."""
+        if getattr(self, "classes", None) is not None:
+            return
+        if self._target_type() != "multilabel-sequences":
+            return
+        frame, y = sys._getframe(1), None
+        for _ in range(_FRAMES_TO_FOLD):
+            if frame is None:
+                break
+            if frame.f_code.co_name == "_fit_and_predict" and str(
+                frame.f_globals.get("__name__", "")
+            ).startswith("sklearn.model_selection"):
+                y = frame.f_locals.get("y")
+                break
+            frame = frame.f_back
+        del frame
+        if y is None:
+            return
+        try:
+            n_all = len(encode_labels(y, name="Y")[1])
+        except (TypeError, ValueError):
+            return
+        if n_all == len(self.classes_):
+            return
+        name = type(self).__name__
+        raise ValueError(
+            f"cross_val_predict on label collections: this fold's {name} learned "
+            f"{len(self.classes_)} labels but Y holds {n_all}, so the folds' predictions "
+            f"would have different columns. Fix the columns with the classes parameter, "
+            f"e.g. {name}(classes=MultiLabelBinarizer().fit(Y).classes_) (in a Pipeline: "
+            f"set_params(<step>__classes=...))."
+        )
+
     def _rank_scores(  # pragma: no cover
         self, X: Any, k: int | None, labels: np.ndarray | None = None
     ) -> sp.csr_matrix:
@@ -246,6 +366,7 @@ class MultiLabelRankerMixin:
             others the lowest score the estimator can produce.
         """
         check_is_fitted(self)
+        self._check_fold_columns()
         columns = self._label_columns(labels)
         if self._target_type() == "multiclass" and len(self.classes_) == 2:
             P = self.predict_proba(X, labels=labels)
@@ -259,8 +380,9 @@ class MultiLabelRankerMixin:
     def predict_proba(self, X: Any, *, labels: Any = None) -> np.ndarray | sp.csr_matrix:
         """Scores in [0, 1] of the labels, ``(n_samples, n_labels)``, dense or CSR.
 
-        They rank labels as :meth:`decision_function` does but are not calibrated
-        probabilities. Labels not scored (not reached by the search, or outside
+        They rank labels as :meth:`decision_function` does, on one scale across the
+        rankers, so that a ``threshold`` means roughly the same for each (see "Scores"
+        in :mod:`skxmc._base`). Labels not scored (not reached by the search, or outside
         ``labels``) get 0. For a 1-D (multi-class) target each row is divided by its sum,
         so that rows sum to 1 as sklearn's classifiers do (a row with no score at all
         becomes uniform, over ``labels`` when given).
@@ -278,6 +400,7 @@ class MultiLabelRankerMixin:
         proba : ndarray or csr_matrix of shape (n_samples, n_labels)
         """
         check_is_fitted(self)
+        self._check_fold_columns()
         columns = self._label_columns(labels)
         P = self._proba_of(self._scores(X, None, columns))
         if self._target_type() == "multiclass":
@@ -304,13 +427,21 @@ class MultiLabelRankerMixin:
         Otherwise a 0/1 indicator ``(n_samples, n_labels)``, dense (int) for a dense ``Y``
         and CSR otherwise (``sparse_output``), with in each row:
 
-        * by default the ``top_k`` (or ``k``) best labels, whatever their scores: XMC's
-          top-k convention, not sklearn's ``predict_proba > 0.5``;
-        * with ``threshold``, the labels whose :meth:`predict_proba` score is at least
-          ``threshold`` (napkinXC's ``predict(X, threshold=...)``), among the labels the
-          search reaches: a label the search does not reach is never predicted, even at
-          ``threshold=0``, and a row may get no label at all. ``k`` then caps each row to
-          its ``k`` best (no cap by default: ``top_k`` does not apply).
+        * by default the estimator's decision rule, its ``threshold`` and ``top_k``
+          parameters: the labels whose :meth:`predict_proba` score is at least
+          ``threshold``, at most ``top_k`` (or ``k``) of them, or exactly the ``top_k``
+          (or ``k``) best labels when the resolved ``threshold`` is None (XMC's top-k
+          convention, the default for label collections and sparse ``Y``;
+          ``threshold="auto"`` is 0.5 for a dense indicator ``Y``, as sklearn's
+          ``predict_proba >= 0.5``);
+        * with the ``threshold`` keyword, for this call, the labels whose
+          :meth:`predict_proba` score is at least ``threshold`` (napkinXC's
+          ``predict(X, threshold=...)``); ``k`` then caps each row to its ``k`` best (no
+          cap when None: ``top_k`` does not apply to the keyword).
+
+        A threshold keeps labels among those the search reaches: a label the search does
+        not reach is never predicted, even at ``threshold=0``, and a row may get no label
+        at all.
 
         Parameters
         ----------
@@ -319,11 +450,12 @@ class MultiLabelRankerMixin:
         threshold : float or array-like of shape (n_labels,), default=None
             Lowest :meth:`predict_proba` score (in [0, 1]) of a predicted label, or one
             such bound per label of ``classes_`` (per-label thresholds, e.g. tuned on
-            validation data). Multi-label targets only: for a 1-D target use
-            ``predict_proba(X) >= threshold``.
+            validation data), for this call. None: the ``threshold`` parameter (which
+            ``GridSearchCV`` can tune; prefer it). Multi-label targets only: for a 1-D
+            target use ``predict_proba(X) >= threshold``.
         k : int, default=None
-            Labels per row: ``top_k`` when None; with ``threshold``, at most ``k`` (no cap
-            when None). Multi-label targets only.
+            Labels per row (at most ``k`` under a threshold): ``top_k`` when None, except
+            that the ``threshold`` keyword alone has no cap. Multi-label targets only.
         labels : array-like of shape (n_selected,), default=None
             Predict among these labels only (identifiers from ``classes_``), scored
             exactly as in :meth:`decision_function`; the output keeps the columns of
@@ -334,8 +466,10 @@ class MultiLabelRankerMixin:
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_labels), or csr_matrix
         """
         check_is_fitted(self)
+        self._check_fold_columns()
         columns = self._label_columns(labels)
         if self._target_type() == "multiclass":
+            self._decision_threshold()  # refuses a number for a 1-D target
             if threshold is not None or k is not None:
                 raise ValueError(
                     f"threshold and k apply to multi-label targets; this "
@@ -348,11 +482,16 @@ class MultiLabelRankerMixin:
             nonempty = np.diff(S.indptr) > 0
             idx[nonempty] = S.indices[S.indptr[:-1][nonempty]]
             return LabelSpace(self.classes_).labels_of(idx)
-        if threshold is None:
-            S = self._scores(X, self._resolve_k(k, columns), columns)
-        else:
+        if threshold is not None:
+            # The per-call threshold: capped by k only (no cap when None), as before.
             threshold = self._check_threshold(threshold)
             cap = None if k is None else self._resolve_k(k, columns)
+        else:
+            threshold = self._decision_threshold()
+            cap = self._resolve_k(k, columns)
+        if threshold is None:
+            S = self._scores(X, cap, columns)
+        else:
             S = self._above_threshold(X, threshold, columns)
             if cap is not None:
                 S = _keep_best(S, cap)

@@ -18,9 +18,28 @@ Every module of the package takes its logger as ``logging.getLogger(__name__)``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 
-__all__ = ["progress"]
+__all__ = ["progress", "progress_printing"]
+
+# Whether ``progress`` prints (``verbose > 0``); the command line turns it off and shows
+# the DEBUG records instead, so that ``skxmc -v`` has one progress style on stderr.
+_PRINT = [True]
+
+
+@contextlib.contextmanager
+def progress_printing(enabled: bool) -> Iterator[None]:
+    """Within the block, :func:`progress` prints (``enabled``) or only logs. For
+    applications that show skxmc's DEBUG records themselves (as ``skxmc -v`` does): each
+    progress line then appears once, in their logging format. Process-wide."""
+    before = _PRINT[0]
+    _PRINT[0] = enabled
+    try:
+        yield
+    finally:
+        _PRINT[0] = before
 
 
 def progress(logger: logging.Logger, verbose: int | bool | None, msg: str, *args: object) -> None:
@@ -38,7 +57,7 @@ def progress(logger: logging.Logger, verbose: int | bool | None, msg: str, *args
     *args : object
         The arguments of ``msg``.
     """
-    if verbose is not None and verbose > 0:
+    if verbose is not None and verbose > 0 and _PRINT[0]:
         # Formatted like the log record, so that both show the same line.
         print(msg % args if args else msg, flush=True)
     # stacklevel=2: the record names the caller's function and line, not this helper's.

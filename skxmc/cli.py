@@ -17,6 +17,7 @@ status 130.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import logging
@@ -24,6 +25,7 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -277,7 +279,6 @@ def _targets(labels: np.ndarray, args: argparse.Namespace) -> Any:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from .datasets import load_text_jsonl
     from .io import holds_model, refuse_foreign_entries, save
     from .pipeline import make_pipeline
 
@@ -298,8 +299,8 @@ def _fit(args: argparse.Namespace) -> int:
         refuse_foreign_entries(model_dir)  # before training, not after
     _check_can_create(model_dir)
     clf = _build_estimator(args)
-    texts, labels = load_text_jsonl(args.train)
-    logger.info("read %d training records from %s", len(texts), args.train)
+    texts, labels = _read_train(args.train)
+    logger.info("read %d training records from %s", len(texts), _source(args.train))
     if not texts:
         raise ValueError(
             f"--train {args.train!r} has no records; it needs JSON lines such as "
@@ -342,7 +343,8 @@ def _fit(args: argparse.Namespace) -> int:
     n_labels = len(clf.classes_)
     kind = "multi-label" if multi_label_file else "single-label"
     description = (
-        f"Trained with `skxmc fit --estimator {args.estimator}` on `{Path(args.train).name}`: "
+        f"Trained with `skxmc fit --estimator {args.estimator}` on "
+        f"`{Path(args.train).name if args.train != STDIN else 'standard input'}`: "
         f"{len(texts)} records ({kind} JSON lines), {n_labels} labels; the fit took "
         f"{fit_s:.1f} s."
     )
@@ -352,6 +354,20 @@ def _fit(args: argparse.Namespace) -> int:
         f"in {fit_s:.2f} s; saved to {model_dir}"
     )
     return 0
+
+
+def _source(path: str) -> str:
+    return "<stdin>" if path == STDIN else path
+
+
+def _read_train(path: str) -> tuple[list, np.ndarray]:
+    """``load_text_jsonl`` of a file, or of standard input for ``-`` (as ``predict --input
+    -`` reads it)."""
+    from .datasets import _text_label_records, load_text_jsonl
+
+    if path != STDIN:
+        return load_text_jsonl(path)
+    return _text_label_records(_records_of(STDIN), "<stdin>", "text", "text_pair")
 
 
 def _check_can_create(model_dir: Path) -> None:
@@ -734,7 +750,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument(
         "--train",
         required=True,
-        help='JSON lines {"text", "labels": [...]} (multi-label) or {"text", "label"}',
+        help='JSON lines {"text", "labels": [...]} (multi-label) or {"text", "label"}; '
+        "- reads standard input",
     )
     fit.add_argument("--model-dir", required=True, help="directory to save the model to")
     fit.add_argument(
@@ -811,8 +828,49 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "verbose", 0):
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    with warnings.catch_warnings(), _progress_as_log(getattr(args, "verbose", 0)):
+        warnings.showwarning = _warning_printer(args.command)
+        return _run(args)
+
+
+def _warning_printer(command: str) -> Any:
+    """``warnings.showwarning`` for the command line: ``skxmc <command>: warning: ...`` on
+    standard error, without Python's file name, line number and source line."""
+
+    def show(message: Any, category: type, filename: str, lineno: int, *_: Any) -> None:
+        print(f"skxmc {command}: warning: {message}", file=sys.stderr, flush=True)
+
+    return show
+
+
+@contextlib.contextmanager
+def _progress_as_log(verbose: int) -> Iterator[None]:
+    """``-v``: every progress line (the command's and the estimators') as one log line on
+    standard error, ``time name: message``, instead of plain lines printed to standard
+    output among the command's results; none without ``-v``."""
+    if not verbose:
+        yield
+        return
+    from ._logging import progress_printing
+
+    root = logging.getLogger(__package__)  # "skxmc": every module's logger under it
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", "%H:%M:%S"))
+    level, propagate = root.level, root.propagate
+    root.addHandler(handler)
+    # The estimators' progress lines are DEBUG records (see skxmc._logging).
+    root.setLevel(logging.DEBUG)
+    root.propagate = False
+    try:
+        with progress_printing(False):
+            yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+        root.propagate = propagate
+
+
+def _run(args: argparse.Namespace) -> int:
     for name in ("beam_size", "n_jobs", "top_k", "min_df", "max_ngram", "max_features"):
         value = getattr(args, name, None)
         if value is not None and value < 1 and not (name == "n_jobs" and value == -1):

@@ -149,49 +149,53 @@ def load_text_jsonl(
     >>> labels
     array([LabelSet({'pet'}), LabelSet()], dtype=object)
     """
+    with closing(_records(path)) as records:  # closes the file on an early error too
+        return _text_label_records(records, str(path), text_field, text_pair_field)
+
+
+def _text_label_records(
+    records: Iterable[tuple[int, dict]], name: str, text_field: str, text_pair_field: str
+) -> tuple[list, np.ndarray]:
+    """``(texts, labels)`` of :func:`load_text_jsonl` from numbered JSON records (of a
+    file, or of standard input for ``skxmc fit --train -``); ``name`` names the source in
+    errors."""
     texts: list = []
     labels: list = []
     kind: str | None = None
     pairs: bool | None = None
-    with closing(_records(path)) as records:  # closes the file on an early error too
-        for line_no, record in records:
-            where = f"{path}: line {line_no}"
-            text = record.get(text_field)
-            if text_field not in record:
-                raise ValueError(
-                    f"{where}: the record has no {text_field!r} field (it has "
-                    f"{sorted(record)!r:.80})."
-                )
-            if not isinstance(text, str):
-                raise ValueError(
-                    f"{where}: field {text_field!r} must be a string, got {text!r:.60}."
-                )
-            has_pair = text_pair_field in record
-            if pairs is None:
-                pairs = has_pair
-            elif has_pair != pairs:
-                raise ValueError(f"{where}: {text_pair_field!r} present on some lines only.")
-            if has_pair:
-                pair = record[text_pair_field]
-                if not isinstance(pair, str):
-                    raise ValueError(f"{where}: field {text_pair_field!r} must be a string.")
-                text = (text, pair)
-            this_kind = "labels" if "labels" in record else "label" if "label" in record else None
-            if this_kind is None:
-                raise ValueError(f"{where}: the record has neither 'labels' nor 'label'.")
-            if kind is None:
-                kind = this_kind
-            elif kind != this_kind:
-                raise ValueError(f"{where}: mixes 'label' and 'labels' records in one file.")
-            value = record[this_kind]
-            if this_kind == "labels" and not isinstance(value, list):
-                raise ValueError(f"{where}: 'labels' must be a list, got {type(value).__name__}.")
-            if this_kind == "label" and isinstance(value, (list, dict)):
-                raise ValueError(
-                    f"{where}: 'label' must be a single label; use 'labels' for lists."
-                )
-            texts.append(text)
-            labels.append(value)
+    for line_no, record in records:
+        where = f"{name}: line {line_no}"
+        text = record.get(text_field)
+        if text_field not in record:
+            raise ValueError(
+                f"{where}: the record has no {text_field!r} field (it has {sorted(record)!r:.80})."
+            )
+        if not isinstance(text, str):
+            raise ValueError(f"{where}: field {text_field!r} must be a string, got {text!r:.60}.")
+        has_pair = text_pair_field in record
+        if pairs is None:
+            pairs = has_pair
+        elif has_pair != pairs:
+            raise ValueError(f"{where}: {text_pair_field!r} present on some lines only.")
+        if has_pair:
+            pair = record[text_pair_field]
+            if not isinstance(pair, str):
+                raise ValueError(f"{where}: field {text_pair_field!r} must be a string.")
+            text = (text, pair)
+        this_kind = "labels" if "labels" in record else "label" if "label" in record else None
+        if this_kind is None:
+            raise ValueError(f"{where}: the record has neither 'labels' nor 'label'.")
+        if kind is None:
+            kind = this_kind
+        elif kind != this_kind:
+            raise ValueError(f"{where}: mixes 'label' and 'labels' records in one file.")
+        value = record[this_kind]
+        if this_kind == "labels" and not isinstance(value, list):
+            raise ValueError(f"{where}: 'labels' must be a list, got {type(value).__name__}.")
+        if this_kind == "label" and isinstance(value, (list, dict)):
+            raise ValueError(f"{where}: 'label' must be a single label; use 'labels' for lists.")
+        texts.append(text)
+        labels.append(value)
     if kind == "label":
         return texts, np.asarray(labels)
     return texts, as_label_sets(labels, indicator=False)

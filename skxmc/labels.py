@@ -15,7 +15,9 @@ Accepted label inputs
   are counted once. Label storage follows the distinct labels, not the longest label
   times the number of occurrences;
 * a 1-D sequence of single labels (a multi-class target, as sklearn classifiers take):
-  one label per sample. Continuous (non-integer float) values are rejected.
+  one label per sample. Continuous (non-integer float) values are rejected. A column
+  vector ``(n, 1)`` (e.g. ``df[["label"]]``) is raveled to this form with a
+  ``DataConversionWarning``, as sklearn's classifiers do.
 
 A Python list of lists is always read as label collections, never as an indicator matrix:
 ``[[0, 1], [2]]`` means "labels 0 and 1" and "label 2". Pass a numpy array or a scipy
@@ -158,6 +160,27 @@ def _coerce(Y: Any, name: str) -> Any:
         if hasattr(Y, "__array__"):
             return np.asarray(Y)
     return Y
+
+
+def _ravel_column(Y: Any, name: str, *, warn: bool = True) -> Any:
+    """A column vector ``(n, 1)`` (an ndarray, or a one-column DataFrame after
+    :func:`_coerce`) as the 1-D target ``(n,)`` it stands for, as sklearn's classifiers
+    read it (``column_or_1d``), with a ``DataConversionWarning``. Read as a one-column
+    indicator or as rows of one-label collections, a 0/1 column would make every sample
+    get the one label, and ``df[["label"]]`` would make one label collection per row."""
+    if not (isinstance(Y, np.ndarray) and Y.ndim == 2 and Y.shape[1] == 1):
+        return Y
+    if warn:
+        from sklearn.exceptions import DataConversionWarning
+
+        warnings.warn(
+            f"A column-vector {name} was passed when a 1-d array was expected. Please change "
+            f"the shape of {name} to (n_samples,), for example using ravel(); it is read as "
+            f"one label per sample. For a one-label indicator matrix pass a sparse matrix.",
+            DataConversionWarning,
+            stacklevel=3,
+        )
+    return Y.ravel()
 
 
 def _label_rows(Y: Any, name: str, *, check_indicator: bool = True) -> tuple[list, bool]:
@@ -457,7 +480,7 @@ def encode_target(
     classes : ndarray of shape (n_labels,)
     target_type : str
     """
-    Y = _coerce(Y, name)
+    Y = _ravel_column(_coerce(Y, name), name)
     if _is_sparse(Y) or _is_numeric_array(Y):
         kind = "multilabel-sparse" if _is_sparse(Y) else "multilabel-indicator"
         Y_csr = check_label_matrix(Y, name=name, n_samples=n_samples)
@@ -521,15 +544,44 @@ class LabelSet(frozenset):
     def _no_order(self, other: Any) -> bool:
         # ValueError, not TypeError: sklearn's encoders catch TypeError and replace the
         # message with one that does not say what to do.
-        raise ValueError(
-            "Label sets have no order. If this comes from sklearn's cross_val_predict with "
-            "method='decision_function' or 'predict_proba' (which re-encode a 1-D target as "
-            "classes), pass a dense 0/1 indicator instead, e.g. "
-            "MultiLabelBinarizer(classes=classes).fit_transform(Y); method='predict' works "
-            "on label sets when the estimator has classes=classes."
-        )
+        raise ValueError(_no_order_message())
 
     __lt__ = __le__ = __gt__ = __ge__ = _no_order
+
+
+_CROSS_VAL_PREDICT_ADVICE = (
+    "sklearn's cross_val_predict, with method='decision_function' or 'predict_proba', "
+    "re-encodes a 1-D target as classes: pass a dense 0/1 indicator instead, e.g. "
+    "MultiLabelBinarizer(classes=classes).fit_transform(Y); method='predict' works on label "
+    "sets when the estimator has classes=classes."
+)
+_METRIC_ADVICE = (
+    "sklearn's classification metrics and string scorers ('f1_samples', 'accuracy', "
+    "'roc_auc'...) need a 0/1 indicator: score with skxmc.metrics.label_set_scorer('f1_samples') "
+    "(e.g. cross_validate(..., scoring={'f1': label_set_scorer('f1_samples')})), or compare "
+    "MultiLabelBinarizer(classes=clf.classes_).fit_transform(Y) with clf.predict(X); skxmc's "
+    "ranking scorers (skxmc.metrics.make_topk_scorer) take label sets as they are."
+)
+
+
+def _no_order_message() -> str:
+    """Why label sets were compared, from the callers on the stack: sklearn's metrics
+    (which sort the labels of a target) or cross_val_predict (which encodes classes)."""
+    import sys
+
+    names, modules = set(), set()
+    frame = sys._getframe(2)
+    while frame is not None:
+        names.add(frame.f_code.co_name)
+        modules.add(str(frame.f_globals.get("__name__", "")))
+        frame = frame.f_back
+    del frame
+    head = "Label sets have no order. "
+    if "cross_val_predict" in names:
+        return head + _CROSS_VAL_PREDICT_ADVICE
+    if any(m.startswith("sklearn.metrics") for m in modules):
+        return head + _METRIC_ADVICE
+    return f"{head}Two usual causes. {_CROSS_VAL_PREDICT_ADVICE} {_METRIC_ADVICE}"
 
 
 def as_label_sets(Y: Any, *, classes: Any = None, indicator: bool | None = None) -> np.ndarray:
@@ -656,8 +708,13 @@ class LabelSpace:
         return np.fromiter((get(x, -1) for x in labels.tolist()), np.int64, len(labels))
 
     def transform(self, Y: Any, *, name: str = "Y", n_samples: int | None = None) -> EncodedLabels:
-        """Convert ``Y`` to CSR over this label space; unknown labels are dropped and counted."""
+        """Convert ``Y`` to CSR over this label space; unknown labels are dropped and counted.
+
+        A column vector ``(n, 1)`` is a 1-D target (as in :func:`encode_target`) unless it
+        is a 0/1 indicator of a one-label space."""
         Y = _coerce(Y, name)
+        if not (self.n_labels == 1 and _is_numeric_array(Y)):
+            Y = _ravel_column(Y, name, warn=False)
         if _is_sparse(Y) or _is_numeric_array(Y):
             Y_csr = check_label_matrix(Y, name=name, n_samples=n_samples, n_labels=self.n_labels)
             return EncodedLabels(Y_csr, np.zeros(Y_csr.shape[0], dtype=np.int64))

@@ -63,6 +63,7 @@ __all__ = [
     "InversePropensities",
     "evaluate",
     "inverse_propensity",
+    "label_set_scorer",
     "make_topk_scorer",
     "ndcg_at_k",
     "precision_at_k",
@@ -884,3 +885,107 @@ def make_topk_scorer(metric: str, k: int = 5, **kwargs: Any) -> Callable[[Any, A
     if metric.startswith("ps") and "inv_propensity" not in kwargs:
         raise ValueError(f"metric {metric!r} needs inv_propensity=...")
     return _TopKScorer(metric, k, kwargs)
+
+
+class _LabelSetScorer:
+    """A sklearn scorer (by name) that reads label collections as an indicator."""
+
+    def __init__(self, scoring: str) -> None:
+        from sklearn.metrics import get_scorer
+
+        self.scoring = scoring
+        self._scorer = get_scorer(scoring)  # unknown names fail here, with sklearn's list
+        missing = [a for a in ("_score_func", "_sign", "_kwargs") if not hasattr(self._scorer, a)]
+        if missing:  # pragma: no cover - a sklearn without these scorer internals
+            raise TypeError(f"label_set_scorer cannot wrap {scoring!r} with this sklearn.")
+
+    def _response(self, estimator: Any, X: Any) -> Any:
+        methods = getattr(self._scorer, "_response_method", "predict")
+        methods = (methods,) if isinstance(methods, str) else tuple(methods)
+        for method in methods:
+            if hasattr(estimator, method):
+                return getattr(estimator, method)(X)
+        raise TypeError(f"{type(estimator).__name__} has none of {methods}.")
+
+    def __call__(self, estimator: Any, X: Any, y_true: Any, **kwargs: Any) -> float:
+        if not _is_label_collections(y_true):
+            return self._scorer(estimator, X, y_true, **kwargs)
+        if kwargs:
+            raise TypeError(f"label_set_scorer({self.scoring!r}) takes no {sorted(kwargs)}.")
+        classes = np.asarray(estimator.classes_)
+        # Labels unseen in fit get columns too, never predicted: they count as misses.
+        _, found = encode_labels(y_true, name="Y_true")
+        unseen = found[LabelSpace(classes).columns_of(found) < 0] if len(classes) else found
+        columns = np.concatenate([classes.astype(object), unseen.astype(object)])
+        Y = LabelSpace(columns).transform(y_true, name="Y_true").Y.toarray().astype(np.int64)
+        out = self._response(estimator, X)
+        out = out.toarray() if sp.issparse(out) else np.asarray(out)
+        if out.ndim != 2 or out.shape[1] != len(classes):
+            raise ValueError(
+                f"{type(estimator).__name__} returned shape {out.shape} for label collections; "
+                f"expected (n_samples, {len(classes)}) over its classes_."
+            )
+        floor = float(out.min(initial=0.0))
+        out = np.hstack([out, np.full((out.shape[0], len(unseen)), floor, dtype=out.dtype)])
+        if self.scoring.startswith("roc_auc"):
+            # ROC AUC is undefined for a label without positives (or negatives) in Y_true.
+            both = (Y.min(axis=0) == 0) & (Y.max(axis=0) == 1)
+            if not both.any():
+                raise ValueError(
+                    f"{self.scoring}: no label of Y_true has both positive and negative rows."
+                )
+            Y, out = Y[:, both], out[:, both]
+        return self._scorer._sign * self._scorer._score_func(Y, out, **self._scorer._kwargs)
+
+    def __repr__(self) -> str:
+        return f"label_set_scorer({self.scoring!r})"
+
+
+def _is_label_collections(y: Any) -> bool:
+    """Whether ``y`` holds label collections (not a 1-D target nor an indicator)."""
+    from .labels import _label_rows
+
+    y = _coerce(y, "Y_true")
+    if sp.issparse(y) or _is_numeric_array(y):
+        return False
+    _, single = _label_rows(y, "Y_true")
+    return not single
+
+
+def label_set_scorer(scoring: str) -> Callable[..., float]:
+    """One of sklearn's string scorers, made to accept label collections as ``Y``.
+
+    sklearn's scorers by name (``"f1_samples"``, ``"accuracy"``, ``"jaccard_samples"``,
+    ``"roc_auc"``, ``"average_precision"``, ``"neg_log_loss"``...) need a 0/1 indicator:
+    given label collections (:func:`skxmc.as_label_sets`, what skxmc's loaders return) they
+    fail. This scorer turns both sides into indicators over the fold's estimator's
+    ``classes_`` (plus a column, never predicted, for each label of ``Y`` that the fold
+    did not see in ``fit``: it counts as a miss), then calls sklearn's scorer function
+    on them: ``predict`` for the label metrics (so the ``threshold`` and ``top_k``
+    parameters decide), ``decision_function`` / ``predict_proba`` densified for the
+    ranking ones. ROC AUC keeps the labels that have both positive and negative rows in
+    ``Y`` (it is undefined for the others). A 1-D target or an indicator ``Y`` is passed
+    to sklearn's scorer unchanged.
+
+    Dense ``(n_samples, n_labels)`` outputs are built: for thousands of labels prefer
+    skxmc's ranking scorers (:func:`make_topk_scorer`), which read label collections
+    in O(nnz).
+
+    Parameters
+    ----------
+    scoring : str
+        A name of :func:`sklearn.metrics.get_scorer`.
+
+    Returns
+    -------
+    scorer : callable ``scorer(estimator, X, Y)``
+
+    Examples
+    --------
+    >>> from skxmc.metrics import label_set_scorer
+    >>> label_set_scorer("f1_samples")
+    label_set_scorer('f1_samples')
+    """
+    if not isinstance(scoring, str):
+        raise TypeError(f"scoring must be the name of a sklearn scorer, got {scoring!r}.")
+    return _LabelSetScorer(scoring)

@@ -55,11 +55,11 @@ class Pipeline(_SklearnPipeline):
     Examples
     --------
     >>> from sklearn.feature_extraction.text import TfidfVectorizer
-    >>> from skxmc import XRLinearClassifier
+    >>> from skxmc import XRLinearClassifier, as_label_sets
     >>> from skxmc.pipeline import Pipeline
     >>> texts = ["red apple", "green apple", "red car", "fast car", "green pear", "fast bike"]
-    >>> labels = [["fruit", "red"], ["fruit"], ["vehicle", "red"], ["vehicle"], ["fruit"],
-    ...           ["vehicle"]]
+    >>> labels = as_label_sets([["fruit", "red"], ["fruit"], ["vehicle", "red"], ["vehicle"],
+    ...                         ["fruit"], ["vehicle"]])
     >>> pipe = Pipeline([("tfidf", TfidfVectorizer()), ("xr", XRLinearClassifier(top_k=2))])
     >>> top_labels, top_scores = pipe.fit(texts, labels).predict_topk(["fast car"], k=1)
     >>> top_labels.tolist()

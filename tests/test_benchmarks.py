@@ -54,6 +54,21 @@ def test_linear_quick_writes_results_with_context(tmp_path: Path) -> None:
     assert "`linear.json`" in (tmp_path / "INDEX.md").read_text()
 
 
+def test_thresholds_quick_compares_the_decision_rules(tmp_path: Path) -> None:
+    """Issue 48 item 8: the rules are chosen on dev and reported on test."""
+    from skxmc.datasets import get_data_dir
+
+    data = get_data_dir()
+    if data is None or not (data / "tibkat_gnd_en" / "dev.jsonl.gz").is_file():
+        pytest.skip("tibkat_gnd_en not found (set SKXMC_DATA)")
+    _run("thresholds", "--quick", "--out", str(tmp_path))
+    (table,) = json.loads((tmp_path / "thresholds.json").read_text())["tables"]
+    rules = {row["rule"]: row for row in table["rows"]}
+    assert {"top_k", "global threshold", "global threshold + top-1"} <= set(rules)
+    assert rules["global threshold + top-1"]["test empty rows"] == 0
+    assert all(0 <= row["test sample F1"] <= 1 for row in table["rows"])
+
+
 def test_summarise_uses_sample_std() -> None:
     from benchmarks._harness import summarise
 

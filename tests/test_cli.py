@@ -382,3 +382,62 @@ def test_predict_streams_in_batches_and_leaves_no_partial_output(
     args[4] = str(bad)
     assert main([*args, str(out)]) == 1
     assert not out.exists() and [p.name for p in tmp_path.iterdir() if "skxmc" in p.name] == []
+
+
+# ------------------------------------------------------------ issue 48 item 16 (CLI)
+
+
+def _six_label_file(path):
+    words = {"a": "cat dog", "b": "bank money", "c": "sea fish", "d": "ball game"}
+    words |= {"e": "car road", "f": "sun rain"}
+    names = sorted(words)
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(30):
+            chosen = [names[i % 6], names[(i + 2) % 6]]
+            fh.write(json.dumps({"text": " ".join(words[c] for c in chosen), "labels": chosen}))
+            fh.write("\n")
+    return path
+
+
+def test_fit_reads_the_training_file_from_stdin(tmp_path, monkeypatch, capsys):
+    import io
+
+    train = _six_label_file(tmp_path / "t.jsonl")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(train.read_text(encoding="utf-8")))
+    model = tmp_path / "m"
+    assert main(["fit", "--train", "-", "--model-dir", str(model), "--min-df", "1"]) == 0
+    assert "trained XRLinearClassifier on 30 samples, 6 labels" in capsys.readouterr().out
+    assert sorted(skxmc.load(model).classes_) == list("abcdef")
+    assert "standard input" in (model / "README.md").read_text(encoding="utf-8")
+    # a bad line is named as a line of <stdin>
+    monkeypatch.setattr(sys, "stdin", io.StringIO('{"text": "x", "labels": ["a"]}\n{bad\n'))
+    assert main(["fit", "--train", "-", "--model-dir", str(tmp_path / "m2")]) == 1
+    assert "<stdin>: line 2" in capsys.readouterr().err
+
+
+def test_warnings_are_one_clean_line(tmp_path, capsys):
+    train = _six_label_file(tmp_path / "t.jsonl")
+    model = tmp_path / "m"
+    assert main(["fit", "--train", str(train), "--model-dir", str(model), "--min-df", "1"]) == 0
+    capsys.readouterr()
+    assert main(["predict", "--model-dir", str(model), "--input", str(train)]) == 0
+    err = capsys.readouterr().err
+    # 26aef59: ".../pipeline.py:95: UserWarning: top_k=10 exceeds ..." and the source line
+    assert "skxmc predict: warning: top_k=10 exceeds the 6 labels" in err
+    assert "UserWarning" not in err and ".py:" not in err
+
+
+def test_verbose_progress_is_one_log_style_on_stderr(tmp_path, capsys):
+    train = _six_label_file(tmp_path / "t.jsonl")
+    model = tmp_path / "m"
+    args = ["fit", "--train", str(train), "--model-dir", str(model), "--min-df", "1", "-v"]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    # stdout: the command's result only; 26aef59 printed XR-Linear's layer lines there
+    assert out.splitlines() == [line for line in out.splitlines() if line.startswith("trained")]
+    assert "skxmc.linear._xrlinear: layer 1/1" in err
+    assert "skxmc.cli: read 30 training records" in err
+    # the estimators print again outside the command line
+    from skxmc._logging import _PRINT
+
+    assert _PRINT[0] is True

@@ -72,17 +72,14 @@ _SAMPLE_WEIGHT_EQUIVALENCE = {
 _XRLINEAR_XFAIL = {
     **_SAMPLE_WEIGHT_EQUIVALENCE,
     **{check.__name__: _UNNORMALISED_ROWS for check in _UNNORMALISED_ROW_CHECKS},
-    "check_supervised_y_2d": (
-        "a 2-D y is read as a 0/1 label indicator matrix, so a column of class ids "
-        "(values > 1) is rejected as non-binary instead of raveled with a warning"
-    ),
     "check_classifiers_multilabel_representation_invariance": (
         "the check passes the indicator as a Python list of 0/1 rows, which is ambiguous "
         "with label collections; skxmc raises and says how to pass either meaning"
     ),
     "check_classifier_multioutput": (
-        "predict marks each row's top_k best labels (XMC's convention, documented), while "
-        "the check expects the labels with predict_proba > 0.5 / decision_function > 0"
+        "predict follows predict_proba >= 0.5 (threshold='auto' on a dense indicator), "
+        "but decision_function holds l3-hinge path scores in [0, 1], not margins, so "
+        "decision_function > 0 marks every label the beam reaches"
     ),
     "check_classifiers_multilabel_output_format_predict_proba": (
         "dense predict_proba holds 0 for labels outside the beam and 1.0 where the "
@@ -93,9 +90,8 @@ _XRLINEAR_XFAIL = {
         "solvers; there is no single iteration count to report as n_iter_"
     ),
 }
-# SNMClassifier reports n_iter_ (epochs); its dense predict_proba (cosines mapped to [0, 1])
-# stays inside (0, 1), and on the check's 3-label data top_k keeps every label, which the
-# check's thresholds also select.
+# SNMClassifier reports n_iter_ (epochs) and its dense predict_proba (Platt-scaled
+# cosines) stays inside (0, 1).
 _SNM_XFAIL = {
     k: v
     for k, v in _XRLINEAR_XFAIL.items()
@@ -104,10 +100,18 @@ _SNM_XFAIL = {
     and k
     not in (
         "check_non_transformer_estimators_n_iter",
-        "check_classifier_multioutput",
         "check_classifiers_multilabel_output_format_predict_proba",
     )
 }
+_SNM_XFAIL["check_classifier_multioutput"] = (
+    "predict follows predict_proba >= 0.5 (threshold='auto' on a dense indicator), the "
+    "Platt-scaled cosine, while decision_function is the cosine itself, whose 0 is not "
+    "the midpoint of that scaling (sigmoid(a * cos + b), b != 0)"
+)
+_SNM_XFAIL["check_methods_subset_invariance"] = (
+    "float32 cosines of a sample differ by ~1e-8 between batch sizes (BLAS blocking); the "
+    "Platt slope of predict_proba (10-40) scales that to ~3e-7, above the check's 1e-7"
+)
 
 EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
     "HierarchicalLabelTree": _SAMPLE_WEIGHT_EQUIVALENCE,

@@ -186,17 +186,18 @@ def test_sklearn_string_scorers_with_dense_indicator(dense_problem, scoring):
 
 def test_dense_in_dense_out_sparse_in_sparse_out(dense_problem):
     X, Y = dense_problem
-    dense = xr_pipe(top_k=2).fit(X, Y)
+    # threshold=None: the top-k rule (a dense Y defaults to predict_proba >= 0.5)
+    dense = xr_pipe(top_k=2, threshold=None).fit(X, Y)
     pred = dense.predict(X[:5])
     assert isinstance(pred, np.ndarray) and pred.shape == (5, Y.shape[1])
     assert pred.dtype.kind == "i" and np.all(pred.sum(1) == 2)
     assert isinstance(dense.decision_function(X[:5]), np.ndarray)
     proba = dense.predict_proba(X[:5])
     assert isinstance(proba, np.ndarray) and np.all((proba >= 0) & (proba <= 1))
-    sparse = xr_pipe(top_k=2).fit(X, sp.csr_matrix(Y))
+    sparse = xr_pipe(top_k=2).fit(X, sp.csr_matrix(Y))  # sparse Y: top-k by default
     assert sp.issparse(sparse.predict(X[:5])) and sp.issparse(sparse.predict_proba(X[:5]))
     np.testing.assert_array_equal(sparse.predict(X[:5]).toarray(), pred)
-    forced = xr_pipe(top_k=2, sparse_output=True).fit(X, Y)
+    forced = xr_pipe(top_k=2, sparse_output=True, threshold=None).fit(X, Y)
     assert sp.issparse(forced.predict(X[:5])) and sp.issparse(forced.decision_function(X[:5]))
     np.testing.assert_allclose(
         forced.decision_function(X[:5]).toarray(), dense.decision_function(X[:5])
@@ -205,7 +206,7 @@ def test_dense_in_dense_out_sparse_in_sparse_out(dense_problem):
 
 def test_snm_dense_indicator_scores_every_label(dense_problem):
     X, Y = dense_problem
-    clf = snm_pipe(top_k=2).fit(X, Y)
+    clf = snm_pipe(top_k=2, threshold=None).fit(X, Y)
     D = clf.decision_function(X[:4])
     assert D.shape == (4, Y.shape[1]) and np.all((D >= -1) & (D <= 1))
     assert clf.predict(X[:4]).sum(1).tolist() == [2] * 4

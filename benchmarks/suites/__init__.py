@@ -22,6 +22,7 @@ SUITES: dict[str, tuple[str, str]] = {
     "neural-baselines": ("neural_baselines", "the training engine against a bare torch loop"),
     "reliability": ("reliability", "bad inputs and interrupted fits: clear errors, no crash"),
     "startup": ("startup", "import cost and first vs second fit in fresh interpreters"),
+    "thresholds": ("thresholds", "top_k vs global vs per-label thresholds, chosen on dev"),
 }
 
 

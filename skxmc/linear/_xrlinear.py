@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from .._base import MultiLabelRankerMixin, check_not_raw_text
+from .._base import THRESHOLD_CONSTRAINT, MultiLabelRankerMixin, check_not_raw_text
 from .._compat import HasMethods, Interval, StrOptions, _fit_context, validate_data
 from .._logging import progress
 from .._ranking import topk_from_sparse
@@ -259,17 +259,29 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     Examples
     --------
     >>> from sklearn.feature_extraction.text import TfidfVectorizer
-    >>> from skxmc import XRLinearClassifier
+    >>> from skxmc import XRLinearClassifier, as_label_sets
     >>> from skxmc.pipeline import make_pipeline
     >>> texts = ["cheap flights to rome", "rome hotel deals", "python sparse matrix",
     ...          "numpy matrix product", "hotel in paris", "flights to paris"]
-    >>> labels = [["travel", "italy"], ["travel", "italy"], ["programming"],
-    ...           ["programming"], ["travel", "france"], ["travel", "france"]]
+    >>> labels = as_label_sets([["travel", "italy"], ["travel", "italy"], ["programming"],
+    ...                         ["programming"], ["travel", "france"], ["travel", "france"]])
     >>> clf = make_pipeline(TfidfVectorizer(), XRLinearClassifier(top_k=2))
     >>> clf = clf.fit(texts, labels)
     >>> labels, scores = clf.predict_topk(["flights to rome"])
     >>> labels.tolist()
     [['travel', 'italy']]
+
+    A dense 0/1 indicator (columns: travel, italy, programming, france) gets sklearn's
+    rule, ``predict_proba >= 0.5`` (``threshold="auto"``); ``threshold=None`` gives each
+    row its ``top_k`` best labels instead:
+
+    >>> import numpy as np
+    >>> Y = np.array([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 0],
+    ...               [1, 0, 0, 1], [1, 0, 0, 1]])
+    >>> clf = make_pipeline(TfidfVectorizer(), XRLinearClassifier()).fit(texts, Y)
+    >>> clf.predict(["flights to rome", "sparse matrix"])
+    array([[1, 1, 0, 0],
+           [0, 0, 1, 0]])
 
     With one label per sample it is a multi-class classifier:
 
@@ -295,6 +307,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         "relevance_weighted": ["boolean"],
         "beam_size": [Interval(Integral, 1, None, closed="left")],
         "top_k": [Interval(Integral, 1, None, closed="left")],
+        "threshold": THRESHOLD_CONSTRAINT,
         "classes": ["array-like", None],
         "sparse_output": ["boolean"],
         "post_processor": [StrOptions(set(POST_PROCESSORS))],
@@ -322,6 +335,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         relevance_weighted: bool = False,
         beam_size: int = 10,
         top_k: int = 10,
+        threshold: Any = "auto",
         classes: Any = None,
         sparse_output: bool = False,
         post_processor: str = "l3-hinge",
@@ -341,6 +355,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         self.relevance_weighted = relevance_weighted
         self.beam_size = beam_size
         self.top_k = top_k
+        self.threshold = threshold
         self.classes = classes
         self.sparse_output = sparse_output
         self.post_processor = post_processor

@@ -19,7 +19,7 @@ from .._optional import require_extra
 with require_extra("text", "MatchXMLClassifier"):
     pass
 
-from .._base import MultiLabelRankerMixin
+from .._base import THRESHOLD_CONSTRAINT, MultiLabelRankerMixin
 from .._compat import HasMethods, Interval, StrOptions, _fit_context
 from .._logging import progress
 from .._ranking import topk_from_sparse, topk_to_csr
@@ -189,7 +189,8 @@ class MatchXMLClassifier(
     >>> BertModel(BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
     ...           num_attention_heads=2, intermediate_size=32)).save_pretrained(d)
     >>> texts = ["cats and dogs", "dogs", "fish in the sea", "sea fish"] * 5
-    >>> Y = [["pets"], ["pets"], ["ocean"], ["ocean", "food"]] * 5
+    >>> from skxmc import as_label_sets
+    >>> Y = as_label_sets([["pets"], ["pets"], ["ocean"], ["ocean", "food"]] * 5)
     >>> from skxmc.text import TrainingConfig
     >>> matcher = MultiStageMatcher(encoder=d, label_embedding="pifa", max_length=8,
     ...                             training=TrainingConfig(max_epochs=2))
@@ -216,6 +217,7 @@ class MatchXMLClassifier(
         "ranker_max_leaf_size": [Interval(Integral, 2, None, closed="left"), None],
         "fine_tuned_weight": [Interval(Real, 0, None, closed="left")],
         "top_k": [Interval(Integral, 1, None, closed="left")],
+        "threshold": THRESHOLD_CONSTRAINT,
         "classes": ["array-like", None],
         "sparse_output": ["boolean"],
         "device": [str],
@@ -237,6 +239,7 @@ class MatchXMLClassifier(
         ranker_max_leaf_size: int | None = None,
         fine_tuned_weight: float = 1.0,
         top_k: int = 10,
+        threshold: Any = "auto",
         classes: Any = None,
         sparse_output: bool = False,
         device: str = "auto",
@@ -254,6 +257,7 @@ class MatchXMLClassifier(
         self.ranker_max_leaf_size = ranker_max_leaf_size
         self.fine_tuned_weight = fine_tuned_weight
         self.top_k = top_k
+        self.threshold = threshold
         self.classes = classes
         self.sparse_output = sparse_output
         self.device = device
