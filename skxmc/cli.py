@@ -181,11 +181,17 @@ def _param_key(cls: type, key: str, where: str, name: str) -> str:
     (MatchXML's ``matcher`` / ``ranker``), or a part's parameter given flat when exactly
     one part takes it (``max_epochs`` -> ``matcher__max_epochs``)."""
     own = cls().get_params(deep=False)
-    parts = {part: factory().get_params(deep=False) for part, factory in _parts(cls).items()}
+    parts = {}
+    for part, factory in _parts(cls).items():
+        default = factory()
+        parts[part] = default.get_params(deep=False)
+        # a part's own parts: MatchXML's matcher__training (the TrainingConfig)
+        for inner, inner_factory in _parts(type(default)).items():
+            parts[f"{part}__{inner}"] = inner_factory().get_params(deep=False)
     if key in own:
         return key
-    part, _, sub = key.partition("__")
-    if sub and part in parts and sub in parts[part]:
+    part, _, sub = key.rpartition("__")
+    if part and part in parts and sub in parts[part]:
         return key
     owners = [part for part, names in parts.items() if key in names]
     if len(owners) == 1:
@@ -231,7 +237,7 @@ def _build_estimator(args: argparse.Namespace) -> Any:
             ) from None
         params[key] = value  # an option given on the command line wins over the file
     if args.verbose:
-        params["verbose"] = args.verbose
+        params[_param_key(cls, "verbose", "-v", name)] = args.verbose
     kind = ESTIMATORS[name][1]
     given_tfidf = [k for k in _TFIDF_DEFAULTS if getattr(args, k) is not None]
     if kind != "tfidf" and given_tfidf:
