@@ -59,7 +59,8 @@ from ._format import (
     refuse_foreign_entries,
 )
 from ._hub import resolve_model_dir
-from ._registry import PersistenceMixin, persistent
+from ._mixin import PersistenceMixin
+from ._registry import persistent
 
 __all__ = [
     "ARRAYS_NAME",

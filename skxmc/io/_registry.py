@@ -16,8 +16,6 @@ neither registered nor listed is refused, so a model directory never picks what 
 from __future__ import annotations
 
 import inspect
-import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,6 @@ import scipy.sparse as sp
 from .._compat import validate_estimator_params
 
 __all__ = [
-    "PersistenceMixin",
     "check_state",
     "checked_params",
     "is_fitted",
@@ -189,56 +186,3 @@ def is_fitted(est: Any) -> bool:
             return False
         return True
     return any(k.endswith("_") and not k.startswith("__") for k in vars(est))
-
-
-class PersistenceMixin:
-    """Adds ``save(directory)``; fitted attributes (names ending in ``_``) are stored.
-
-    Subclasses decorated with :func:`persistent` round-trip through :func:`load` as long as
-    their fitted attributes are scalars, strings, arrays, sparse matrices, lists / tuples /
-    dicts of those, or other persistent estimators. Override ``_save_state`` /
-    ``_load_state`` for anything else.
-    """
-
-    def save(
-        self,
-        directory: str | os.PathLike,
-        *,
-        overwrite: bool = False,
-        model_card: bool | Mapping[str, Any] | None = None,
-    ) -> Path:
-        """Save the fitted model to ``directory`` (JSON + ``.npz``; loading runs no pickle).
-
-        Parameters
-        ----------
-        directory : str or path-like
-            Target directory; created if missing. A non-empty directory that holds no
-            skxmc model is never touched.
-        overwrite : bool, default=False
-            Replace a model already saved in ``directory``.
-        model_card : bool or dict, default=None
-            Also write ``README.md``, a model card; see :func:`skxmc.save`.
-
-        Returns
-        -------
-        pathlib.Path
-            The directory; reload with :func:`skxmc.load`.
-        """
-        from ._api import save
-
-        return save(self, directory, overwrite=overwrite, model_card=model_card)
-
-    def _save_state(self) -> tuple[dict, dict]:
-        attributes, arrays = {}, {}
-        for name, value in vars(self).items():
-            if not name.endswith("_") or name.startswith("_"):
-                continue
-            if isinstance(value, np.ndarray) or sp.issparse(value):
-                arrays[name] = value
-            else:
-                attributes[name] = value
-        return attributes, arrays
-
-    def _load_state(self, attributes: dict, arrays: dict) -> None:
-        for name, value in {**attributes, **arrays}.items():
-            setattr(self, name, value)
