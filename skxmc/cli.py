@@ -710,41 +710,31 @@ def _ks(value: str) -> list[int]:
     return ks
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="skxmc", description="Extreme multi-label text classification, scikit-learn style."
+def _model_options(p: argparse.ArgumentParser, fit: bool = False) -> None:
+    """The options of the commands that build a model (demo, fit)."""
+
+    # fit: defaults of None tell an option that was not given (it may not apply to
+    # the --estimator); the effective defaults are the ones in the help.
+    def default(value: Any) -> Any:
+        return None if fit else value
+
+    p.add_argument("--beam-size", type=int, default=default(10), help="beam width (default 10)")
+    p.add_argument("--n-jobs", type=int, default=default(2), help="threads (default 2; xrlinear)")
+    p.add_argument("--min-df", type=int, default=default(2), help="TF-IDF min_df (default 2)")
+    p.add_argument(
+        "--max-ngram", type=int, default=default(2), help="TF-IDF n-gram order (default 2)"
     )
-    parser.add_argument("--version", action="version", version=f"skxmc {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    p.add_argument(
+        "--max-features",
+        type=int,
+        default=default(200_000),
+        help="TF-IDF vocabulary size (default 200000)",
+    )
+    p.add_argument("-v", "--verbose", action="count", default=0, help="show progress (verbose=1)")
 
-    def model_options(p: argparse.ArgumentParser, fit: bool = False) -> None:
-        # fit: defaults of None tell an option that was not given (it may not apply to
-        # the --estimator); the effective defaults are the ones in the help.
-        def default(value: Any) -> Any:
-            return None if fit else value
 
-        p.add_argument("--beam-size", type=int, default=default(10), help="beam width (default 10)")
-        p.add_argument(
-            "--n-jobs", type=int, default=default(2), help="threads (default 2; xrlinear)"
-        )
-        p.add_argument("--min-df", type=int, default=default(2), help="TF-IDF min_df (default 2)")
-        p.add_argument(
-            "--max-ngram", type=int, default=default(2), help="TF-IDF n-gram order (default 2)"
-        )
-        p.add_argument(
-            "--max-features",
-            type=int,
-            default=default(200_000),
-            help="TF-IDF vocabulary size (default 200000)",
-        )
-        p.add_argument(
-            "-v", "--verbose", action="count", default=0, help="show progress (verbose=1)"
-        )
-
-    demo = sub.add_parser("demo", help="fit and evaluate on the shipped TIBKAT demo data")
-    model_options(demo)
-    demo.set_defaults(func=_demo)
-
+def _add_fit_parser(sub: Any) -> None:
+    """``skxmc fit``: train an estimator on a JSON-lines file and save it."""
     fit = sub.add_parser(
         "fit",
         help="train an estimator on a JSON-lines file and save it",
@@ -782,9 +772,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="xrlinear's negative sampling (default tfn)",
     )
     fit.add_argument("--overwrite", action="store_true", help="replace a saved model")
-    model_options(fit, fit=True)
+    _model_options(fit, fit=True)
     fit.set_defaults(func=_fit)
 
+
+def _add_predict_parser(sub: Any) -> None:
+    """``skxmc predict``: the top-k labels of each text as JSON lines."""
     predict = sub.add_parser("predict", help="write the top-k labels of each text as JSON lines")
     predict.add_argument(
         "--model-dir",
@@ -799,6 +792,9 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("-v", "--verbose", action="count", default=0)
     predict.set_defaults(func=_predict)
 
+
+def _add_evaluate_parser(sub: Any) -> None:
+    """``skxmc evaluate``: ranking metrics of saved predictions."""
     evaluate = sub.add_parser("evaluate", help="P@k, R@k, nDCG@k (and PS metrics) of predictions")
     evaluate.add_argument("--true", required=True, help="JSON lines with the true labels")
     evaluate.add_argument(
@@ -814,6 +810,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.set_defaults(func=_evaluate)
 
+
+def _add_model_tools(sub: Any) -> None:
+    """``skxmc info`` and ``skxmc warmup``."""
     info = sub.add_parser("info", help="describe a model directory (without loading its weights)")
     info.add_argument(
         "model_dir",
@@ -828,6 +827,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     warmup.add_argument("-v", "--verbose", action="count", default=0)
     warmup.set_defaults(func=_warmup)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``skxmc`` command line: one sub-command per job."""
+    parser = argparse.ArgumentParser(
+        prog="skxmc", description="Extreme multi-label text classification, scikit-learn style."
+    )
+    parser.add_argument("--version", action="version", version=f"skxmc {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="fit and evaluate on the shipped TIBKAT demo data")
+    _model_options(demo)
+    demo.set_defaults(func=_demo)
+    _add_fit_parser(sub)
+    _add_predict_parser(sub)
+    _add_evaluate_parser(sub)
+    _add_model_tools(sub)
     return parser
 
 
