@@ -310,20 +310,26 @@ def fit_layer(
     else:
         groups = groups.keep_rows(weights > 0)
     task = _layer_task(Y, groups, n, params, random_state, weights)
+    results = _run_layer(task, groups, x_indptr, _view, n_jobs, _executor)
+    return _assemble(results, d + 1, Y.shape[1])
+
+
+def _run_layer(
+    task: Any, groups: LayerGroups, x_indptr: np.ndarray, view: Any, n_jobs: Any, executor: Any
+) -> list:
+    """Run a layer's task in chunks balanced by cost, on threads or on a cluster."""
     # cost of one label of group g ~ nnz of the group's rows
     row_nnz = np.diff(x_indptr)
     cum = np.concatenate(([0], np.cumsum(row_nnz[groups.row_indices])))
     group_cost = cum[groups.row_indptr[1:]] - cum[groups.row_indptr[:-1]]
-    if _executor is not None:
+    if executor is not None:
         # a cluster (skxmc.linear._distributed): X is on its workers already, the task
         # travels once per layer, the chunks as small index arrays
-        chunks = _make_items(groups, group_cost, max(1, int(_executor.n_threads)))
-        results = _executor.run_layer(task, chunks)
-    else:
-        n_threads = max(1, int(effective_n_jobs(n_jobs)))
-        chunks = _make_items(groups, group_cost, n_threads)
-        results = _run_threads(_view, task, chunks, n_threads)
-    return _assemble(results, d + 1, Y.shape[1])
+        chunks = _make_items(groups, group_cost, max(1, int(executor.n_threads)))
+        return executor.run_layer(task, chunks)
+    n_threads = max(1, int(effective_n_jobs(n_jobs)))
+    chunks = _make_items(groups, group_cost, n_threads)
+    return _run_threads(view, task, chunks, n_threads)
 
 
 def _layer_task(
