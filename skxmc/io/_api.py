@@ -230,12 +230,9 @@ def load(
         ``skxmc-model.json``, or the id of a Hugging Face repository holding one, in the
         local cache.
     mmap : bool, default=False
-        Map the arrays of ``arrays.npz`` into memory instead of reading them: an array's
-        pages are read from disk when first used and are shared by every process that
-        maps the same file, so several serving processes hold one copy of a large model
-        (XR-Linear predicts from the mapped arrays, reading the leaf blocks it reaches
-        with ``pread``; see the scaling guide). The map is copy-on-write, so nothing can
-        change the files.
+        Map the arrays of ``arrays.npz`` into memory instead of reading them (pages read
+        on first use, shared by every process that maps the file: several serving
+        processes hold one copy of a large model). Copy-on-write: the files never change.
     verify : bool or None, default=None
         How much of the files' content is checked before use; the files' presence and
         sizes (a truncated or extended file), the archive's headers, the shapes and the
@@ -250,8 +247,7 @@ def load(
         - ``False``: no hash and no entry checks: a mapped load reads only headers and
           row pointers. A damaged or crafted file can then make prediction return wrong
           scores or crash the process: only for directories you saved yourself or
-          loaded once with ``verify=True`` (``load(path, mmap=True, verify=False)``
-          starts a serving process of a large model in well under a second).
+          loaded once with ``verify=True``.
     trusted : bool, default=False
         Load a directory whose ``skxmc-model.json`` lists no files (nothing can be
         verified), with a warning. Only for directories you saved yourself with an older

@@ -370,13 +370,9 @@ class FineTunedModelMixin:
         """
         from sklearn.utils.validation import check_is_fitted
 
-        from ._encoder import eval_mode
         from ._onnx import (
-            OnnxTextModel,
             export_text_model,
-            metadata_json,
             require_onnxruntime,
-            weights_fingerprint,
         )
 
         check_is_fitted(self, "module_")
@@ -386,6 +382,24 @@ class FineTunedModelMixin:
         module = module_on_cpu(self.module_)
         outputs = self._onnx_outputs()
         sample = self._onnx_sample()
+        metadata = self._onnx_metadata(module, outputs)
+        path = export_text_model(
+            module,
+            sample,
+            path,
+            outputs=outputs,
+            metadata=metadata,
+            opset_version=opset_version,
+            dynamo=dynamo,
+        )
+        if verify:
+            _verify_onnx(path, module, sample, outputs, atol)
+        return path
+
+    def _onnx_metadata(self, module: Any, outputs: dict) -> dict:
+        """The ``skxmc.*`` metadata of an exported graph (see :meth:`export_onnx`)."""
+        from ._onnx import metadata_json, weights_fingerprint
+
         metadata = {
             "estimator": type(self).__name__,
             "outputs": metadata_json(outputs),
@@ -401,33 +415,7 @@ class FineTunedModelMixin:
                 metadata["classes"] = metadata_json(np.asarray(self.classes_).tolist())
             except TypeError:  # labels that JSON cannot hold
                 pass
-        path = export_text_model(
-            module,
-            sample,
-            path,
-            outputs=outputs,
-            metadata=metadata,
-            opset_version=opset_version,
-            dynamo=dynamo,
-        )
-        if verify:
-            # The padded sample, and its second text alone (a batch without padding).
-            length = int(sample["attention_mask"][1].sum())
-            single = {name: value[1:, :length] for name, value in sample.items()}
-            runner = OnnxTextModel(path, n_threads=1)
-            for batch in (sample, single):
-                got = runner.session.run(list(outputs), {k: v.numpy() for k, v in batch.items()})
-                with torch.inference_mode(), eval_mode(module):
-                    for value, (name, method) in zip(got, outputs.items()):
-                        want = getattr(module, method)(batch).float().numpy()
-                        diff = float(np.abs(value - want).max())
-                        if not diff <= atol:
-                            raise RuntimeError(
-                                f"the exported ONNX graph's {name!r} output differs from "
-                                f"torch by {diff:.2g} (> atol={atol:g}); export again with "
-                                f"another opset_version or with dynamo=True."
-                            )
-        return path
+        return metadata
 
     def set_inference_backend(
         self,
@@ -560,3 +548,27 @@ class FineTunedModelMixin:
 
     def _load_extra_files(self, directory: str | os.PathLike) -> None:
         self.module_, self.tokenizer_ = load_text_model(directory, self._rebuild_module)
+
+
+def _verify_onnx(path: Path, module: Any, sample: dict, outputs: dict, atol: float) -> None:
+    """Raise unless the graph at ``path`` gives torch's outputs, to ``atol``, on the padded
+    ``sample`` and on its second text alone (a batch without padding)."""
+    from ._encoder import eval_mode
+    from ._onnx import OnnxTextModel
+
+    # The padded sample, and its second text alone (a batch without padding).
+    length = int(sample["attention_mask"][1].sum())
+    single = {name: value[1:, :length] for name, value in sample.items()}
+    runner = OnnxTextModel(path, n_threads=1)
+    for batch in (sample, single):
+        got = runner.session.run(list(outputs), {k: v.numpy() for k, v in batch.items()})
+        with torch.inference_mode(), eval_mode(module):
+            for value, (name, method) in zip(got, outputs.items()):
+                want = getattr(module, method)(batch).float().numpy()
+                diff = float(np.abs(value - want).max())
+                if not diff <= atol:
+                    raise RuntimeError(
+                        f"the exported ONNX graph's {name!r} output differs from "
+                        f"torch by {diff:.2g} (> atol={atol:g}); export again with "
+                        f"another opset_version or with dynamo=True."
+                    )
