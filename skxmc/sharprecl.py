@@ -390,8 +390,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
             (an epoch still passes once over each text; all weights equal give exactly
             the unweighted fit); as a positive or negative of other anchors a text counts
             once. The class prior and the contrastive class weights use the weighted
-            class counts. A text of weight 0 is dropped before anything else (classes,
-            validation split). In a :class:`~sklearn.pipeline.Pipeline` with metadata
+            class counts (weights scaled to sum to the number of texts). A text of
+            weight 0 is dropped before anything else (classes, validation split). In a
+            :class:`~sklearn.pipeline.Pipeline` with metadata
             routing, request it with ``set_fit_request(sample_weight=True)``.
 
         Returns
@@ -565,8 +566,13 @@ class SharpReCLClassifier(TransformerClassifierBase):
         X_augmented: Any = None,
     ) -> _SharpReCLTask:
         n, n_classes = len(texts), len(self.classes_)
-        # Weighted counts: a text of weight 2 counts as two texts of its class.
-        counts = np.bincount(y, weights=sample_weight, minlength=n_classes)
+        # Weighted counts, the weights scaled to sum to the number of texts: the prior is
+        # that of the repeated texts, and equal weights give the unweighted counts.
+        counts = np.bincount(
+            y,
+            weights=None if sample_weight is None else sample_weight * (n / sample_weight.sum()),
+            minlength=n_classes,
+        )
         self.class_prior_ = counts / counts.sum()
         two_view = self._two_views(X_augmented)
         views = list(texts)

@@ -150,8 +150,9 @@ def weighted_squared_hinge(
     margin : float, default=1.0
     positive_weight : float or Tensor of shape (B, M), default=1.0
     sample_weight : Tensor of shape (B,), optional
-        Per-text weights: every slot of text ``i`` is multiplied by its weight (the
-        normaliser, the number of real slots, is unchanged). None: every text weighs 1.
+        Per-text weights: the weighted mean over the real slots, each slot of text ``i``
+        weighing its weight (a batch in which a text of weight 2 appears twice gives the
+        same loss). None: every text weighs 1.
 
     Returns
     -------
@@ -174,7 +175,9 @@ def weighted_squared_hinge(
         torch.ones((), dtype=scores.dtype, device=scores.device),
     )
     per_slot = weight * F.relu(margin - sign * scores) ** 2
-    if sample_weight is not None:
-        per_slot = per_slot * sample_weight.to(per_slot.device, per_slot.dtype)[:, None]
     per_slot = per_slot.masked_fill(~mask, 0.0)
+    if sample_weight is not None:
+        # the weighted mean over slots: a text of weight 2 counts as two copies of its slots
+        w = sample_weight.to(per_slot.device, per_slot.dtype)[:, None]
+        return (per_slot * w).sum() / (mask * w).sum().clamp(min=torch.finfo(w.dtype).tiny)
     return per_slot.sum() / mask.sum().clamp(min=1)

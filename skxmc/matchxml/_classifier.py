@@ -337,6 +337,8 @@ class MatchXMLClassifier(
             sample_weight, kept = drop_zero_weight_rows(sample_weight, n_samples)
             if kept is not None:
                 texts, Y = [texts[i] for i in kept], take_rows(Y, kept, n_samples)
+            if np.all(sample_weight == 1.0):
+                sample_weight = None  # the unweighted fit, exactly
         routed = {} if sample_weight is None else {"sample_weight": sample_weight}
         Y_csr, self.classes_, self.target_type_ = encode_target(
             Y, classes=self.classes, name="Y", n_samples=len(texts)
