@@ -379,9 +379,6 @@ class SharpReCLClassifier(TransformerClassifierBase):
             Training texts.
         y : array-like of shape (n_samples,)
             Class labels (str, int, any sortable hashable values).
-        X_augmented : sequence of str or of (str, str), optional
-            A pre-computed second view of each text (e.g. back-translations, or the
-            ``aug_text`` field of the SharpReCL data sets); overrides ``augmentation``.
         sample_weight : array-like of shape (n_samples,), default=None
             Per-text weights (finite, >= 0), scaled to mean 1 over the training texts.
             Each text's classification loss and its contrastive terms as an anchor (both
@@ -394,6 +391,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
             weight 0 is dropped before anything else (classes, validation split). In a
             :class:`~sklearn.pipeline.Pipeline` with metadata
             routing, request it with ``set_fit_request(sample_weight=True)``.
+        X_augmented : sequence of str or of (str, str), optional
+            A pre-computed second view of each text (e.g. back-translations, or the
+            ``aug_text`` field of the SharpReCL data sets); overrides ``augmentation``.
 
         Returns
         -------

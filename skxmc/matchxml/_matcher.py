@@ -346,21 +346,22 @@ class MultiStageMatcher(
         Y : sparse matrix, ndarray or sequence of label collections
             Labels: a 0/1 indicator ``(n_samples, n_labels)`` or one collection of labels
             per text.
-        tree_features : {array-like, sparse matrix} of shape (n_samples, n_features), default=None
-            Features of the texts for the PIFA label embeddings of the preliminary tree
-            (:class:`MatchXMLClassifier` passes its ``[TF-IDF | sentence]`` features).
-            None: default TF-IDF features of ``X`` when ``label_embedding`` needs them.
         sample_weight : array-like of shape (n_samples,), default=None
-            Per-text weights (finite, >= 0). Each text's matching and hinge loss terms
-            are multiplied by its weight, the weights scaled to mean 1 over a stage's
-            texts, so that an integer weight counts as repeated copies of the text in
-            expectation over the uniformly drawn batches (an epoch still passes once over
-            each text; all weights equal give exactly the unweighted fit). The
+            Per-text weights (finite, >= 0). Each text's matching loss terms are
+            multiplied by its weight, the weights scaled to mean 1 over a stage's texts,
+            and the hinge is the weighted mean over the candidate slots, so that an
+            integer weight counts as repeated copies of the text in expectation over the
+            uniformly drawn batches (an epoch still passes once over each text; all
+            weights equal give exactly the unweighted fit). The
             preliminary tree gets the weights (its PIFA embeddings sum weighted rows), and
             so does ``label_bootstrap="centroid"``; the linear bootstrap does not. A text
             of weight 0 is dropped before anything else (tree, validation split). In a
             :class:`~sklearn.pipeline.Pipeline` with metadata routing, request it with
             ``set_fit_request(sample_weight=True)``.
+        tree_features : {array-like, sparse matrix} of shape (n_samples, n_features), default=None
+            Features of the texts for the PIFA label embeddings of the preliminary tree
+            (:class:`MatchXMLClassifier` passes its ``[TF-IDF | sentence]`` features).
+            None: default TF-IDF features of ``X`` when ``label_embedding`` needs them.
 
         Returns
         -------
