@@ -409,7 +409,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         super().fit(X, y, sample_weight=sample_weight, X_augmented=X_augmented)
         if self.classifier_loss == "linear_probe":
             if sample_weight is not None:
-                X, y, sample_weight, _ = self._drop_zero_weight_rows(X, y, sample_weight, {})
+                X, y, sample_weight, _, _ = self._drop_zero_weight_rows(X, y, sample_weight, {})
             self._fit_linear_probe(X, y, sample_weight)
         return self
 

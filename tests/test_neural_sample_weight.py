@@ -184,6 +184,8 @@ def test_text_classifiers_weight_zero_is_dropping(name, tiny_bert_dir):
     # the rows a weight of 0 dropped are not in the kNN memory either
     if name == "knnbert":
         np.testing.assert_array_equal(weighted.memory_features_, dropped.memory_features_)
+        # kneighbors names rows of the X given to fit, dropped rows counted
+        np.testing.assert_array_equal(weighted.memory_indices_, kept[dropped.memory_indices_])
 
 
 def test_sharprecl_weight_zero_drops_a_whole_class(tiny_bert_dir):

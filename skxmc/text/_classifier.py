@@ -349,8 +349,9 @@ class TransformerClassifierBase(
         -------
         self
         """
+        kept = None  # positions in X of the rows of positive weight (None: all)
         if sample_weight is not None:
-            X, y, sample_weight, fit_params = self._drop_zero_weight_rows(
+            X, y, sample_weight, fit_params, kept = self._drop_zero_weight_rows(
                 X, y, sample_weight, fit_params
             )
         texts, y_encoded = self._validate_fit_data(X, y)
@@ -371,6 +372,8 @@ class TransformerClassifierBase(
             fit_params["sample_weight"] = sample_weight
         task = self._prepare_fit(texts, y_encoded, rs, **fit_params)
         task.rows = None if valid is None else train
+        if kept is not None:  # positions in the X given to fit, dropped rows counted
+            task.rows = kept if task.rows is None else kept[task.rows]
         callbacks = [] if valid is None else self._validation_callbacks(valid_tokens, y_valid)
         task.trainer = Trainer(
             self.module_ if task.module is None else task.module,
@@ -398,9 +401,10 @@ class TransformerClassifierBase(
     @staticmethod
     def _drop_zero_weight_rows(
         X: Any, y: Any, sample_weight: Any, fit_params: dict[str, Any]
-    ) -> tuple[Any, Any, np.ndarray, dict[str, Any]]:
+    ) -> tuple[Any, Any, np.ndarray, dict[str, Any], np.ndarray | None]:
         """Checked weights, and ``X``, ``y``, weights and per-text ``fit_params`` without
-        the rows of weight 0 (before anything reads them: as if they were not there)."""
+        the rows of weight 0 (before anything reads them: as if they were not there), and
+        the positions of the rows kept (None: all)."""
         texts, _ = check_texts(X)
         n = len(texts)
         weights, kept = drop_zero_weight_rows(sample_weight, n)
@@ -408,7 +412,7 @@ class TransformerClassifierBase(
             X = [texts[i] for i in kept]
             y = take_rows(y, kept, n)
             fit_params = _subset_fit_params(fit_params, kept, n)
-        return X, y, weights, fit_params
+        return X, y, weights, fit_params, kept
 
     def _validation_split(
         self, y: np.ndarray, rs: np.random.RandomState
