@@ -30,7 +30,13 @@ import pytest
 import sklearn
 from sklearn.pipeline import Pipeline
 
-from skxmc import KNNBertClassifier, MultiStageMatcher, SharpReCLClassifier, SNMClassifier
+from skxmc import (
+    KNNBertClassifier,
+    MatchXMLClassifier,
+    MultiStageMatcher,
+    SharpReCLClassifier,
+    SNMClassifier,
+)
 from skxmc._sample_weight import loss_weights
 from skxmc.matchxml import make_matchxml
 
@@ -345,7 +351,14 @@ def test_bad_weights_raise_naming_sample_weight(bad, message, tiny_bert_dir):
 
 
 @pytest.mark.parametrize(
-    "cls", [SharpReCLClassifier, KNNBertClassifier, SNMClassifier, MultiStageMatcher]
+    "cls",
+    [
+        SharpReCLClassifier,
+        KNNBertClassifier,
+        SNMClassifier,
+        MultiStageMatcher,
+        MatchXMLClassifier,
+    ],
 )
 def test_fit_requests_sample_weight(cls):
     with sklearn.config_context(enable_metadata_routing=True):
