@@ -42,6 +42,10 @@ from skxmc.matchxml import make_matchxml
 
 from ._training import with_training
 from .conftest import topic_texts
+from .test_knnbert import make_clf as knnbert_clf
+from .test_matchxml import multilabel_texts
+from .test_sharprecl import make_clf as sharprecl_clf
+from .test_snm import FAST, _snm, _toy
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -59,84 +63,19 @@ def encoder_without_dropout(tiny_bert_dir, tmp_path_factory):
 
 
 def sharprecl(encoder, **params):
-    defaults = dict(
-        encoder=str(encoder),
-        pooling="mean",
-        max_length=16,
-        batch_size=8,
-        max_epochs=2,
-        head_learning_rate=3e-2,
-        learning_rate=3e-3,
-        n_synthetic_negative=20,
-        n_synthetic_positive=4,
-        n_hard=4,
-        projection_dim=16,
-        device="cpu",
-        random_state=0,
-    )
-    return SharpReCLClassifier(**with_training(**{**defaults, **params}))
+    return sharprecl_clf(encoder, **{"device": "cpu", **params})
 
 
 def knnbert(encoder, **params):
-    defaults = dict(
-        encoder=str(encoder),
-        pooling="mean",
-        max_length=16,
-        batch_size=6,
-        max_epochs=2,
-        learning_rate=3e-3,
-        head_learning_rate=3e-2,
-        dropout=0.0,
-        contrastive_weight=0.5,
-        queue_size=40,
-        n_enqueue_per_anchor=2,
-        n_most_similar=5,
-        n_least_similar=1,
-        n_neighbors=3,
-        device="cpu",
-        random_state=0,
-    )
-    return KNNBertClassifier(**with_training(**{**defaults, **params}))
+    return knnbert_clf(encoder, **{"device": "cpu", **params})
 
 
 def snm(**params):
-    defaults = dict(
-        hidden_size=32,
-        embedding_size=16,
-        max_epochs=5,
-        batch_size=32,
-        n_sampled=4,
-        device="cpu",
-        random_state=0,
-    )
-    return SNMClassifier(**with_training(**{**defaults, **params}))
+    return _snm(**{**FAST, "max_epochs": 5, **params})
 
 
-def snm_data(n=120, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 10)).astype(np.float32)
-    labels = [[int(x[0] > 0), 2 + int(x[1] > 0), 4 + int(x[2] > 0)] for x in X]
-    return X, labels
-
-
-TOPICS = {
-    "pets": "cat dog mat sat pet fur",
-    "money": "stock market price bank money trade",
-    "sport": "football game team player ball win",
-    "sea": "fish sea boat water ship wave",
-}
-
-
-def multilabel_texts(n, seed=0):
-    rng = np.random.default_rng(seed)
-    names = list(TOPICS)
-    texts, labels = [], []
-    for i in range(n):
-        chosen = list(rng.choice(names, size=1 + (i % 3 == 0), replace=False))
-        words = [w for t in chosen for w in rng.permutation(TOPICS[t].split())[:4]]
-        texts.append(" ".join(rng.permutation(words)))
-        labels.append(chosen)
-    return texts, labels
+def snm_data():
+    return _toy(n=120)
 
 
 MATCHER = dict(
@@ -264,7 +203,7 @@ REPEATED = [0, 3, 11, 19]  # each has weight 2: repeated once
 @pytest.mark.parametrize(
     "make",
     [
-        lambda enc: sharprecl(enc, contrastive_weight=0.0, batch_size=64, max_epochs=3),
+        lambda enc: sharprecl(enc, n_views=1, contrastive_weight=0.0, batch_size=64, max_epochs=3),
         lambda enc: knnbert(
             enc, contrastive_weight=0.0, batch_size=64, max_epochs=3, knn_weight=0.0
         ),
