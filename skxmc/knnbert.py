@@ -247,6 +247,9 @@ class KNNBertClassifier(TransformerClassifierBase):
         Class of each memory entry, as a column of ``classes_``.
     memory_indices_ : numpy.ndarray of int64 of shape (n_memory,)
         Training row (position in ``X`` of ``fit``) of each memory entry.
+    memory_weights_ : numpy.ndarray of float64 of shape (n_memory,)
+        The ``sample_weight`` of each memory entry's text (scaled to mean 1 over the
+        training texts): its vote. Only after a fit with unequal weights.
     module_ : torch.nn.Module
         Encoder, classifier and projection heads (the key side of training is not kept).
     tokenizer_ : transformers tokenizer
@@ -366,10 +369,12 @@ class KNNBertClassifier(TransformerClassifierBase):
             text in expectation over the uniformly drawn batches (an epoch still passes
             once over each text; all weights equal give exactly the unweighted fit); the
             same-class texts enqueued for each anchor are drawn in proportion to their
-            weights. The kNN memory holds each text (or queue entry) once: its votes are
-            not weighted. A text of weight 0 is dropped before anything else (classes,
-            validation split, queue, memory). In a :class:`~sklearn.pipeline.Pipeline`
-            with metadata routing, request it with ``set_fit_request(sample_weight=True)``.
+            weights. The kNN memory holds each text (or queue entry) once, and each
+            neighbour votes its text's weight (``memory_weights_``), out of the total
+            weight of the ``n_neighbors``. A text of weight 0 is dropped before anything
+            else (classes, validation split, queue, memory). In a
+            :class:`~sklearn.pipeline.Pipeline` with metadata routing, request it with
+            ``set_fit_request(sample_weight=True)``.
 
         Returns
         -------
@@ -445,7 +450,13 @@ class KNNBertClassifier(TransformerClassifierBase):
         **fit_params: Any,
     ) -> _KNNBertTask:
         base = super()._prepare_fit(texts, y, rng, sample_weight=sample_weight, **fit_params)
-        for name in ("memory_features_", "memory_targets_", "memory_indices_", "_memory_index"):
+        for name in (
+            "memory_features_",
+            "memory_targets_",
+            "memory_indices_",
+            "memory_weights_",
+            "_memory_index",
+        ):
             self.__dict__.pop(name, None)
         task = _KNNBertTask(
             **{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
@@ -489,6 +500,12 @@ class KNNBertClassifier(TransformerClassifierBase):
             features, targets, rows = task.moco.memory()
             self.memory_features_, self.memory_targets_ = features, targets
             self.memory_indices_ = task.row_positions(rows)
+            self._set_memory_weights(task, rows)
+
+    def _set_memory_weights(self, task: _KNNBertTask, rows: np.ndarray) -> None:
+        """The votes of the memory entries of training rows ``rows``: their weights."""
+        if task.sample_weight is not None:
+            self.memory_weights_ = task.sample_weight.numpy().astype(np.float64)[rows]
 
     def _finalize_fit(self, task: _KNNBertTask) -> None:
         if not hasattr(self, "memory_features_"):
@@ -517,6 +534,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         self.memory_features_ = feats
         self.memory_targets_ = np.asarray(y[rows], dtype=np.int64)
         self.memory_indices_ = task.row_positions(rows)
+        self._set_memory_weights(task, rows)
 
     def _step(self, batch: Any, task: _KNNBertTask) -> dict[str, Any]:
         trainer, module = task.trainer, self.module_
@@ -665,11 +683,20 @@ class KNNBertClassifier(TransformerClassifierBase):
         targets = self.memory_targets_[rows]
         n_classes = len(self.classes_)
         votes = np.zeros((len(rows), n_classes))
-        np.add.at(votes, (np.repeat(np.arange(len(rows)), rows.shape[1]), targets.ravel()), 1.0)
-        return votes / rows.shape[1]
+        at = (np.repeat(np.arange(len(rows)), rows.shape[1]), targets.ravel())
+        weights = self.__dict__.get("memory_weights_")
+        if weights is None:
+            np.add.at(votes, at, 1.0)
+            return votes / rows.shape[1]
+        # sample weights: each neighbour votes its text's weight, out of the k's total
+        np.add.at(votes, at, weights[rows].ravel())
+        return votes / weights[rows].sum(axis=1, keepdims=True)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities: ``knn_weight * votes / k + (1 - knn_weight) * softmax``.
+
+        After a fit with unequal ``sample_weight``, the votes are the neighbours' weights
+        over their total instead of counts over ``k``.
 
         Parameters
         ----------

@@ -317,3 +317,37 @@ def test_pipeline_routes_sample_weight_to_snm():
     direct = snm().fit(X, Y, sample_weight=weights)
     np.testing.assert_array_equal(proba(pipe, X), proba(direct, X))
     assert not np.array_equal(proba(pipe, X), proba(snm().fit(X, Y), X))
+
+
+@pytest.mark.parametrize("memory", ["train", "queue"])
+def test_knnbert_neighbours_vote_their_weights(memory, tiny_bert_dir):
+    X, y = text_data()
+    weights = np.ones(len(X))
+    weights[REPEATED] = 3
+    clf = knnbert(tiny_bert_dir, knn_memory=memory, knn_weight=1.0, max_epochs=1)
+    clf.fit(X, y, sample_weight=weights)
+    expected_weights = loss_weights(weights)[clf.memory_indices_]
+    np.testing.assert_array_equal(clf.memory_weights_, expected_weights)
+    rows = clf.kneighbors(X, return_distance=False)
+    votes = np.zeros((len(X), len(clf.classes_)))
+    for i, neighbours in enumerate(rows):
+        for row in neighbours:
+            votes[i, np.searchsorted(clf.classes_, y[row])] += weights[row]
+    np.testing.assert_allclose(clf.predict_proba(X), votes / votes.sum(1, keepdims=True))
+    # equal weights keep the counted votes (no memory_weights_)
+    plain = knnbert(tiny_bert_dir, knn_memory=memory, max_epochs=1)
+    assert not hasattr(plain.fit(X, y, sample_weight=np.full(len(X), 2.0)), "memory_weights_")
+
+
+def test_knnbert_memory_weights_survive_save_and_load(tiny_bert_dir, tmp_path):
+    import skxmc
+
+    X, y = text_data()
+    weights = np.ones(len(X))
+    weights[REPEATED] = 3
+    clf = knnbert(tiny_bert_dir, knn_memory="train", max_epochs=1)
+    clf.fit(X, y, sample_weight=weights)
+    clf.save(tmp_path / "model")
+    loaded = skxmc.load(tmp_path / "model")
+    np.testing.assert_array_equal(loaded.memory_weights_, clf.memory_weights_)
+    np.testing.assert_allclose(loaded.predict_proba(X), clf.predict_proba(X), atol=1e-6)
