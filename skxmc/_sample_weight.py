@@ -74,3 +74,50 @@ def check_sample_weight(
             "sample_weight is zero for every sample: there is no sample to learn from."
         )
     return weights
+
+
+def drop_zero_weight_rows(
+    sample_weight: Any, n_samples: int
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Checked weights of the rows kept by a neural ``fit``, and those rows.
+
+    Returns ``(weights, rows)``: ``weights`` from :func:`check_sample_weight` cut to the
+    rows of positive weight, ``rows`` their positions (None when every row is kept). A row
+    of weight 0 is dropped before anything else reads the data (classes, label trees,
+    validation split), so that it is exactly as if it were not there.
+    """
+    weights = check_sample_weight(sample_weight, n_samples)
+    if weights is None or np.all(weights > 0):
+        return weights, None
+    rows = np.flatnonzero(weights > 0)
+    return weights[rows], rows
+
+
+def loss_weights(weights: np.ndarray | None) -> np.ndarray | None:
+    """Per-row loss multipliers of a neural ``fit``: ``weights`` divided by their mean over
+    the training rows, or None (the unweighted loss) when they are all equal.
+
+    A batch's loss is the mean over its rows of ``weight_i * loss_i`` with weights of mean
+    1. Batches are drawn uniformly from the training rows, so the expected loss of a step
+    is ``sum_i w_i loss_i / sum_i w_i``: that of uniform batches from the data set in which
+    row ``i`` is repeated ``w_i`` times (an integer weight is a repeated row in
+    expectation). Equal weights (all 2) give exactly the unweighted fit.
+    """
+    if weights is None or np.all(weights == weights[0]):
+        return None
+    return weights / weights.mean()
+
+
+def take_rows(data: Any, rows: np.ndarray, n_samples: int) -> Any:
+    """Rows ``rows`` of ``data`` (list, array, sparse matrix, pandas object), or ``data``
+    itself when it does not hold ``n_samples`` rows (the caller's own check then names
+    the mismatch)."""
+    from sklearn.utils import _safe_indexing
+    from sklearn.utils.validation import _num_samples
+
+    try:
+        if _num_samples(data) != n_samples:
+            return data
+    except TypeError:
+        return data
+    return _safe_indexing(data, rows)

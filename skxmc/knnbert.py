@@ -145,6 +145,7 @@ class _KNNBertTask(FitTask):
     class_members: list = dataclasses.field(default_factory=list)
     memory_seed: int = 0
     moco: _MomentumContrast | None = None
+    member_p: list | None = None  # with sample weights: draw probabilities per class
 
 
 @persistent
@@ -246,6 +247,9 @@ class KNNBertClassifier(TransformerClassifierBase):
         Class of each memory entry, as a column of ``classes_``.
     memory_indices_ : numpy.ndarray of int64 of shape (n_memory,)
         Training row (position in ``X`` of ``fit``) of each memory entry.
+    memory_weights_ : numpy.ndarray of float64 of shape (n_memory,)
+        The ``sample_weight`` of each memory entry's text (scaled to mean 1 over the
+        training texts): its vote. Only after a fit with unequal weights.
     module_ : torch.nn.Module
         Encoder, classifier and projection heads (the key side of training is not kept).
     tokenizer_ : transformers tokenizer
@@ -346,7 +350,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         self.search = search
         self.training = training
 
-    def fit(self, X: Any, y: Any) -> KNNBertClassifier:
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> KNNBertClassifier:
         """Fine-tune on texts ``X`` with classes ``y``, then store the kNN memory.
 
         Ctrl-C stops training with a :class:`~skxmc.text.TrainingInterruptedWarning` and
@@ -358,6 +362,19 @@ class KNNBertClassifier(TransformerClassifierBase):
             Training texts or text pairs.
         y : array-like of shape (n_samples,)
             Class labels (str, int, any sortable hashable values).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-text weights (finite, >= 0). Each text's cross-entropy and contrastive
+            (anchor) terms are multiplied by its weight, the weights scaled to mean 1 over
+            the training texts, so that an integer weight counts as repeated copies of the
+            text in expectation over the uniformly drawn batches (an epoch still passes
+            once over each text; all weights equal give exactly the unweighted fit); the
+            same-class texts enqueued for each anchor are drawn in proportion to their
+            weights. The kNN memory holds each text (or queue entry) once, and each
+            neighbour votes its text's weight (``memory_weights_``), out of the total
+            weight of the ``n_neighbors``. A text of weight 0 is dropped before anything
+            else (classes, validation split, queue, memory). In a
+            :class:`~sklearn.pipeline.Pipeline` with metadata routing, request it with
+            ``set_fit_request(sample_weight=True)``.
 
         Returns
         -------
@@ -370,7 +387,7 @@ class KNNBertClassifier(TransformerClassifierBase):
             implies tensors larger than the memory of the training device; the error (also
             a ValueError) names the parameter and the estimate in GiB.
         """
-        return super().fit(X, y)
+        return super().fit(X, y, sample_weight=sample_weight)
 
     # Hooks of TransformerClassifierBase -----------------------------------------------
 
@@ -424,16 +441,31 @@ class KNNBertClassifier(TransformerClassifierBase):
         return self.contrastive_weight > 0 and self.contrastive_keys in ("queue", "moco")
 
     def _prepare_fit(
-        self, texts: list, y: np.ndarray, rng: np.random.RandomState, **fit_params: Any
+        self,
+        texts: list,
+        y: np.ndarray,
+        rng: np.random.RandomState,
+        *,
+        sample_weight: np.ndarray | None = None,
+        **fit_params: Any,
     ) -> _KNNBertTask:
-        base = super()._prepare_fit(texts, y, rng, **fit_params)
-        for name in ("memory_features_", "memory_targets_", "memory_indices_", "_memory_index"):
+        base = super()._prepare_fit(texts, y, rng, sample_weight=sample_weight, **fit_params)
+        for name in (
+            "memory_features_",
+            "memory_targets_",
+            "memory_indices_",
+            "memory_weights_",
+            "_memory_index",
+        ):
             self.__dict__.pop(name, None)
         task = _KNNBertTask(
             **{f.name: getattr(base, f.name) for f in dataclasses.fields(base)},
             class_members=[np.flatnonzero(y == c) for c in range(len(self.classes_))],
             memory_seed=int(rng.randint(np.iinfo(np.int32).max)),
         )
+        if base.sample_weight is not None:  # same-class draws in proportion to the weights
+            w = base.sample_weight.numpy().astype(np.float64)
+            task.member_p = [w[m] / w[m].sum() for m in task.class_members]
         if not self._uses_queue():
             return task
         task.moco = moco = _MomentumContrast(self.module_, self.queue_size)
@@ -468,6 +500,12 @@ class KNNBertClassifier(TransformerClassifierBase):
             features, targets, rows = task.moco.memory()
             self.memory_features_, self.memory_targets_ = features, targets
             self.memory_indices_ = task.row_positions(rows)
+            self._set_memory_weights(task, rows)
+
+    def _set_memory_weights(self, task: _KNNBertTask, rows: np.ndarray) -> None:
+        """The votes of the memory entries of training rows ``rows``: their weights."""
+        if task.sample_weight is not None:
+            self.memory_weights_ = task.sample_weight.numpy().astype(np.float64)[rows]
 
     def _finalize_fit(self, task: _KNNBertTask) -> None:
         if not hasattr(self, "memory_features_"):
@@ -496,18 +534,28 @@ class KNNBertClassifier(TransformerClassifierBase):
         self.memory_features_ = feats
         self.memory_targets_ = np.asarray(y[rows], dtype=np.int64)
         self.memory_indices_ = task.row_positions(rows)
+        self._set_memory_weights(task, rows)
 
     def _step(self, batch: Any, task: _KNNBertTask) -> dict[str, Any]:
         trainer, module = task.trainer, self.module_
         device = trainer.device
         labels = task.y[torch.as_tensor(batch.indices)].to(device)
+        row_weight = task.row_weights(batch.indices, device)
         features = module.features(batch.inputs)
         logits = module.classifier(features)
-        ce = nn.functional.cross_entropy(logits.float(), labels)
+        if row_weight is None:
+            ce = nn.functional.cross_entropy(logits.float(), labels)
+        else:
+            ce = (
+                nn.functional.cross_entropy(logits.float(), labels, reduction="none") * row_weight
+            ).mean()
         w = self.contrastive_weight
         if w > 0 and self.contrastive_keys == "batch":
             cl = batch_contrastive_loss(
-                module.project(features), labels, temperature=self.temperature
+                module.project(features),
+                labels,
+                temperature=self.temperature,
+                sample_weight=row_weight,
             )
             return {"loss": w * cl + (1 - w) * ce, "ce": ce.detach(), "contrastive": cl.detach()}
         if not self._uses_queue():
@@ -517,7 +565,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         # the queue, then enqueue this step's keys.
         task.moco.momentum_update(self.momentum)
         if self.contrastive_keys == "moco":
-            cl = self._moco_loss(task, anchors, labels, batch.indices, device)
+            cl = self._moco_loss(task, anchors, labels, batch.indices, device, row_weight)
             return {"loss": w * cl + (1 - w) * ce, "ce": ce.detach(), "contrastive": cl.detach()}
         cl = queue_contrastive_loss(
             anchors,
@@ -527,6 +575,7 @@ class KNNBertClassifier(TransformerClassifierBase):
             n_most_similar=self.n_most_similar,
             n_least_similar=self.n_least_similar,
             temperature=self.temperature,
+            sample_weight=row_weight,
         )
         self._enqueue_same_class(task, batch.indices, device)
         return {"loss": w * cl + (1 - w) * ce, "ce": ce.detach(), "contrastive": cl.detach()}
@@ -538,7 +587,13 @@ class KNNBertClassifier(TransformerClassifierBase):
         them with the key side, yielding ``(rows, keys)`` chunk by chunk."""
         rng = task.trainer.rng
         y = task.y.numpy()
-        rows = np.concatenate([rng.choice(task.class_members[y[i]], n) for i in anchor_rows])
+        p = task.member_p
+        rows = np.concatenate(
+            [
+                rng.choice(task.class_members[y[i]], n, p=None if p is None else p[y[i]])
+                for i in anchor_rows
+            ]
+        )
         chunk = 2 * self._train.batch_size
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
@@ -561,6 +616,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         labels: torch.Tensor,
         anchor_rows: np.ndarray,
         device: torch.device,
+        row_weight: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """SCL-MoCo's loss: the first of the same-class texts drawn for each anchor, encoded
         by the key side, is its positive; the drawn keys are then enqueued."""
@@ -578,6 +634,7 @@ class KNNBertClassifier(TransformerClassifierBase):
             moco.queue,
             moco.queue_labels,
             temperature=self.temperature,
+            sample_weight=row_weight,
         )
         if n > 0:
             moco.enqueue(keys, torch.as_tensor(y[rows]), torch.as_tensor(rows))
@@ -626,11 +683,20 @@ class KNNBertClassifier(TransformerClassifierBase):
         targets = self.memory_targets_[rows]
         n_classes = len(self.classes_)
         votes = np.zeros((len(rows), n_classes))
-        np.add.at(votes, (np.repeat(np.arange(len(rows)), rows.shape[1]), targets.ravel()), 1.0)
-        return votes / rows.shape[1]
+        at = (np.repeat(np.arange(len(rows)), rows.shape[1]), targets.ravel())
+        weights = self.__dict__.get("memory_weights_")
+        if weights is None:
+            np.add.at(votes, at, 1.0)
+            return votes / rows.shape[1]
+        # sample weights: each neighbour votes its text's weight, out of the k's total
+        np.add.at(votes, at, weights[rows].ravel())
+        return votes / weights[rows].sum(axis=1, keepdims=True)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities: ``knn_weight * votes / k + (1 - knn_weight) * softmax``.
+
+        After a fit with unequal ``sample_weight``, the votes are the neighbours' weights
+        over their total instead of counts over ``k``.
 
         Parameters
         ----------

@@ -17,6 +17,7 @@ with require_extra("text", "SharpReCLClassifier"):
 from ._augment import augment_texts
 from ._compat import Interval, StrOptions
 from ._memory import FLOAT32, INT64, check_allocation, check_trainable, encoder_hidden_size
+from ._sample_weight import loss_weights
 from .io import persistent
 from .losses import (
     class_prior_weights,
@@ -364,7 +365,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
         self.normalize_logits = normalize_logits
         self.training = training
 
-    def fit(self, X: Any, y: Any, *, X_augmented: Any = None) -> SharpReCLClassifier:
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, *, X_augmented: Any = None
+    ) -> SharpReCLClassifier:
         """Fine-tune on texts ``X`` with classes ``y``.
 
         Ctrl-C stops training with a :class:`~skxmc.text.TrainingInterruptedWarning` and
@@ -376,6 +379,18 @@ class SharpReCLClassifier(TransformerClassifierBase):
             Training texts.
         y : array-like of shape (n_samples,)
             Class labels (str, int, any sortable hashable values).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-text weights (finite, >= 0), scaled to mean 1 over the training texts.
+            Each text's classification loss and its contrastive terms as an anchor (both
+            views) are multiplied by its weight, so that an integer weight counts as
+            repeated copies of the text in expectation over the uniformly drawn batches
+            (an epoch still passes once over each text; all weights equal give exactly
+            the unweighted fit); as a positive or negative of other anchors a text counts
+            once. The class prior and the contrastive class weights use the weighted
+            class counts (weights scaled to sum to the number of texts). A text of
+            weight 0 is dropped before anything else (classes, validation split). In a
+            :class:`~sklearn.pipeline.Pipeline` with metadata
+            routing, request it with ``set_fit_request(sample_weight=True)``.
         X_augmented : sequence of str or of (str, str), optional
             A pre-computed second view of each text (e.g. back-translations, or the
             ``aug_text`` field of the SharpReCL data sets); overrides ``augmentation``.
@@ -391,12 +406,14 @@ class SharpReCLClassifier(TransformerClassifierBase):
             counts imply tensors larger than the memory of the training device; the error
             (also a ValueError) names the parameter and the estimate in GiB.
         """
-        super().fit(X, y, X_augmented=X_augmented)
+        super().fit(X, y, sample_weight=sample_weight, X_augmented=X_augmented)
         if self.classifier_loss == "linear_probe":
-            self._fit_linear_probe(X, y)
+            if sample_weight is not None:
+                X, y, sample_weight, _, _ = self._drop_zero_weight_rows(X, y, sample_weight, {})
+            self._fit_linear_probe(X, y, sample_weight)
         return self
 
-    def _fit_linear_probe(self, X: Any, y: Any) -> None:
+    def _fit_linear_probe(self, X: Any, y: Any, sample_weight: Any = None) -> None:
         """The "w/o CLS" ablation's classifier: logit-adjusted CE on frozen embeddings."""
         features = torch.as_tensor(self._embeddings(X), dtype=torch.float32)
         _, y_encoded = check_class_labels(y, len(features))
@@ -408,6 +425,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
         bias = torch.zeros_like(classifier.bias, requires_grad=True)
         # scikit-learn's LogisticRegression(C=1): mean loss + ||W||^2 / (2 n).
         penalty = 0.5 / len(features)
+        weights = loss_weights(sample_weight)
+        if weights is not None:
+            weights = torch.as_tensor(weights, dtype=torch.float32, device=device)
         optimizer = torch.optim.LBFGS(
             [weight, bias], max_iter=500, tolerance_grad=1e-6, line_search_fn="strong_wolfe"
         )
@@ -415,10 +435,18 @@ class SharpReCLClassifier(TransformerClassifierBase):
         def closure() -> torch.Tensor:
             optimizer.zero_grad()
             logits = features @ weight.T + bias
-            loss = (
-                logit_adjusted_cross_entropy(logits, targets, log_prior, tau=self.logit_adjustment)
-                + penalty * weight.pow(2).sum()
-            )
+            if weights is None:
+                data_loss = logit_adjusted_cross_entropy(
+                    logits, targets, log_prior, tau=self.logit_adjustment
+                )
+            else:
+                data_loss = (
+                    logit_adjusted_cross_entropy(
+                        logits, targets, log_prior, tau=self.logit_adjustment, reduction="none"
+                    )
+                    * weights
+                ).mean()
+            loss = data_loss + penalty * weight.pow(2).sum()
             loss.backward()
             return loss
 
@@ -529,10 +557,22 @@ class SharpReCLClassifier(TransformerClassifierBase):
         )
 
     def _prepare_fit(
-        self, texts: list, y: np.ndarray, rng: np.random.RandomState, *, X_augmented: Any = None
+        self,
+        texts: list,
+        y: np.ndarray,
+        rng: np.random.RandomState,
+        *,
+        sample_weight: np.ndarray | None = None,
+        X_augmented: Any = None,
     ) -> _SharpReCLTask:
         n, n_classes = len(texts), len(self.classes_)
-        counts = np.bincount(y, minlength=n_classes)
+        # Weighted counts, the weights scaled to sum to the number of texts: the prior is
+        # that of the repeated texts, and equal weights give the unweighted counts.
+        counts = np.bincount(
+            y,
+            weights=None if sample_weight is None else sample_weight * (n / sample_weight.sum()),
+            minlength=n_classes,
+        )
         self.class_prior_ = counts / counts.sum()
         two_view = self._two_views(X_augmented)
         views = list(texts)
@@ -558,11 +598,15 @@ class SharpReCLClassifier(TransformerClassifierBase):
             weights = class_prior_weights(counts)
         else:
             weights = effective_number_weights(counts, beta=0.9999)
+        row_weight = loss_weights(sample_weight)
         return _SharpReCLTask(
             tokens=self._tokenize(views),
             y=torch.as_tensor(y),
             n_train=n,
             rng=rng,
+            sample_weight=(
+                None if row_weight is None else torch.as_tensor(row_weight, dtype=torch.float32)
+            ),
             two_view=two_view,
             ablated=self._ablated(),
             log_prior=torch.as_tensor(np.log(self.class_prior_), dtype=torch.float32),
@@ -589,20 +633,30 @@ class SharpReCLClassifier(TransformerClassifierBase):
         return _PairedBatches(task.tokens, index_batches, task.n_train, task.two_view)
 
     def _classification_loss(
-        self, logits: torch.Tensor, labels: torch.Tensor, task: _SharpReCLTask
+        self,
+        logits: torch.Tensor,
+        labels: torch.Tensor,
+        task: _SharpReCLTask,
+        row_weight: torch.Tensor | None = None,
     ) -> torch.Tensor:
         loss = {"ce": logit_adjusted_cross_entropy, "focal": focal_loss, "dice": dice_loss}
-        return loss[self.classifier_loss](logits, labels, task.log_prior, tau=self.logit_adjustment)
+        fn = loss[self.classifier_loss]
+        if row_weight is None:
+            return fn(logits, labels, task.log_prior, tau=self.logit_adjustment)
+        per_row = fn(logits, labels, task.log_prior, tau=self.logit_adjustment, reduction="none")
+        return (per_row * row_weight).mean()
 
     def _step(self, batch: Any, task: _SharpReCLTask) -> dict[str, Any]:
         trainer, module = task.trainer, self.module_
         device = trainer.device
-        labels = task.y[torch.as_tensor(batch.indices % task.n_train)].to(device)
+        rows = batch.indices % task.n_train
+        labels = task.y[torch.as_tensor(rows)].to(device)
+        row_weight = task.row_weights(rows, device)
         features = module.features(batch.inputs)
         if self.classifier_loss == "linear_probe":
             ce = None  # no classification branch: the probe is fitted after training
         else:
-            ce = self._classification_loss(module.classify(features), labels, task)
+            ce = self._classification_loss(module.classify(features), labels, task, row_weight)
         if self.contrastive_weight == 0:
             return {"loss": ce, "ce": ce.detach()}
         n_classes = len(self.classes_)
@@ -636,6 +690,12 @@ class SharpReCLClassifier(TransformerClassifierBase):
             # a sampled copy of the anchor is not its positive (eq. 11 leaves out {i})
             positive_index=positive_index,
             normalization="sum" if self.contrastive_weighting == "paper" else "mean",
+            # each text anchor weighs its text's weight; the prototypes weigh 1
+            sample_weight=(
+                None
+                if row_weight is None
+                else torch.cat([row_weight, row_weight.new_ones(n_classes)])
+            ),
         )
         if ce is None:
             return {"loss": self.contrastive_weight * cl, "contrastive": cl.detach()}

@@ -28,6 +28,7 @@ from ._base import THRESHOLD_CONSTRAINT, MultiLabelRankerMixin, check_not_raw_te
 from ._compat import Interval, StrOptions, _fit_context, validate_data
 from ._memory import check_snm_fit
 from ._ranking import topk_to_csr, truth_hits
+from ._sample_weight import drop_zero_weight_rows, loss_weights, take_rows
 from ._search import SEARCH_METHODS, InnerProductIndex, resolve_search
 from .io import PersistenceMixin, persistent
 from .labels import LabelSpace, encode_target
@@ -456,9 +457,12 @@ class SNMClassifier(
         dense = X.toarray() if sp.issparse(X) else X
         return (torch.as_tensor(np.asarray(dense, dtype=np.float32)).to(device),)
 
-    def _init_label_centroids(self, X: Any, Y: sp.csr_matrix) -> None:
-        """Point every class vector at the mean initial embedding of its examples,
-        keeping the rows' random norms (the scale Adam's steps are tuned to)."""
+    def _init_label_centroids(
+        self, X: Any, Y: sp.csr_matrix, sample_weight: np.ndarray | None = None
+    ) -> None:
+        """Point every class vector at the mean initial embedding of its examples
+        (weighted by ``sample_weight``), keeping the rows' random norms (the scale Adam's
+        steps are tuned to)."""
         module = self.module_
         with torch.inference_mode():
             H = torch.cat(
@@ -467,6 +471,8 @@ class SNMClassifier(
                     for i in range(0, X.shape[0], _EMBED_ROWS)
                 ]
             ).numpy()
+        if sample_weight is not None:
+            H = H * sample_weight[:, None].astype(H.dtype)
         centroids = torch.from_numpy(np.asarray(Y.T.tocsr() @ H, dtype=np.float32))
         norms = centroids.norm(dim=1, keepdim=True)
         has_examples = norms.squeeze(1) > 0
@@ -476,7 +482,7 @@ class SNMClassifier(
             weight[has_examples] = centroids[has_examples] / norms[has_examples] * scale
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: Any, Y: Any) -> SNMClassifier:
+    def fit(self, X: Any, Y: Any, sample_weight: Any = None) -> SNMClassifier:
         """Train the network and the class vectors.
 
         Ctrl-C stops training with a :class:`~skxmc.text.TrainingInterruptedWarning` and
@@ -489,6 +495,13 @@ class SNMClassifier(
         Y : sparse matrix, ndarray or sequence of label collections
             Labels: a 0/1 indicator ``(n_samples, n_labels)`` or one collection of labels
             per sample. Samples without labels are allowed.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights (finite, >= 0): each sample's loss is multiplied by its
+            weight, the weights scaled to mean 1, so that an integer weight counts as
+            repeated samples in expectation (:func:`skxmc._sample_weight.loss_weights`);
+            a sample of weight 0 is dropped before anything else. An epoch still passes
+            over each kept sample once. In a :class:`~sklearn.pipeline.Pipeline` with
+            metadata routing, request it with ``set_fit_request(sample_weight=True)``.
 
         Returns
         -------
@@ -501,6 +514,10 @@ class SNMClassifier(
         self.sparse_input_ = bool(sp.issparse(X))
         if self.sparse_input_:
             X = sp.csr_matrix(X, dtype=np.float32)
+        n_samples = X.shape[0]
+        sample_weight, kept = drop_zero_weight_rows(sample_weight, n_samples)
+        if kept is not None:
+            X, Y = X[kept], take_rows(Y, kept, n_samples)
         Y_csr, self.classes_, self.target_type_ = encode_target(
             Y, classes=self.classes, name="Y", n_samples=X.shape[0]
         )
@@ -533,10 +550,11 @@ class SNMClassifier(
                 self._precision_at_1(X[valid], Y_csr[valid]), self._train.n_iter_no_change
             )
             X, Y_csr = X[train], Y_csr[train]
+            sample_weight = None if sample_weight is None else sample_weight[train]
         seed_everything(seed)  # initial weights
         self.module_ = self._build_module()
         if self.label_init == "centroid":
-            self._init_label_centroids(X, Y_csr)
+            self._init_label_centroids(X, Y_csr, sample_weight)
         k = self.n_hard_negatives
         if self.negative_sampling != "snm":
             weights = None
@@ -558,6 +576,9 @@ class SNMClassifier(
         )
         device = trainer.device
         theta = None if weights is None else weights.to(device)
+        row_weight = loss_weights(sample_weight)
+        if row_weight is not None:
+            row_weight = torch.as_tensor(row_weight, dtype=torch.float32)
 
         def step(idx: np.ndarray) -> torch.Tensor:
             h = module.embed(self._inputs(X[idx], device))
@@ -574,7 +595,7 @@ class SNMClassifier(
             scores = torch.cat([pos_scores, neg_scores], dim=1) * self.scale
             targets = torch.cat([torch.ones_like(pos_valid), torch.zeros_like(is_pos)], dim=1)
             mask = torch.cat([pos_valid, ~is_pos], dim=1)
-            return ordered_weighted_loss(
+            loss = ordered_weighted_loss(
                 scores,
                 targets,
                 weights=theta,
@@ -582,7 +603,9 @@ class SNMClassifier(
                 form=self.loss,
                 rho=self.rho,
                 mask=mask,
+                reduction="mean" if row_weight is None else "none",
             )
+            return loss if row_weight is None else (loss * row_weight[idx].to(device)).mean()
 
         def batches(epoch: int, rng: np.random.Generator) -> list[np.ndarray]:
             order = rng.permutation(n)

@@ -113,6 +113,20 @@ _SNM_XFAIL["check_methods_subset_invariance"] = (
     "Platt slope of predict_proba (10-40) scales that to ~3e-7, above the check's 1e-7"
 )
 
+# SNM's fit names the target Y as well, and its weights are a weighted loss: an integer
+# weight is a repeated row in expectation over the drawn batches, exactly only in
+# full-batch training (tests/test_neural_sample_weight.py), not on the check's batches.
+_SNM_XFAIL.update(
+    {
+        check: (
+            "the check passes fit(..., y=...) while fit names it Y; SNM's weighted loss "
+            "equals repeated rows in expectation (exactly with full batches, tested in "
+            "tests/test_neural_sample_weight.py with Y positional)"
+        )
+        for check in _SAMPLE_WEIGHT_EQUIVALENCE
+    }
+)
+
 EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
     "HierarchicalLabelTree": _SAMPLE_WEIGHT_EQUIVALENCE,
     "SNMClassifier": _SNM_XFAIL,

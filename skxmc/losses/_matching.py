@@ -20,10 +20,14 @@ def candidate_scores(text_emb: torch.Tensor, label_emb: torch.Tensor) -> torch.T
 
 
 def _masked_multi_positive_nll(
-    logits: torch.Tensor, mask: torch.Tensor, targets: torch.Tensor
+    logits: torch.Tensor,
+    mask: torch.Tensor,
+    targets: torch.Tensor,
+    row_weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Mean over rows with at least one positive of ``-mean_p log softmax(logits)[p]``,
-    the softmax running over the row's real slots (``mask``)."""
+    the softmax running over the row's real slots (``mask``); ``row_weight`` multiplies
+    each row's term."""
     logits = logits.masked_fill(~mask, float("-inf"))
     log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
     positives = targets & mask
@@ -32,6 +36,8 @@ def _masked_multi_positive_nll(
     if not bool(rows.any()):
         return logits.new_zeros(())
     per_row = -(log_prob.masked_fill(~positives, 0.0).sum(dim=1)[rows] / n_pos[rows])
+    if row_weight is not None:
+        per_row = per_row * row_weight.to(per_row.device, per_row.dtype)[rows]
     return per_row.mean()
 
 
@@ -45,6 +51,7 @@ def text_label_matching_loss(
     *,
     temperature: float = 0.05,
     matching_weight: float = 0.5,
+    sample_weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     r"""MatchXML's text-label matching loss (eqs. 4-6 of the paper).
 
@@ -73,6 +80,11 @@ def text_label_matching_loss(
         The softmax temperature :math:`\tau`.
     matching_weight : float, default=0.5
         :math:`\lambda` in [0, 1]: 1 keeps only the text-to-label direction.
+    sample_weight : Tensor of shape (B,), optional
+        Per-text weights: each text's ``L_tl`` term is multiplied by its weight, and in
+        ``L_lt`` each text's log-probability under a label by its weight (a weighted mean
+        over the label's texts, each term divided by the label's number of texts as
+        without weights). None: every text weighs 1.
 
     Returns
     -------
@@ -98,12 +110,20 @@ def text_label_matching_loss(
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}.")
     loss_tl = _masked_multi_positive_nll(
-        candidate_scores(text_emb, label_emb) / temperature, mask, targets
+        candidate_scores(text_emb, label_emb) / temperature, mask, targets, sample_weight
     )
     if matching_weight == 1.0 or batch_label_emb.shape[0] == 0:
         return loss_tl
     logits_lt = batch_label_emb @ text_emb.T / temperature
     all_texts = torch.ones_like(batch_label_targets, dtype=torch.bool)
+    if sample_weight is not None:
+        # weight each (label, text) term by the text's weight: scale the targets' sum
+        log_prob = logits_lt - torch.logsumexp(logits_lt, dim=1, keepdim=True)
+        w = sample_weight.to(log_prob.device, log_prob.dtype)[None, :]
+        n_pos = batch_label_targets.sum(dim=1).clamp(min=1)
+        per_label = -(log_prob * w).masked_fill(~batch_label_targets, 0.0).sum(dim=1) / n_pos
+        loss_lt = per_label.mean()
+        return matching_weight * loss_tl + (1.0 - matching_weight) * loss_lt
     loss_lt = _masked_multi_positive_nll(logits_lt, all_texts, batch_label_targets)
     return matching_weight * loss_tl + (1.0 - matching_weight) * loss_lt
 
@@ -115,6 +135,7 @@ def weighted_squared_hinge(
     *,
     margin: float = 1.0,
     positive_weight: torch.Tensor | float = 1.0,
+    sample_weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Weighted squared hinge over candidate slots (MatchXML's intermediate stages).
 
@@ -128,6 +149,10 @@ def weighted_squared_hinge(
     mask, targets : bool Tensor of shape (B, M)
     margin : float, default=1.0
     positive_weight : float or Tensor of shape (B, M), default=1.0
+    sample_weight : Tensor of shape (B,), optional
+        Per-text weights: the weighted mean over the real slots, each slot of text ``i``
+        weighing its weight (a batch in which a text of weight 2 appears twice gives the
+        same loss). None: every text weighs 1.
 
     Returns
     -------
@@ -151,4 +176,8 @@ def weighted_squared_hinge(
     )
     per_slot = weight * F.relu(margin - sign * scores) ** 2
     per_slot = per_slot.masked_fill(~mask, 0.0)
+    if sample_weight is not None:
+        # the weighted mean over slots: a text of weight 2 counts as two copies of its slots
+        w = sample_weight.to(per_slot.device, per_slot.dtype)[:, None]
+        return (per_slot * w).sum() / (mask * w).sum().clamp(min=torch.finfo(w.dtype).tiny)
     return per_slot.sum() / mask.sum().clamp(min=1)

@@ -19,6 +19,7 @@ def moco_contrastive_loss(
     key_labels: torch.Tensor,
     *,
     temperature: float = 0.07,
+    sample_weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """MoCo contrastive loss with supervised negatives: one positive key per anchor, the
     queue's keys of other classes as negatives.
@@ -47,6 +48,10 @@ def moco_contrastive_loss(
     key_labels : torch.Tensor of int of shape (n_keys,)
         Labels of the keys; a negative label marks an empty queue slot (ignored).
     temperature : float, default=0.07
+    sample_weight : torch.Tensor of shape (n_anchors,), optional
+        Per-anchor weights: each anchor's term is multiplied by its weight (the
+        normaliser is unchanged, so weights of mean 1 keep the loss's scale). None:
+        every anchor weighs 1.
 
     Returns
     -------
@@ -91,4 +96,6 @@ def moco_contrastive_loss(
     neg_logits = torch.where(has_negative[:, None], neg_logits, torch.zeros_like(neg_logits))
     # -log softmax of the positive = softplus(logsumexp(negatives) - positive).
     rows = F.softplus(torch.logsumexp(neg_logits, dim=1) - positive)
+    if sample_weight is not None:
+        rows = rows * sample_weight.to(rows.device, rows.dtype)
     return torch.where(has_negative, rows, torch.zeros_like(rows)).mean()

@@ -347,6 +347,7 @@ def rebalanced_contrastive_loss(
     class_weights: torch.Tensor | None = None,
     positive_index: torch.Tensor | None = None,
     normalization: str = "mean",
+    sample_weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Class-weighted supervised contrastive loss with per-class targets (eq. 11).
 
@@ -387,6 +388,10 @@ def rebalanced_contrastive_loss(
         ``{i}``. None: every target counts.
     normalization : {"mean", "sum"}, default="mean"
         See above.
+    sample_weight : torch.Tensor of shape (m,), optional
+        Per-anchor weights: each anchor's term is multiplied by its weight (the
+        normaliser is unchanged, so weights of mean 1 keep the loss's scale). None:
+        every anchor weighs 1.
 
     Returns
     -------
@@ -422,6 +427,8 @@ def rebalanced_contrastive_loss(
         weights = class_weights.to(anchors.device, torch.float32)[labels]
     else:
         weights = torch.ones(m, device=anchors.device)
+    if sample_weight is not None:
+        weights = weights * sample_weight.to(anchors.device, torch.float32)
     if not bool(valid.any()):
         return anchors.sum() * 0.0  # no anchor has a positive: nothing to learn, keep the graph
     if normalization == "sum":

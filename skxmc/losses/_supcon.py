@@ -77,6 +77,7 @@ def queue_contrastive_loss(
     n_most_similar: int = 100,
     n_least_similar: int = 1,
     temperature: float = 0.07,
+    sample_weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """KNN-BERT's supervised contrastive loss of anchors against a queue of keys.
 
@@ -105,6 +106,10 @@ def queue_contrastive_loss(
     n_least_similar : int, default=1
         Least similar positives kept per anchor.
     temperature : float, default=0.07
+    sample_weight : torch.Tensor of shape (n_anchors,), optional
+        Per-anchor weights: each anchor's term is multiplied by its weight (the
+        normaliser is unchanged, so weights of mean 1 keep the loss's scale). None:
+        every anchor weighs 1.
 
     Returns
     -------
@@ -137,6 +142,8 @@ def queue_contrastive_loss(
     )
     neg_lse = torch.logsumexp(logits.masked_fill(~negative, float("-inf")), dim=1)
     rows = F.softplus(neg_lse[:, None] - logits)  # -inf (no negative) gives 0
+    if sample_weight is not None:
+        rows = rows * sample_weight.to(rows.device, rows.dtype)[:, None]
     n_rows = chosen.sum()
     if n_rows == 0:
         return logits.sum() * 0.0
@@ -144,7 +151,11 @@ def queue_contrastive_loss(
 
 
 def batch_contrastive_loss(
-    features: torch.Tensor, labels: torch.Tensor, *, temperature: float = 0.07
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    temperature: float = 0.07,
+    sample_weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Supervised contrastive loss within a batch (Khosla et al., 2020, the "out" form).
 
@@ -162,6 +173,10 @@ def batch_contrastive_loss(
         Projected features; L2-normalised here.
     labels : torch.Tensor of int of shape (n,)
     temperature : float, default=0.07
+    sample_weight : torch.Tensor of shape (n,), optional
+        Per-anchor weights: each anchor's term is multiplied by its weight (the
+        normaliser is unchanged, so weights of mean 1 keep the loss's scale). None:
+        every anchor weighs 1.
 
     Returns
     -------
@@ -194,4 +209,6 @@ def batch_contrastive_loss(
     if not bool(rows.any()):
         return z.sum() * 0.0
     per_anchor = log_prob.masked_fill(~positive, 0.0).sum(dim=1)[rows] / n_pos[rows]
+    if sample_weight is not None:
+        per_anchor = per_anchor * sample_weight.to(z.device, z.dtype)[rows]
     return -per_anchor.mean()

@@ -23,6 +23,7 @@ from .._base import THRESHOLD_CONSTRAINT, MultiLabelRankerMixin
 from .._compat import HasMethods, Interval, StrOptions, _fit_context
 from .._logging import progress
 from .._ranking import topk_from_sparse, topk_to_csr
+from .._sample_weight import drop_zero_weight_rows, take_rows
 from .._vectorizers import default_tfidf
 from ..io import PersistenceMixin, persistent
 from ..labels import LabelSpace, encode_target
@@ -305,7 +306,7 @@ class MatchXMLClassifier(
     # ------------------------------------------------------------------ fit
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X: Any, Y: Any) -> MatchXMLClassifier:
+    def fit(self, X: Any, Y: Any, sample_weight: Any = None) -> MatchXMLClassifier:
         """Fit the matcher (tree and fine-tuning), then the ranker on the joint features.
 
         Ctrl-C during fine-tuning stops it with a
@@ -320,12 +321,29 @@ class MatchXMLClassifier(
         Y : sparse matrix, ndarray or sequence of label collections
             Labels: a 0/1 indicator ``(n_samples, n_labels)`` or one collection of labels
             per text. Indicator columns without any positive text are kept as labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-text weights (finite, >= 0), given to the matcher (a weighted matching
+            loss, see :meth:`MultiStageMatcher.fit`) and to the ranker (instance weights:
+            with :class:`~skxmc.XRLinearClassifier`, a text of weight ``w`` costs as ``w``
+            copies of it, so weights all 2 are not weights all 1 there, as repeating every
+            text twice is not either). The TF-IDF vocabulary and the refined tree's label
+            embeddings are not weighted. A text of weight 0 is dropped before anything
+            else. In a :class:`~sklearn.pipeline.Pipeline` with metadata routing, request
+            it with ``set_fit_request(sample_weight=True)``.
 
         Returns
         -------
         self : MatchXMLClassifier
         """
         texts = _single_texts(X, type(self).__name__, fitting=True)
+        if sample_weight is not None:
+            n_samples = len(texts)
+            sample_weight, kept = drop_zero_weight_rows(sample_weight, n_samples)
+            if kept is not None:
+                texts, Y = [texts[i] for i in kept], take_rows(Y, kept, n_samples)
+            if np.all(sample_weight == 1.0):
+                sample_weight = None  # the unweighted fit, exactly
+        routed = {} if sample_weight is None else {"sample_weight": sample_weight}
         Y_csr, self.classes_, self.target_type_ = encode_target(
             Y, classes=self.classes, name="Y", n_samples=len(texts)
         )
@@ -358,7 +376,7 @@ class MatchXMLClassifier(
         )
 
         # 2. Preliminary tree and multi-stage fine-tuning.
-        self.matcher_ = matcher.fit(texts, Y_csr, tree_features=base)
+        self.matcher_ = matcher.fit(texts, Y_csr, tree_features=base, **routed)
         times.update(self.matcher_.fit_times_)
 
         # 3. Ranker features, refined tree, ranker.
@@ -375,7 +393,9 @@ class MatchXMLClassifier(
         self.n_features_ranker_ = features.shape[1]
         times["encoding"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        self.ranker_ = self._fit_ranker(ranker, features, Y_csr, base, fine_tuned, seed)
+        self.ranker_ = self._fit_ranker(
+            ranker, features, Y_csr, base, fine_tuned, seed, sample_weight
+        )
         times["ranker"] = time.perf_counter() - t0
         self.fit_times_ = times
         self._log("ranker: %d features, trained in %.1f s", features.shape[1], times["ranker"])
@@ -395,6 +415,7 @@ class MatchXMLClassifier(
         base: sp.csr_matrix,
         fine_tuned: np.ndarray | None,
         seed: int,
+        sample_weight: np.ndarray | None = None,
     ) -> XRLinearClassifier:
         refine = self._refines_tree(ranker)
         if refine:
@@ -418,7 +439,10 @@ class MatchXMLClassifier(
             )
         if "sparse_output" in ranker.get_params():
             ranker.set_params(sparse_output=True)  # this class formats the outputs
-        ranker.fit(features, Y)
+        if sample_weight is None:
+            ranker.fit(features, Y)
+        else:
+            ranker.fit(features, Y, sample_weight=sample_weight)
         if refine:
             # The refined tree lives in ranker_.tree_ (which keeps the embeddings it was
             # built from as its label_embedding parameter); the ranker's own parameter goes

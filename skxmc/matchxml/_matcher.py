@@ -22,6 +22,7 @@ with require_extra("text", "MatchXMLClassifier"):
 
 from .._compat import HasMethods, Interval, StrOptions, _fit_context, _num_samples
 from .._logging import progress
+from .._sample_weight import drop_zero_weight_rows, loss_weights, take_rows
 from .._vectorizers import default_tfidf
 from ..exceptions import EncoderNotFoundError
 from ..io import PersistenceMixin, persistent
@@ -329,7 +330,9 @@ class MultiStageMatcher(
     # ------------------------------------------------------------------ fit
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: Any, Y: Any, *, tree_features: Any = None) -> MultiStageMatcher:
+    def fit(
+        self, X: Any, Y: Any, sample_weight: Any = None, *, tree_features: Any = None
+    ) -> MultiStageMatcher:
         """Build the preliminary tree and fine-tune the encoder through it.
 
         Ctrl-C during fine-tuning stops it with a
@@ -343,6 +346,18 @@ class MultiStageMatcher(
         Y : sparse matrix, ndarray or sequence of label collections
             Labels: a 0/1 indicator ``(n_samples, n_labels)`` or one collection of labels
             per text.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-text weights (finite, >= 0). Each text's matching loss terms are
+            multiplied by its weight, the weights scaled to mean 1 over a stage's texts,
+            and the hinge is the weighted mean over the candidate slots, so that an
+            integer weight counts as repeated copies of the text in expectation over the
+            uniformly drawn batches (an epoch still passes once over each text; all
+            weights equal give exactly the unweighted fit). The
+            preliminary tree gets the weights (its PIFA embeddings sum weighted rows), and
+            so does ``label_bootstrap="centroid"``; the linear bootstrap does not. A text
+            of weight 0 is dropped before anything else (tree, validation split). In a
+            :class:`~sklearn.pipeline.Pipeline` with metadata routing, request it with
+            ``set_fit_request(sample_weight=True)``.
         tree_features : {array-like, sparse matrix} of shape (n_samples, n_features), default=None
             Features of the texts for the PIFA label embeddings of the preliminary tree
             (:class:`MatchXMLClassifier` passes its ``[TF-IDF | sentence]`` features).
@@ -353,6 +368,14 @@ class MultiStageMatcher(
         self : MultiStageMatcher
         """
         texts = _single_texts(X, type(self).__name__, fitting=True)
+        if sample_weight is not None:
+            n_samples = len(texts)
+            sample_weight, kept = drop_zero_weight_rows(sample_weight, n_samples)
+            if kept is not None:
+                texts = [texts[i] for i in kept]
+                Y = take_rows(Y, kept, n_samples)
+                if tree_features is not None:
+                    tree_features = take_rows(tree_features, kept, n_samples)
         Y_csr, self.classes_, _ = encode_target(Y, name="Y", n_samples=len(texts))
         if Y_csr.shape[1] == 0:
             raise ValueError("Y has no labels at all; MultiStageMatcher needs at least one.")
@@ -373,6 +396,7 @@ class MultiStageMatcher(
             texts = [texts[i] for i in train]
             if tree_features is not None:
                 tree_features = tree_features[train]
+            sample_weight = None if sample_weight is None else sample_weight[train]
         times: dict[str, float] = {}
         t0 = time.perf_counter()
         needs_features = not (
@@ -380,6 +404,8 @@ class MultiStageMatcher(
         )
         if tree_features is None and needs_features:
             tree_features = default_tfidf().fit_transform(texts)
+        # equal weights are no weights (the unweighted fit, exactly)
+        weighted = None if loss_weights(sample_weight) is None else sample_weight
         self.tree_ = HierarchicalLabelTree(
             label_embedding=self.label_embedding,
             branching_factor=self.branching_factor,
@@ -387,7 +413,7 @@ class MultiStageMatcher(
             random_state=seed,
             n_jobs=self.n_jobs,
             verbose=self._train.verbose,
-        ).fit(tree_features, Y_csr)
+        ).fit(tree_features, Y_csr, **({} if weighted is None else {"sample_weight": weighted}))
         times["tree"] = time.perf_counter() - t0
         sizes = [C.shape[0] for C in self.tree_.cluster_chain_]
         n_stages = (
@@ -413,7 +439,9 @@ class MultiStageMatcher(
         self.pooling_ = resolve_pooling(self.pooling, self._encoder_source())
         self.module_ = EncoderModule(encoder, self.pooling_)
         held_out = None if valid is None else (self._tokenize(valid_texts), valid_Y)
-        results = self._fine_tune(self._tokenize(texts), Y_csr, n_stages, seed, held_out)
+        results = self._fine_tune(
+            self._tokenize(texts), Y_csr, n_stages, seed, held_out, sample_weight=weighted
+        )
         self.module_.eval()
         self.stage_sizes_ = [size for size, _ in results]
         self.stage_loss_curves_ = [[float(v) for v in r.loss_curve] for _, r in results]
@@ -436,9 +464,11 @@ class MultiStageMatcher(
         n_stages: int,
         seed: int,
         held_out: tuple[TokenizedTexts, sp.csr_matrix] | None = None,
+        sample_weight: np.ndarray | None = None,
     ) -> list[tuple[int, Any]]:
         """Train the stages top down; ``(nodes, training result)`` of each stage run.
-        ``held_out``: validation texts and labels, scored after every epoch."""
+        ``held_out``: validation texts and labels, scored after every epoch;
+        ``sample_weight``: the texts' weights (None: unweighted)."""
         chain = self.tree_.cluster_chain_
         layers = self.tree_.cluster_label_matrices(Y)
         valid_layers = None if held_out is None else self.tree_.cluster_label_matrices(held_out[1])
@@ -462,6 +492,7 @@ class MultiStageMatcher(
             stage_tokens = tokens.subset(rows)
             Z = self._embed(stage_tokens, device, f"stage {stage + 1} bootstrap")
             Y_t = layers[stage][rows]
+            stage_weight = None if sample_weight is None else loss_weights(sample_weight[rows])
             init = self._bootstrap(
                 Z,
                 Y_t,
@@ -471,6 +502,7 @@ class MultiStageMatcher(
                 matcher=self._stage_matcher(stage, Z, layers, rows, previous),
                 parents=chain[stage],
                 seed=seed + stage,
+                sample_weight=stage_weight,
             )
             candidates = self._stage_candidates(stage, Z, Y_t, layers, rows, previous, rng)
             module = _StageModule(self.module_, Y_t.shape[1], init)
@@ -482,7 +514,14 @@ class MultiStageMatcher(
                 )
                 callbacks = validation_callbacks(scoring, self._train.n_iter_no_change)
             result = self._train_stage(
-                module, stage_tokens, candidates, Y_t, loss_name, (stage, n_stages, seed), callbacks
+                module,
+                stage_tokens,
+                candidates,
+                Y_t,
+                loss_name,
+                (stage, n_stages, seed),
+                callbacks,
+                stage_weight,
             )
             results.append((int(Y_t.shape[1]), result))
             previous = _normalized_rows(module.labels.weight.detach().cpu().float().numpy())
@@ -509,6 +548,7 @@ class MultiStageMatcher(
         matcher: sp.csr_matrix | None = None,
         parents: sp.spmatrix | None = None,
         seed: int = 0,
+        sample_weight: np.ndarray | None = None,
     ) -> np.ndarray:
         """Initial cluster rows (``label_bootstrap``): the normalised weights of a linear
         model of the text embeddings (over the texts ``matcher`` assigns to each parent,
@@ -521,7 +561,8 @@ class MultiStageMatcher(
                 parents = sp.csr_matrix(np.ones((Y_t.shape[1], 1), dtype=np.float32))
             init = linear_bootstrap(Z, Y_t, parents, matcher, random_state=seed, n_jobs=self.n_jobs)
         else:
-            init = _normalized_rows(np.asarray(Y_t.T @ Z, dtype=np.float32))
+            Zw = Z if sample_weight is None else Z * sample_weight[:, None].astype(Z.dtype)
+            init = _normalized_rows(np.asarray(Y_t.T @ Zw, dtype=np.float32))
         empty = np.asarray(Y_t.getnnz(axis=0) == 0) | ~init.any(axis=1)
         if empty.any():
             if previous is not None:
@@ -625,16 +666,22 @@ class MultiStageMatcher(
         loss_name: str,
         schedule: tuple[int, int, int],
         callbacks: list,
+        sample_weight: np.ndarray | None = None,
     ) -> Any:
-        """One stage's training; ``schedule``: (stage, number of stages, fit seed)."""
+        """One stage's training; ``schedule``: (stage, number of stages, fit seed);
+        ``sample_weight``: loss multipliers of the stage's texts (mean 1) or None."""
         stage, n_stages, seed = schedule
         Y_t = sp.csr_matrix(Y_t)
         temperature, weight = float(self.temperature), float(self.matching_weight)
         mine = "snm" in self.negative_sampling
+        weights = (
+            None if sample_weight is None else torch.as_tensor(sample_weight, dtype=torch.float32)
+        )
 
         def step(batch: Any) -> dict[str, Any]:
             rows = np.asarray(batch.indices)
             z = F.normalize(module.text.features(batch.inputs), dim=-1)
+            row_weight = None if weights is None else weights[torch.as_tensor(rows)].to(z.device)
             ids, mask, positive = (
                 torch.from_numpy(a).to(z.device) for a in _padded_rows(candidates, rows)
             )
@@ -646,7 +693,9 @@ class MultiStageMatcher(
             out: dict[str, Any] = {}
             loss = z.new_zeros(())
             if "hinge" in loss_name:
-                hinge = weighted_squared_hinge(candidate_scores(z, label_emb), mask, positive)
+                hinge = weighted_squared_hinge(
+                    candidate_scores(z, label_emb), mask, positive, sample_weight=row_weight
+                )
                 out["hinge"] = hinge.detach()
                 loss = loss + hinge
             if "matching" in loss_name:
@@ -665,6 +714,7 @@ class MultiStageMatcher(
                     targets,
                     temperature=temperature,
                     matching_weight=weight,
+                    sample_weight=row_weight,
                 )
                 out["matching"] = matching.detach()
                 loss = loss + matching

@@ -31,6 +31,7 @@ from sklearn.base import (
 from sklearn.utils.validation import check_is_fitted, check_random_state
 
 from .._compat import Interval, StrOptions, _fit_context
+from .._sample_weight import drop_zero_weight_rows, loss_weights, take_rows
 from ..io import PersistenceMixin
 from ._config import TrainingConfig
 from ._device import inference_device
@@ -252,13 +253,29 @@ class TransformerClassifierBase(
         """One training step's loss (see :meth:`skxmc.text.Trainer.fit`)."""
 
     def _prepare_fit(
-        self, texts: list, y: np.ndarray, rng: np.random.RandomState, **fit_params: Any
+        self,
+        texts: list,
+        y: np.ndarray,
+        rng: np.random.RandomState,
+        *,
+        sample_weight: np.ndarray | None = None,
+        **fit_params: Any,
     ) -> FitTask:
         """The fit's task: tokenised training texts and targets; override to add views,
-        statistics, etc. ``fit_params`` are the extra ``fit`` arguments."""
+        statistics, etc. ``sample_weight``: the training rows' weights (positive) or
+        None; ``fit_params`` are the extra ``fit`` arguments."""
         if fit_params:
             raise TypeError(f"fit() got unexpected arguments {sorted(fit_params)}.")
-        return FitTask(self._tokenize(texts), torch.as_tensor(y), len(texts), rng)
+        weights = loss_weights(sample_weight)
+        return FitTask(
+            self._tokenize(texts),
+            torch.as_tensor(y),
+            len(texts),
+            rng,
+            sample_weight=None
+            if weights is None
+            else torch.as_tensor(weights, dtype=torch.float32),
+        )
 
     def _training_batches(self, task: FitTask, epoch: int, rng: np.random.Generator) -> Any:
         """The batches of one epoch (default: shuffled, length-bucketed text batches)."""
@@ -309,7 +326,9 @@ class TransformerClassifierBase(
         return tokenize(self.tokenizer_, texts, max_length=self._max_length())
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: Any, y: Any, **fit_params: Any) -> TransformerClassifierBase:
+    def fit(
+        self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any
+    ) -> TransformerClassifierBase:
         """Fine-tune the encoder and heads on texts ``X`` with classes ``y``.
 
         Ctrl-C stops training with a :class:`~skxmc.text.TrainingInterruptedWarning` and
@@ -321,6 +340,8 @@ class TransformerClassifierBase(
             Training texts (a list, numpy array or pandas Series; not a bare string).
         y : array-like of shape (n_samples,)
             Class labels (any hashable, sortable values).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-text weights (see the subclass's ``fit``).
         **fit_params
             Subclass-specific data (e.g. pre-computed augmented texts).
 
@@ -328,6 +349,11 @@ class TransformerClassifierBase(
         -------
         self
         """
+        kept = None  # positions in X of the rows of positive weight (None: all)
+        if sample_weight is not None:
+            X, y, sample_weight, fit_params, kept = self._drop_zero_weight_rows(
+                X, y, sample_weight, fit_params
+            )
         texts, y_encoded = self._validate_fit_data(X, y)
         # An ONNX Runtime session holds the previous fit's weights.
         self.__dict__.pop("_onnx_model", None)
@@ -341,8 +367,13 @@ class TransformerClassifierBase(
             valid_tokens, y_valid = self._tokenize([texts[i] for i in valid]), y_encoded[valid]
             fit_params = _subset_fit_params(fit_params, train, len(texts))
             texts, y_encoded = [texts[i] for i in train], y_encoded[train]
+            sample_weight = None if sample_weight is None else sample_weight[train]
+        if sample_weight is not None:
+            fit_params["sample_weight"] = sample_weight
         task = self._prepare_fit(texts, y_encoded, rs, **fit_params)
         task.rows = None if valid is None else train
+        if kept is not None:  # positions in the X given to fit, dropped rows counted
+            task.rows = kept if task.rows is None else kept[task.rows]
         callbacks = [] if valid is None else self._validation_callbacks(valid_tokens, y_valid)
         task.trainer = Trainer(
             self.module_ if task.module is None else task.module,
@@ -366,6 +397,22 @@ class TransformerClassifierBase(
         self._set_fit_result(result)
         self._finalize_fit(task)
         return self
+
+    @staticmethod
+    def _drop_zero_weight_rows(
+        X: Any, y: Any, sample_weight: Any, fit_params: dict[str, Any]
+    ) -> tuple[Any, Any, np.ndarray, dict[str, Any], np.ndarray | None]:
+        """Checked weights, and ``X``, ``y``, weights and per-text ``fit_params`` without
+        the rows of weight 0 (before anything reads them: as if they were not there), and
+        the positions of the rows kept (None: all)."""
+        texts, _ = check_texts(X)
+        n = len(texts)
+        weights, kept = drop_zero_weight_rows(sample_weight, n)
+        if kept is not None:
+            X = [texts[i] for i in kept]
+            y = take_rows(y, kept, n)
+            fit_params = _subset_fit_params(fit_params, kept, n)
+        return X, y, weights, fit_params, kept
 
     def _validation_split(
         self, y: np.ndarray, rs: np.random.RandomState

@@ -162,6 +162,9 @@ class FitTask:
         What the trainer trains and checkpoints when it is not the estimator's model: a
         training-only wrapper that shares the model's weights and adds state of the
         fit (KNN-BERT's momentum encoder and queue). None: ``module_``.
+    sample_weight : torch.Tensor or None
+        Loss multiplier of every training row (float32, mean 1, see
+        :func:`skxmc._sample_weight.loss_weights`); None: the unweighted loss.
     """
 
     tokens: Any = None
@@ -171,6 +174,15 @@ class FitTask:
     trainer: Any = None
     rows: np.ndarray | None = None
     module: Any = None
+    sample_weight: Any = None
+
+    def row_weights(self, rows: Any, device: Any) -> Any:
+        """Loss multipliers of training rows ``rows`` on ``device``, or None."""
+        if self.sample_weight is None:
+            return None
+        import torch
+
+        return self.sample_weight[torch.as_tensor(np.asarray(rows))].to(device)
 
     def row_positions(self, rows: np.ndarray) -> np.ndarray:
         """Positions in ``X`` (int64) of training rows ``rows``."""
