@@ -69,6 +69,16 @@ def test_thresholds_quick_compares_the_decision_rules(tmp_path: Path) -> None:
     assert all(0 <= row["test sample F1"] <= 1 for row in table["rows"])
 
 
+@pytest.mark.slow  # about 17 s: four fresh interpreters and a skops round trip
+def test_persistence_quick_measures_label_names_and_skops(tmp_path: Path) -> None:
+    _run("persistence", "--quick", "--out", str(tmp_path))
+    tables = {t["id"]: t for t in json.loads((tmp_path / "persistence.json").read_text())["tables"]}
+    (row,) = tables["label-names"]["rows"]
+    assert row["classes_ dtype"] == "object" and row["model_mb"] > 0
+    if "skops" in tables:  # absent without skops
+        assert {r["same top-10"] for r in tables["skops"]["rows"]} == {"yes"}
+
+
 def test_summarise_uses_sample_std() -> None:
     from benchmarks._harness import summarise
 

@@ -1,0 +1,286 @@
+"""Saved models: long label names (size and memory), and skxmc's format against skops.io.
+
+``label-names`` (issue 48 item 17): 26aef59 saved labels as fixed-width ``<U`` arrays
+(4 bytes x the longest label for every class); skxmc.io writes UTF-8 bytes plus offsets
+and loads an object array. Each case fits an ``XRLinearClassifier(n_jobs=1)`` on random
+L2-normalised sparse features (2,000 columns, density 0.005, ``random_state`` = the seed),
+one training row per label (label ``i`` is ``i`` zero-padded to six digits, then ``x`` up
+to the name length), saves it, and loads it in a second fresh interpreter. Reported: the
+model folder's size, the fit+save process's peak resident memory, the load's seconds, its
+process's peak and that peak's growth over the imports, and the loaded ``classes_``
+(dtype, MB). ``--skxmc DIR`` measures the skxmc source tree in ``DIR`` (a checkout of an
+older commit) instead of this one.
+
+``skops``: the demo pipeline (``TfidfVectorizer`` + ``XRLinearClassifier`` on
+``load_demo()``'s training set) written and read back with ``skops.io`` (trusting exactly
+the types ``get_untrusted_types`` lists) and with ``skxmc.save`` / ``skxmc.load`` (also
+``mmap=True``), in this process, once per seed: seconds, MiB on disk, the types a skops user
+must trust, and whether the reloaded pipeline predicts the same top-10 labels on 50 test
+texts. Rows are absent when skops is not installed (``pip install skops``).
+
+``--quick``: one case of 300 labels x 1,000 characters, and the demo pipeline fitted on
+its first 800 texts. Replaces ``label_memory.py`` and ``persistence_skops.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks._harness import ROOT, Clock, in_child, summarise
+
+SEEDS = (0, 1, 2)
+# name: (labels, characters per label name)
+CASES = {"1k-x-10k": (1_000, 10_000), "50k-x-2k": (50_000, 2_000)}
+QUICK_CASES = {"300-x-1k": (300, 1_000)}
+LABEL_KEYS = ("skxmc at", "case", "labels", "name length", "classes_ dtype")
+LABEL_METRICS = (
+    "model_mb",
+    "fit_s",
+    "save_s",
+    "fit_save_peak_mb",
+    "load_s",
+    "load_peak_mb",
+    "load_peak_growth_mb",
+    "classes_mb",
+)
+SKOPS_KEYS = ("format", "types to trust", "same top-10")
+SKOPS_METRICS = ("save_s", "load_s", "MiB")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cases", nargs="+", choices=list(CASES), help="label-name cases (default: all)"
+    )
+    parser.add_argument(
+        "--skxmc", type=Path, help="measure the skxmc source tree in this folder (label names)"
+    )
+    parser.add_argument(
+        "--parts", nargs="+", default=["label-names", "skops"], choices=["label-names", "skops"]
+    )
+
+
+def _rss_mb(key: str) -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _use(skxmc_root: str | None) -> None:
+    if skxmc_root:
+        sys.path.insert(0, skxmc_root)
+
+
+def fit_and_save(n_labels: int, length: int, seed: int, path: str, skxmc_root=None) -> dict:
+    """In a fresh interpreter: fit on ``n_labels`` long label names and save."""
+    _use(skxmc_root)
+    import numpy as np
+    import scipy.sparse as sp
+
+    import skxmc
+
+    X = sp.random(n_labels, 2000, density=0.005, format="csr", random_state=seed, dtype=np.float32)
+    X.data[:] = 1.0
+    X = sp.csr_matrix(X.multiply(1 / np.sqrt(np.maximum(X.getnnz(axis=1), 1))[:, None]))
+    labels = [[f"{i:06d}".ljust(length, "x")] for i in range(n_labels)]
+    base = _rss_mb("VmRSS:")
+    with Clock() as fit:
+        clf = skxmc.XRLinearClassifier(n_jobs=1, random_state=seed).fit(X, labels)
+    del labels
+    with Clock() as save:
+        clf.save(path)
+    return {
+        "fit_s": fit.wall_s,
+        "save_s": save.wall_s,
+        "rss_before_fit_mb": base,
+        "fit_save_peak_mb": _rss_mb("VmHWM:"),
+        "skxmc_file": skxmc.__file__,
+    }
+
+
+def load_saved(path: str, skxmc_root=None) -> dict:
+    """In a fresh interpreter: load what :func:`fit_and_save` wrote."""
+    _use(skxmc_root)
+    import skxmc
+    import skxmc.linear  # imported before the baseline, as the estimator's module
+
+    base = _rss_mb("VmRSS:")
+    with Clock() as load:
+        clf = skxmc.load(path)
+    c = clf.classes_
+    nbytes = c.nbytes + (sum(sys.getsizeof(s) for s in c.tolist()) if c.dtype == object else 0)
+    return {
+        "load_s": load.wall_s,
+        "load_peak_mb": _rss_mb("VmHWM:"),
+        "load_peak_growth_mb": _rss_mb("VmHWM:") - base,
+        "classes_ dtype": str(c.dtype),
+        "classes_mb": nbytes / 2**20,
+    }
+
+
+def _tree_commit(root: Path) -> str:
+    out = subprocess.run(
+        ["git", "rev-parse", "--short=7", "HEAD"], cwd=root, capture_output=True, text=True
+    )
+    return out.stdout.strip() if out.returncode == 0 else str(root)
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*"))
+
+
+def label_names(args: argparse.Namespace) -> list[dict]:
+    cases = QUICK_CASES if args.quick else {c: CASES[c] for c in args.cases or CASES}
+    root = str(args.skxmc.resolve()) if args.skxmc else None
+    at = _tree_commit(args.skxmc or ROOT)
+    runs = []
+    for seed in args.seeds:
+        for name, (n_labels, length) in cases.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                path = str(Path(tmp) / "model")
+                run = {"skxmc at": at, "case": name, "labels": n_labels, "name length": length}
+                run.update(
+                    in_child(
+                        "benchmarks.suites.persistence:fit_and_save",
+                        n_labels=n_labels,
+                        length=length,
+                        seed=seed,
+                        path=path,
+                        skxmc_root=root,
+                    )
+                )
+                run["model_mb"] = _size(Path(path)) / 2**20
+                run.update(
+                    in_child("benchmarks.suites.persistence:load_saved", path=path, skxmc_root=root)
+                )
+            run["seed"] = seed
+            runs.append(run)
+            print(
+                f"{name}, seed {seed}: model {run['model_mb']:.1f} MB, fit+save peak "
+                f"{run['fit_save_peak_mb']:.0f} MB, load peak {run['load_peak_mb']:.0f} MB",
+                flush=True,
+            )
+    return runs
+
+
+def skops_vs_skxmc(args: argparse.Namespace) -> tuple[list[dict], dict]:
+    try:
+        import skops
+        import skops.io as sio
+    except ImportError:
+        print("skops not installed: the skops rows are skipped", flush=True)
+        return [], {"skops": "not installed: rows skipped"}
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    import skxmc
+    from skxmc.datasets import load_demo
+    from skxmc.pipeline import make_pipeline
+
+    demo = load_demo()
+    n_train = 800 if args.quick else len(demo.train_texts)
+    queries = demo.test_texts[:50]
+    runs, trusted = [], set()
+    for seed in args.seeds:
+        pipe = make_pipeline(TfidfVectorizer(), skxmc.XRLinearClassifier(random_state=seed))
+        pipe.fit(demo.train_texts[:n_train], demo.train_labels[:n_train])
+        expected = pipe.predict_topk(queries)[0]
+        with tempfile.TemporaryDirectory() as tmp:
+            file = Path(tmp) / "model.skops"
+            with Clock() as save:
+                sio.dump(pipe, file)
+            untrusted = sio.get_untrusted_types(file=file)
+            trusted.update(untrusted)
+            with Clock() as load:
+                loaded = sio.load(file, trusted=untrusted)
+            same = bool((loaded.predict_topk(queries)[0] == expected).all())
+            runs.append(
+                {
+                    "format": "skops.io",
+                    "types to trust": len(untrusted),
+                    "same top-10": "yes" if same else "no",
+                    "save_s": save.wall_s,
+                    "load_s": load.wall_s,
+                    "MiB": _size(file) / 2**20,
+                    "seed": seed,
+                }
+            )
+            for name, options in (("skxmc", {}), ("skxmc, mmap=True", {"mmap": True})):
+                with Clock() as save:
+                    path = skxmc.save(pipe, Path(tmp) / name, overwrite=True)
+                with Clock() as load:
+                    loaded = skxmc.load(path, **options)
+                same = bool((loaded.predict_topk(queries)[0] == expected).all())
+                runs.append(
+                    {
+                        "format": name,
+                        "types to trust": 0,
+                        "same top-10": "yes" if same else "no",
+                        "save_s": save.wall_s,
+                        "load_s": load.wall_s,
+                        "MiB": _size(Path(path)) / 2**20,
+                        "seed": seed,
+                    }
+                )
+        print(f"skops vs skxmc, seed {seed}: done", flush=True)
+    config = {
+        "skops": skops.__version__,
+        "demo train texts": n_train,
+        "types skops asked to trust": sorted(trusted),
+    }
+    return runs, config
+
+
+def run(args: argparse.Namespace) -> dict:
+    tables, runs, config = [], [], {}
+    if "label-names" in args.parts:
+        label_runs = label_names(args)
+        runs += label_runs
+        config["label-names features"] = "2000 columns, density 0.005, L2-normalised rows"
+        config["skxmc measured"] = str(args.skxmc.resolve()) if args.skxmc else "this tree"
+        tables.append(
+            {
+                "id": "label-names",
+                "title": "Long label names: model size and memory",
+                "caption": (
+                    "One training row per label; MB are 2^20 bytes. Fit+save and load each "
+                    "in a fresh interpreter; load growth is the load process's peak over "
+                    "its resident memory after the imports."
+                ),
+                "columns": [*LABEL_KEYS, *LABEL_METRICS, "n_seeds"],
+                "rows": summarise(label_runs, LABEL_KEYS, LABEL_METRICS),
+                "digits": {
+                    "model_mb": 1,
+                    "classes_mb": 1,
+                    "fit_save_peak_mb": 0,
+                    "load_peak_mb": 0,
+                    "load_peak_growth_mb": 0,
+                },
+            }
+        )
+    if "skops" in args.parts:
+        skops_runs, skops_config = skops_vs_skxmc(args)
+        runs += skops_runs
+        config.update(skops_config)
+        if skops_runs:
+            types = ", ".join(skops_config["types skops asked to trust"])
+            n_texts = skops_config["demo train texts"]
+            tables.append(
+                {
+                    "id": "skops",
+                    "title": "skops.io against skxmc.save / skxmc.load, demo pipeline",
+                    "caption": (
+                        f"TfidfVectorizer + XRLinearClassifier on {n_texts} demo texts, skops "
+                        f"{skops_config['skops']}; same top-10 on 50 test texts as the pipeline "
+                        f"before saving. The types skops asked to trust: {types}."
+                    ),
+                    "columns": [*SKOPS_KEYS, *SKOPS_METRICS, "n_seeds"],
+                    "rows": summarise(skops_runs, SKOPS_KEYS, SKOPS_METRICS),
+                    "digits": {"save_s": 2, "load_s": 2, "MiB": 1},
+                }
+            )
+    return {"config": config, "tables": tables, "runs": runs}
