@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import skxmc
 from skxmc._kernels import jit as _numba
 
-from .conftest import as_unprivileged_user, read_only
+from .._helpers import as_unprivileged_user, read_only
 
 # A tiny fit and prediction that prints how many skxmc kernel signatures it compiled;
 # argv[1], when given, is the folder skxmc must be imported from.
