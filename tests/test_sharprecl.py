@@ -232,6 +232,7 @@ def test_integer_labels_and_text_pairs(tiny_bert_dir):
         clf.predict(X[:2])
 
 
+@pytest.mark.slow  # six tiny-BERT fits: 35-42 s on 2 busy cores
 def test_logit_adjustment_balances_the_prior(tiny_bert_dir):
     # Identical texts: the model can only learn the class bias. Plain CE learns the
     # training prior; logit-adjusted CE learns uniform raw logits (the prior is in the loss).

@@ -257,6 +257,7 @@ def test_snm_refit_on_other_labels(case, tmp_path):
 
 
 @case("matchxml-refit-other-labels")
+@pytest.mark.slow  # two MatchXML fits: 7-14 s on 2 busy cores
 def test_matchxml_stages_refit_on_other_labels(case, tiny_bert_dir, tmp_path):
     X, Y = multilabel_texts(24)
     names = sorted({label for row in Y for label in row})

@@ -341,6 +341,7 @@ def _single_process(n_epochs: int, batch: int, k: int) -> tuple[list[float], nn.
     return result.loss_curve, model
 
 
+@pytest.mark.slow  # two torch processes (gloo): 11-13 s on 2 busy cores
 def test_two_processes_match_one_process_with_the_doubled_batch(tmp_path):
     """2 processes x batches of 4 (each takes every other batch) == 1 process taking the
     same batches two at a time (a doubled batch, through accumulation)."""
