@@ -14,10 +14,10 @@ PYTEST_ARGS ?=
 OLDEST_VENV ?= .venv-oldest
 SKLEARN_OLDEST ?= 1.6.1
 OLDEST_TESTS ?= tests/test_compat.py tests/test_logging.py tests/test_common.py \
-	tests/test_labels.py tests/test_xrlinear.py tests/test_linear_solver.py tests/test_tree.py \
-	tests/test_label2vec.py tests/test_metrics.py tests/test_search.py tests/test_datasets.py \
-	tests/test_vectorizers.py tests/test_cli.py tests/test_sklearn_workflows.py \
-	tests/test_pipeline.py
+	tests/test_labels.py tests/linear/test_xrlinear.py tests/linear/test_solver.py \
+	tests/test_tree.py tests/test_label2vec.py tests/test_metrics.py tests/test_search.py \
+	tests/test_datasets.py tests/test_vectorizers.py tests/test_cli.py \
+	tests/test_sklearn_workflows.py tests/test_pipeline.py
 
 # `make wheel-check`: the package as users get it. Builds the sdist and, from it, the wheel
 # (so a file missing from the sdist is missing from the wheel too), runs twine check, installs
@@ -28,7 +28,7 @@ OLDEST_TESTS ?= tests/test_compat.py tests/test_logging.py tests/test_common.py 
 # About 4-5 min on 2 busy cores, half of it the demo and the tests.
 WHEEL_VENV ?= .venv-wheel
 WHEEL_TESTS ?= tests/test_packaging.py tests/test_cli.py tests/test_datasets.py \
-	tests/test_bad_input_linear.py
+	tests/linear/test_bad_input_linear.py
 WHEEL_PY := $(WHEEL_VENV)/bin/python
 WHEEL_ABS := $(abspath $(WHEEL_VENV))
 

@@ -5,7 +5,7 @@ solver split by role, ``XRLinearClassifier.fit`` cut into helpers). None of that
 single bit of what XR-Linear predicts. This script fits the README's quick-start pipeline
 (TF-IDF + ``XRLinearClassifier``) on the shipped demo data and on ``reuters21578_allcats``
 and reduces the top-10 labels and scores of the test split to sha256 digests (plus a few
-plain values, so that a mismatch says where it is). ``tests/test_identity.py`` compares them
+plain values, so that a mismatch says where it is). ``tests/linear/test_identity.py`` compares them
 with ``tests/data/identity_26aef59.json``, written by this script at 26aef59.
 
 Usage::
@@ -15,7 +15,7 @@ Usage::
     python benchmarks/check_identity.py --model    # (re)write tests/data/model_26aef59_xrlinear
 
 The saved model directory (``--model``) is the other half of the check: a model saved by
-26aef59 must still load and predict the same top-k (``tests/test_identity.py``).
+26aef59 must still load and predict the same top-k (``tests/linear/test_identity.py``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""Shared fixtures: the reference datasets folder and small real data slices."""
+"""Shared fixtures: the reference datasets folder and the tiny encoders.
+
+Helpers that tests call directly (toy texts, data paths, file modes) are in
+``tests/_helpers.py``: tests never import this file."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import stat
 from pathlib import Path
 
 # The test models are tiny: torch's intra-op threads only add spin-waiting, which on a
@@ -27,13 +28,6 @@ def data_dir() -> Path:
             f"(SKXMC_DATA={os.environ.get('SKXMC_DATA')!r}, cwd={Path.cwd()})"
         )
     return found
-
-
-def dataset_path(data_dir: Path, *parts: str) -> Path:
-    path = data_dir.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"dataset file {path} is missing")
-    return path
 
 
 @pytest.fixture(scope="session")
@@ -129,71 +123,3 @@ def tiny_bert_loaded(tiny_bert_dir: Path):
     from skxmc.text import load_encoder
 
     return load_encoder(tiny_bert_dir)
-
-
-TOPICS = {
-    "pet": "the cat sat on the mat with a dog",
-    "econ": "stock market price bank money trade",
-    "sport": "football game team player ball win",
-}
-
-
-def sentence_transformers_folder(src: Path, dst: Path, pooling: str = "mean") -> Path:
-    """A copy of the plain model folder ``src`` made into a sentence-transformers folder
-    (Transformer + Pooling modules, ``pooling`` "mean" or "cls")."""
-    import json
-
-    shutil.copytree(src, dst)
-    modules = [("0", "", "Transformer"), ("1", "1_Pooling", "Pooling")]
-    (dst / "modules.json").write_text(
-        json.dumps(
-            [
-                {"idx": i, "name": name, "path": path, "type": f"sentence_transformers.models.{t}"}
-                for i, (name, path, t) in enumerate(modules)
-            ]
-        )
-    )
-    (dst / "1_Pooling").mkdir()
-    (dst / "1_Pooling" / "config.json").write_text(
-        json.dumps(
-            {
-                "word_embedding_dimension": 32,
-                "pooling_mode_cls_token": pooling == "cls",
-                "pooling_mode_mean_tokens": pooling == "mean",
-            }
-        )
-    )
-    return dst
-
-
-def topic_texts(counts: tuple[int, ...], seed: int = 0) -> tuple[list[str], np.ndarray]:
-    """Toy three-topic texts (shuffled topic words, one dropped) for the text classifiers."""
-    rng = np.random.default_rng(seed)
-    texts, labels = [], []
-    for (label, base), n in zip(TOPICS.items(), counts):
-        words = base.split()
-        for _ in range(n):
-            texts.append(" ".join(rng.permutation(words)[: len(words) - 1]))
-            labels.append(label)
-    return texts, np.array(labels)
-
-
-def read_only(path: Path) -> None:
-    """Make ``path`` and everything below it read-only (directories stay listable)."""
-    for p in [path, *path.rglob("*")]:
-        mode = p.stat().st_mode
-        p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) | stat.S_IROTH)
-        if p.is_dir():
-            p.chmod(p.stat().st_mode | stat.S_IXOTH)
-
-
-def as_unprivileged_user() -> list[str]:
-    """A command prefix under which file modes are enforced: root ignores them."""
-    if not hasattr(os, "geteuid"):
-        pytest.skip("POSIX file modes only")
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: cannot make a folder unwritable")
-    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]

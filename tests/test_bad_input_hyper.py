@@ -28,8 +28,7 @@ from skxmc.sharprecl import SharpReCLClassifier
 from skxmc.snm import SNMClassifier
 from skxmc.text import TrainingConfig
 
-from ._training import with_training
-from .conftest import topic_texts
+from ._helpers import topic_texts, with_training
 
 torch.set_num_threads(1)
 

@@ -44,7 +44,7 @@ from skxmc.metrics import (
 )
 from skxmc.tree import HierarchicalLabelTree
 
-from .conftest import as_unprivileged_user, read_only
+from ._helpers import as_unprivileged_user, read_only
 
 NEG = -np.inf
 MB = 1 << 20

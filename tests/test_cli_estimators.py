@@ -24,7 +24,7 @@ from skxmc.io import CARD_NAME, CONFIG_NAME, MANIFEST_KEY, describe
 from skxmc.pipeline import Pipeline, make_pipeline
 from skxmc.text._config import TRAINING_FIELDS
 
-from .conftest import TOPICS, topic_texts
+from ._helpers import TOPICS, topic_texts
 
 SKXMC = [sys.executable, "-m", "skxmc"]
 

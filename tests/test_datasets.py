@@ -11,7 +11,7 @@ from sklearn.utils.multiclass import type_of_target
 
 from skxmc.datasets import get_data_dir, load_demo, load_text_jsonl, load_xc_bow
 
-from .conftest import dataset_path
+from ._helpers import dataset_path
 
 
 def _write(tmp_path, name, text, gz=False):

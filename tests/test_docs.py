@@ -126,6 +126,7 @@ def test_example_plot_metrics_demo_runs(tmp_path: Path) -> None:
     assert all(0.0 < float(row[4]) <= 1.0 for row in table)  # normalised PSP@k
 
 
+@pytest.mark.slow  # the gallery script on real data: 17-20 s on 2 busy cores
 def test_example_plot_xrlinear_beam_runs(tmp_path: Path) -> None:
     """The beam-size example runs, and a wider beam finds more labels than a beam of 1."""
     lines = _run_example("plot_xrlinear_beam.py", tmp_path)

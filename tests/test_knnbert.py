@@ -22,36 +22,11 @@ from skxmc.losses import (
 )
 from skxmc.text import load_encoder
 
-from ._training import plain_params, with_training
-from .conftest import topic_texts
+from ._helpers import knnbert_toy_data as toy_data
+from ._helpers import make_knnbert as make_clf
+from ._helpers import plain_params, topic_texts
 
 torch.set_num_threads(1)
-
-
-def toy_data(counts=(8, 6, 4), seed=0):
-    return topic_texts(counts, seed)
-
-
-def make_clf(tiny_bert_dir, **params):
-    defaults = dict(
-        encoder=str(tiny_bert_dir),
-        pooling="mean",
-        max_length=16,
-        batch_size=6,
-        max_epochs=2,
-        learning_rate=3e-3,
-        head_learning_rate=3e-2,
-        dropout=0.0,
-        contrastive_weight=0.5,
-        queue_size=40,
-        n_enqueue_per_anchor=2,
-        n_most_similar=5,
-        n_least_similar=1,
-        n_neighbors=3,
-        random_state=0,
-    )
-    defaults.update(params)
-    return KNNBertClassifier(**with_training(**defaults))
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ from skxmc.metrics import (
     recall_at_k,
 )
 
-from .conftest import dataset_path
+from ._helpers import dataset_path
 
 METRICS = [precision_at_k, recall_at_k, ndcg_at_k]
 

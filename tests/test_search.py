@@ -89,7 +89,8 @@ def test_approximate_never_returns_missing_rows():
 
 def test_knnbert_approximate_search_survives_pickle_and_load(tiny_bert_dir, tmp_path):
     pytest.importorskip("faiss")
-    from .test_knnbert import make_clf, toy_data
+    from ._helpers import knnbert_toy_data as toy_data
+    from ._helpers import make_knnbert as make_clf
 
     X, y = toy_data(counts=(30, 30, 30))
     clf = make_clf(

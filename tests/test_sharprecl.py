@@ -24,37 +24,11 @@ from skxmc.losses import (
 from skxmc.sharprecl import SharpReCLClassifier
 from skxmc.text import TrainingConfig
 
-from ._training import plain_params, with_training
-from .conftest import topic_texts
+from ._helpers import make_sharprecl as make_clf
+from ._helpers import plain_params, with_training
+from ._helpers import sharprecl_toy_data as toy_data
 
 torch.set_num_threads(1)
-
-
-def toy_data(counts=(12, 6, 3), seed=0):
-    return topic_texts(counts, seed)
-
-
-def make_clf(tiny_bert_dir, **params):
-    # A random tiny BERT needs large rates; its mean-pooled states separate texts better
-    # than its untrained [CLS].
-    defaults = dict(
-        encoder=str(tiny_bert_dir),
-        pooling="mean",
-        max_length=16,
-        batch_size=8,
-        max_epochs=2,
-        head_learning_rate=3e-2,
-        learning_rate=3e-3,
-        n_synthetic_negative=20,
-        n_synthetic_positive=4,
-        n_hard=4,
-        projection_dim=16,
-        # the paper's two views, which most tests exercise; the estimator's default is one
-        n_views=2,
-        random_state=0,
-    )
-    defaults.update(params)
-    return SharpReCLClassifier(**with_training(**defaults))
 
 
 @pytest.fixture(scope="module")
@@ -258,6 +232,7 @@ def test_integer_labels_and_text_pairs(tiny_bert_dir):
         clf.predict(X[:2])
 
 
+@pytest.mark.slow  # six tiny-BERT fits: 35-42 s on 2 busy cores
 def test_logit_adjustment_balances_the_prior(tiny_bert_dir):
     # Identical texts: the model can only learn the class bias. Plain CE learns the
     # training prior; logit-adjusted CE learns uniform raw logits (the prior is in the loss).

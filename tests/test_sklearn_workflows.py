@@ -411,7 +411,7 @@ def test_best_estimator_ranks_and_saves_without_pickle(demo, tmp_path):
 @pytest.fixture(scope="module")
 def topic_frame():
     pd = pytest.importorskip("pandas")
-    from .conftest import topic_texts
+    from ._helpers import topic_texts
 
     texts, y = topic_texts((10, 10, 10))
     return pd.DataFrame({"text": texts, "n_words": [len(t.split()) for t in texts]}), y

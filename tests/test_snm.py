@@ -24,8 +24,7 @@ from skxmc.losses import (
 from skxmc.metrics import make_topk_scorer, precision_at_k
 from skxmc.text import TrainingConfig
 
-from ._training import plain_params, with_training
-from .conftest import dataset_path
+from ._helpers import dataset_path, plain_params, with_training
 
 
 def _random_positives(rng, n, n_labels, max_pos):

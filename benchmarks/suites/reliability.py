@@ -2,7 +2,7 @@
 
 Two parts:
 
-- **sweep**: the table-driven bad-input tests ``tests/test_bad_input_*.py`` (issue 21;
+- **sweep**: the table-driven bad-input tests ``tests/**/test_bad_input_*.py`` (issue 21;
   the slow fault tests, kill -9 during ``fit`` and ``save``, included unless ``--quick``),
   run by pytest and counted per category of the reliability review;
 - **ctrl-c**: ``skxmc fit`` on the first 2,000 demo texts (TF-IDF + XR-Linear) in a fresh

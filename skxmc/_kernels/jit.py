@@ -25,7 +25,7 @@ numba tries, in order: ``NUMBA_CACHE_DIR`` if set; ``__pycache__`` next to the s
 files (the normal case for a user's own environment); when the package folder is
 read-only (a system site-packages, a container image built by root), the user-wide cache
 ``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``. A read-only install therefore caches
-per user without any setting (``tests/test_numba_cache.py`` checks that a second process
+per user without any setting (``tests/_kernels/test_numba_cache.py`` checks that a second process
 loads the kernels instead of compiling them). An image that runs ``skxmc warmup`` at
 build time keeps the compiled kernels where the build's user wrote them: build and run
 as the same user, or set ``NUMBA_CACHE_DIR`` to the same folder for both.
@@ -151,7 +151,7 @@ def interruptible() -> Iterator[None]:
     A compiled kernel cannot stop half-way, but numba calls back into Python (to unpickle
     constants); Python's SIGINT handler raising there leaves the call returning with an
     exception set: ``SystemError``, a crash, or a result used as if nothing happened
-    (``tests/test_interrupts.py``). So in the main thread, while the
+    (``tests/_kernels/test_interrupts.py``). So in the main thread, while the
     kernels of a ``with interruptible():`` block (or a function decorated with it) run,
     SIGINT only records itself; the interrupt is raised when the block ends. A handler the
     user installed is left alone, and so are other threads (signals reach only the main

@@ -16,10 +16,12 @@ import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 import skxmc
 from skxmc._kernels import jit as _numba
 
-from .conftest import as_unprivileged_user, read_only
+from .._helpers import as_unprivileged_user, read_only
 
 # A tiny fit and prediction that prints how many skxmc kernel signatures it compiled;
 # argv[1], when given, is the folder skxmc must be imported from.
@@ -55,6 +57,7 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # subprocesses compiling into an empty cache: 10-16 s on 2 busy cores
 def test_read_only_install_caches_in_the_user_wide_folder():
     """A read-only package folder with a writable HOME: the first process compiles into
     ``~/.cache/numba`` (and says so once), the second loads from there and compiles
@@ -118,6 +121,7 @@ WARMUP = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # compiles every kernel into an empty cache: 20-31 s on 2 busy cores
 def test_warmup_compiles_each_kernel_once_and_covers_a_fit(tmp_path):
     """warmup() on an empty cache compiles every kernel for one signature only; a later
     process's fit, prediction and metrics then compile nothing."""

@@ -16,8 +16,8 @@ from skxmc import MatchXMLClassifier, MultiStageMatcher, XRLinearClassifier
 from skxmc.metrics import make_topk_scorer
 from skxmc.text import Callback, SentenceEmbedder
 
-from ._training import with_training
-from .test_matchxml import multilabel_texts
+from .._helpers import with_training
+from .test_classifier import multilabel_texts
 
 FAST = dict(
     max_length=16,

@@ -14,7 +14,9 @@ from skxmc import KNNBertClassifier, SharpReCLClassifier, SNMClassifier
 from skxmc.matchxml import MultiStageMatcher
 from skxmc.text import Callback
 
-from . import test_knnbert, test_matchxml, test_sharprecl, test_snm
+from .. import test_snm
+from .._helpers import knnbert_toy_data, make_knnbert, make_sharprecl, sharprecl_toy_data
+from ..matchxml import test_classifier as test_matchxml
 from .test_bad_input_checkpoints import assert_same_state, state
 
 
@@ -27,8 +29,8 @@ class _Epochs(Callback):
 
 
 def test_history_records_each_epoch_and_the_validation_score(tiny_bert_dir):
-    X, y = test_sharprecl.toy_data()
-    clf = test_sharprecl.make_clf(tiny_bert_dir, max_epochs=3, validation_fraction=0.3)
+    X, y = sharprecl_toy_data()
+    clf = make_sharprecl(tiny_bert_dir, max_epochs=3, validation_fraction=0.3)
     clf.fit(X, y)
     assert [h["epoch"] for h in clf.history_] == [1, 2, 3]
     scores = [h["valid_score"] for h in clf.history_]
@@ -44,37 +46,35 @@ def test_history_records_each_epoch_and_the_validation_score(tiny_bert_dir):
 def test_early_stopping_stops_when_the_validation_score_is_flat(tiny_bert_dir):
     """With rates too small to change a prediction, the validation accuracy never
     improves after the first epoch: n_iter_no_change=2 stops after epoch 3 of 10."""
-    X, y = test_sharprecl.toy_data()
+    X, y = sharprecl_toy_data()
     flat = dict(learning_rate=1e-12, head_learning_rate=1e-12, max_epochs=10)
-    clf = test_sharprecl.make_clf(
-        tiny_bert_dir, validation_fraction=0.3, n_iter_no_change=2, **flat
-    )
+    clf = make_sharprecl(tiny_bert_dir, validation_fraction=0.3, n_iter_no_change=2, **flat)
     clf.fit(X, y)
     assert clf.n_iter_ == 3 and len(clf.history_) == 3
     assert len({h["valid_score"] for h in clf.history_}) == 1
-    full = test_sharprecl.make_clf(tiny_bert_dir, validation_fraction=0.3, **flat).fit(X, y)
+    full = make_sharprecl(tiny_bert_dir, validation_fraction=0.3, **flat).fit(X, y)
     assert full.n_iter_ == 10
 
 
 def test_n_iter_no_change_needs_a_validation_split(tiny_bert_dir):
-    X, y = test_sharprecl.toy_data()
+    X, y = sharprecl_toy_data()
     with pytest.raises(ValueError, match="validation_fraction"):
-        test_sharprecl.make_clf(tiny_bert_dir, n_iter_no_change=2).fit(X, y)
+        make_sharprecl(tiny_bert_dir, n_iter_no_change=2).fit(X, y)
 
 
 def test_user_callbacks_run_and_survive_clone(tiny_bert_dir):
-    X, y = test_knnbert.toy_data()
+    X, y = knnbert_toy_data()
     epochs = _Epochs()
-    clf = test_knnbert.make_clf(tiny_bert_dir, callbacks=[epochs], max_epochs=2).fit(X, y)
+    clf = make_knnbert(tiny_bert_dir, callbacks=[epochs], max_epochs=2).fit(X, y)
     assert [e["epoch"] for e in epochs.seen] == [1, 2]
     assert epochs.seen == clf.history_
     assert clone(clf).get_params()["training__callbacks"][0] is not epochs  # deep-copied
 
 
 def test_accumulation_steps_makes_fewer_larger_steps(tiny_bert_dir):
-    X, y = test_knnbert.toy_data()  # 18 texts, batches of 6: 3 batches an epoch
-    plain = test_knnbert.make_clf(tiny_bert_dir, max_epochs=2).fit(X, y)
-    acc = test_knnbert.make_clf(tiny_bert_dir, max_epochs=2, accumulation_steps=3).fit(X, y)
+    X, y = knnbert_toy_data()  # 18 texts, batches of 6: 3 batches an epoch
+    plain = make_knnbert(tiny_bert_dir, max_epochs=2).fit(X, y)
+    acc = make_knnbert(tiny_bert_dir, max_epochs=2, accumulation_steps=3).fit(X, y)
     assert plain.n_steps_ == 6 and acc.n_steps_ == 2
     assert acc.predict(X).shape == (len(X),)
 
@@ -82,11 +82,11 @@ def test_accumulation_steps_makes_fewer_larger_steps(tiny_bert_dir):
 def _fit(name, tiny_bert_dir, **params):
     """One small fit of each neural estimator with ``params``."""
     if name == "sharprecl":
-        X, y = test_sharprecl.toy_data()
-        return test_sharprecl.make_clf(tiny_bert_dir, **params).fit(X, y), X
+        X, y = sharprecl_toy_data()
+        return make_sharprecl(tiny_bert_dir, **params).fit(X, y), X
     if name == "knnbert":
-        X, y = test_knnbert.toy_data()
-        return test_knnbert.make_clf(tiny_bert_dir, **params).fit(X, y), X
+        X, y = knnbert_toy_data()
+        return make_knnbert(tiny_bert_dir, **params).fit(X, y), X
     if name == "snm":
         X, Y = test_snm._toy()
         return test_snm._snm(**{**test_snm.FAST, **params}).fit(X, Y), X
@@ -115,28 +115,28 @@ def test_max_time_stops_training_after_the_step_that_reaches_it(name, tiny_bert_
 def test_max_time_must_be_a_positive_number(bad, tiny_bert_dir):
     from sklearn.utils._param_validation import InvalidParameterError
 
-    X, y = test_sharprecl.toy_data()
+    X, y = sharprecl_toy_data()
     with pytest.raises(InvalidParameterError, match="'max_time' parameter"):
-        test_sharprecl.make_clf(tiny_bert_dir, max_time=bad).fit(X, y)
+        make_sharprecl(tiny_bert_dir, max_time=bad).fit(X, y)
 
 
 def test_a_fit_stopped_by_max_time_resumes_to_the_uninterrupted_model(tiny_bert_dir, tmp_path):
     # max_time is not part of the checkpoint's fingerprint: the next fit, with another
     # limit or none, resumes the stopped one and ends with the uninterrupted model
-    X, y = test_sharprecl.toy_data()
-    full = test_sharprecl.make_clf(tiny_bert_dir).fit(X, y)
-    part = test_sharprecl.make_clf(tiny_bert_dir, checkpoint_dir=tmp_path, max_time=1e-9)
+    X, y = sharprecl_toy_data()
+    full = make_sharprecl(tiny_bert_dir).fit(X, y)
+    part = make_sharprecl(tiny_bert_dir, checkpoint_dir=tmp_path, max_time=1e-9)
     part.fit(X, y)
     assert part.n_steps_ == 1 and not part.interrupted_
-    resumed = test_sharprecl.make_clf(tiny_bert_dir, checkpoint_dir=tmp_path).fit(X, y)
+    resumed = make_sharprecl(tiny_bert_dir, checkpoint_dir=tmp_path).fit(X, y)
     assert resumed.n_steps_ == full.n_steps_
     assert_same_state(state(resumed), state(full))
     np.testing.assert_array_equal(resumed.predict_proba(X), full.predict_proba(X))
 
 
 def test_knnbert_memory_rows_are_positions_in_X_with_a_validation_split(tiny_bert_dir):
-    X, y = test_knnbert.toy_data()
-    clf = test_knnbert.make_clf(tiny_bert_dir, knn_memory="train", validation_fraction=0.3)
+    X, y = knnbert_toy_data()
+    clf = make_knnbert(tiny_bert_dir, knn_memory="train", validation_fraction=0.3)
     clf.fit(X, y)
     rows = clf.memory_indices_
     assert len(rows) == 12 and len(set(rows.tolist())) == 12 and rows.max() < len(X)

@@ -20,7 +20,7 @@ from skxmc.linear import _beam
 from skxmc.linear._beam import ChunkedWeights, beam_search
 from skxmc.metrics import evaluate, make_topk_scorer, precision_at_k
 
-from .conftest import dataset_path
+from .._helpers import dataset_path
 
 
 @pytest.fixture(scope="module")

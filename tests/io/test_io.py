@@ -18,7 +18,7 @@ import skxmc
 from skxmc.io import ARRAYS_NAME, CONFIG_NAME, MANIFEST_KEY
 from skxmc.io._format import build_manifest
 
-DATA = Path(__file__).parent / "data"
+from .._helpers import TEST_DATA as DATA
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,7 @@ ort = pytest.importorskip("onnxruntime")
 from skxmc.text import TrainingConfig  # noqa: E402
 from skxmc.text._onnx import OnnxTextModel  # noqa: E402
 
-from .conftest import topic_texts  # noqa: E402
-from .test_knnbert import make_clf as make_knnbert  # noqa: E402
-from .test_sharprecl import make_clf as make_sharprecl  # noqa: E402
+from .._helpers import make_knnbert, make_sharprecl, topic_texts  # noqa: E402
 
 torch.set_num_threads(1)
 ATOL = 1e-4
@@ -35,12 +33,12 @@ QUERIES = [
 
 
 def sharprecl(tiny_bert_dir, **params):
-    # tests/test_sharprecl.py's fast settings for a random tiny BERT, one epoch
+    # tests/_helpers.py's fast settings for a random tiny BERT, one epoch
     return make_sharprecl(tiny_bert_dir, **{"max_epochs": 1, **params})
 
 
 def knnbert(tiny_bert_dir, **params):
-    # tests/test_knnbert.py's fast settings, one epoch, with dropout (inference turns it off)
+    # tests/_helpers.py's fast settings, one epoch, with dropout (inference turns it off)
     return make_knnbert(tiny_bert_dir, **{"max_epochs": 1, "dropout": 0.1, **params})
 
 

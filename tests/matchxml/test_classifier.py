@@ -15,7 +15,8 @@ import skxmc
 from skxmc import MatchXMLClassifier, MultiStageMatcher, XRLinearClassifier
 from skxmc.matchxml import make_matchxml
 from skxmc.metrics import make_topk_scorer, precision_at_k
-from tests.conftest import sentence_transformers_folder
+
+from .._helpers import sentence_transformers_folder
 
 TOPICS = {
     "pets": "cat dog mat sat pet fur",

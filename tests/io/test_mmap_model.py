@@ -25,7 +25,7 @@ from skxmc import XRLinearClassifier
 from skxmc.datasets import make_xmc_classification
 from skxmc.tree import HierarchicalLabelTree
 
-ROOT = Path(__file__).resolve().parents[1]
+from .._helpers import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from skxmc.knnbert import KNNBertClassifier
 from skxmc.sharprecl import SharpReCLClassifier
 from skxmc.text import TrainingConfig
 
-from .conftest import topic_texts
+from .._helpers import topic_texts
 
 GIB = 2**30
 FAST = TrainingConfig(device="cpu", batch_size=8, max_epochs=1)

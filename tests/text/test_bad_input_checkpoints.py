@@ -29,10 +29,11 @@ from skxmc.text._checkpoint import data_fingerprint, params_fingerprint
 from skxmc.text._tokenize import TokenizedTexts
 from skxmc.text._training import CheckpointMismatchWarning
 
-from ._training import with_training
-from .test_matchxml import make_clf as make_matchxml
-from .test_matchxml import multilabel_texts
-from .test_sharprecl import make_clf, toy_data
+from .._helpers import ROOT, with_training
+from .._helpers import make_sharprecl as make_clf
+from .._helpers import sharprecl_toy_data as toy_data
+from ..matchxml.test_classifier import make_clf as make_matchxml
+from ..matchxml.test_classifier import multilabel_texts
 
 torch.set_num_threads(1)
 
@@ -256,6 +257,7 @@ def test_snm_refit_on_other_labels(case, tmp_path):
 
 
 @case("matchxml-refit-other-labels")
+@pytest.mark.slow  # two MatchXML fits: 7-14 s on 2 busy cores
 def test_matchxml_stages_refit_on_other_labels(case, tiny_bert_dir, tmp_path):
     X, Y = multilabel_texts(24)
     names = sorted({label for row in Y for label in row})
@@ -291,7 +293,7 @@ import torch
 torch.set_num_threads(1)
 import skxmc.text._classifier as base
 from skxmc.sharprecl import SharpReCLClassifier
-from tests.conftest import topic_texts
+from tests._helpers import topic_texts
 
 encoder, checkpoint_dir, out = sys.argv[1], sys.argv[2], sys.argv[3]
 if checkpoint_dir != "-":
@@ -322,7 +324,7 @@ print("done", flush=True)
 def test_kill_9_then_resume_in_a_new_process(case, tiny_bert_dir, tmp_path):
     script = tmp_path / "child.py"
     script.write_text(textwrap.dedent(_CHILD), encoding="utf-8")
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
 
     def run(checkpoint_dir: str, out: Path, kill_after: int | None) -> int | None:

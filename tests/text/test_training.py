@@ -19,7 +19,7 @@ from torch import nn
 from skxmc.exceptions import TrainingInterruptedWarning
 from skxmc.text import Callback, EarlyStopping, EpochScoring, LRScheduler, ParamGroup, Trainer
 
-ROOT = Path(__file__).resolve().parents[1]
+from .._helpers import ROOT
 
 # A small regression problem; the model has dropout and the step draws from trainer.rng,
 # so that resuming must restore torch's and the trainer's random states.
@@ -102,8 +102,7 @@ def test_accumulation_with_a_short_last_group():
 _KILL_SCRIPT = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
-sys.path.insert(0, {tests!r})
-from test_engine import _model, _trainer, _mse, _fixed_batches
+from tests.text.test_training import _model, _trainer, _mse, _fixed_batches
 model = _model(dropout=0.2)
 trainer = _trainer(model, accumulation_steps=2, checkpoint_dir={ckpt!r}, checkpoint_every=1)
 inner = _mse(model, trainer)
@@ -125,9 +124,7 @@ def test_resume_after_a_kill_at_a_random_step_matches_an_uninterrupted_fit(tmp_p
     full = full_trainer.fit(_mse(full_model, full_trainer), _fixed_batches(4))
     # A micro-batch call in steps 2..total (3 epochs of 6 steps of 2 micro-batches).
     kill_at = int(np.random.default_rng(19).integers(3, 2 * full.n_steps))
-    script = _KILL_SCRIPT.format(
-        root=str(ROOT), tests=str(ROOT / "tests"), ckpt=str(tmp_path), kill_at=kill_at
-    )
+    script = _KILL_SCRIPT.format(root=str(ROOT), ckpt=str(tmp_path), kill_at=kill_at)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     saved = json.loads((tmp_path / "last" / "trainer_state.json").read_text())
@@ -290,9 +287,8 @@ def test_accumulation_steps_is_validated():
 _DDP_SCRIPT = """
 import json, os, sys
 sys.path.insert(0, {root!r})
-sys.path.insert(0, {tests!r})
 import torch
-from test_engine import _model, _trainer, _mse, _fixed_batches, _weights, _X
+from tests.text.test_training import _model, _trainer, _mse, _fixed_batches, _weights, _X
 {setup}
 model = _model()
 trainer = _trainer(model, n_epochs={n_epochs}, accumulation_steps={k})
@@ -323,7 +319,6 @@ def _launch(tmp_path: Path, n_epochs: int, batch: int, k: int = 1, setup: str = 
     script.write_text(
         _DDP_SCRIPT.format(
             root=str(ROOT),
-            tests=str(ROOT / "tests"),
             out=str(out),
             n_epochs=n_epochs,
             batch=batch,
@@ -346,6 +341,7 @@ def _single_process(n_epochs: int, batch: int, k: int) -> tuple[list[float], nn.
     return result.loss_curve, model
 
 
+@pytest.mark.slow  # two torch processes (gloo): 11-13 s on 2 busy cores
 def test_two_processes_match_one_process_with_the_doubled_batch(tmp_path):
     """2 processes x batches of 4 (each takes every other batch) == 1 process taking the
     same batches two at a time (a doubled batch, through accumulation)."""

@@ -34,7 +34,7 @@ from skxmc.io._arrays import decode_strings, encode_strings
 from skxmc.io._format import build_manifest
 from skxmc.text import TrainingConfig
 
-from .conftest import topic_texts
+from .._helpers import topic_texts
 
 W0 = "model.attributes.weights_.0"
 CLASSES = "model.arrays.classes_"

@@ -41,7 +41,8 @@ from skxmc.text._weights import (
     save_encoder_config,
     save_module_weights,
 )
-from tests.conftest import sentence_transformers_folder
+
+from .._helpers import sentence_transformers_folder
 
 TEXTS = [
     "the cat sat on the mat",

@@ -7,13 +7,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 import skxmc
 
-ROOT = Path(__file__).resolve().parents[1]
+from .._helpers import ROOT
 
 
 def _check_identity():

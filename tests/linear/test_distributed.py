@@ -26,7 +26,7 @@ from skxmc import XRLinearClassifier  # noqa: E402
 from skxmc.datasets import make_xmc_classification  # noqa: E402
 from skxmc.tree import HierarchicalLabelTree  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+from .._helpers import ROOT  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -13,15 +13,17 @@ import pytest
 from skxmc.exceptions import TrainingInterruptedWarning
 from skxmc.text import Trainer
 
-from . import test_knnbert, test_matchxml, test_sharprecl, test_snm
+from .. import test_snm
+from .._helpers import knnbert_toy_data, make_knnbert, make_sharprecl, sharprecl_toy_data
+from ..matchxml import test_classifier as test_matchxml
 
 
 def _sharprecl(encoder, **params):
-    return test_sharprecl.make_clf(encoder, **params), test_sharprecl.toy_data()
+    return make_sharprecl(encoder, **params), sharprecl_toy_data()
 
 
 def _knnbert(encoder, **params):
-    return test_knnbert.make_clf(encoder, **params), test_knnbert.toy_data()
+    return make_knnbert(encoder, **params), knnbert_toy_data()
 
 
 def _matchxml(encoder, **params):
