@@ -40,10 +40,9 @@ from skxmc import (
 from skxmc._sample_weight import loss_weights
 from skxmc.matchxml import make_matchxml
 
-from ._training import with_training
-from .conftest import topic_texts
+from ._helpers import topic_texts, with_training
+from .matchxml.test_classifier import multilabel_texts
 from .test_knnbert import make_clf as knnbert_clf
-from .test_matchxml import multilabel_texts
 from .test_sharprecl import make_clf as sharprecl_clf
 from .test_snm import FAST, _snm, _toy
 

@@ -23,7 +23,7 @@ themselves, and a saved class is found through :mod:`skxmc._lazy`):
   Hugging Face cache.
 - :mod:`._api`: :func:`save` and :func:`load`.
 
-Why not skops.io (tried, skops 0.16, ``benchmarks/persistence_skops.py``): on the demo
+Why not skops.io (tried, skops 0.16, ``python -m benchmarks persistence``): on the demo
 pipeline (TF-IDF + XR-Linear) skops wrote 40.0 MiB in 5.3 s and read it in 2.0 s; skxmc
 writes 16.3 MiB in 0.26 s and reads it in 0.12 s (0.07 s memory-mapped), same top-10.
 skops also asks every user to trust five types by name (skxmc's three classes and
