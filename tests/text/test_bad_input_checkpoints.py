@@ -293,6 +293,7 @@ import torch
 torch.set_num_threads(1)
 import skxmc.text._classifier as base
 from skxmc.sharprecl import SharpReCLClassifier
+from skxmc.text import TrainingConfig
 from tests._helpers import topic_texts
 
 encoder, checkpoint_dir, out = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -307,11 +308,13 @@ def step(self, batch, task):
 
 SharpReCLClassifier._step = step
 X, y = topic_texts((12, 6, 3), 0)
-clf = SharpReCLClassifier(
-    encoder=encoder, pooling="mean", max_length=16, batch_size=8, max_epochs=4,
-    head_learning_rate=3e-2, learning_rate=3e-3, n_synthetic_negative=20,
-    n_synthetic_positive=4, n_hard=4, projection_dim=16, random_state=0,
+training = TrainingConfig(
+    batch_size=8, max_epochs=4, head_learning_rate=3e-2, learning_rate=3e-3,
     checkpoint_dir=None if checkpoint_dir == "-" else checkpoint_dir,
+)
+clf = SharpReCLClassifier(
+    encoder=encoder, pooling="mean", max_length=16, n_synthetic_negative=20,
+    n_synthetic_positive=4, n_hard=4, projection_dim=16, random_state=0, training=training,
 ).fit(X, y)
 arrays = {"w/" + k: v.cpu().numpy() for k, v in clf.module_.state_dict().items()}
 np.savez(out, proba=clf.predict_proba(X), n_steps=clf.n_steps_, **arrays)
