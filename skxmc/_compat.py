@@ -24,6 +24,7 @@ import re
 
 import sklearn
 from sklearn.base import _fit_context
+from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import (
     HasMethods,
     Interval,
@@ -39,6 +40,7 @@ __all__ = [
     "StrOptions",
     "_fit_context",
     "_num_samples",
+    "_safe_indexing",
     "validate_data",
     "validate_estimator_params",
     "validate_params",

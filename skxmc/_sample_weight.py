@@ -112,8 +112,7 @@ def take_rows(data: Any, rows: np.ndarray, n_samples: int) -> Any:
     """Rows ``rows`` of ``data`` (list, array, sparse matrix, pandas object), or ``data``
     itself when it does not hold ``n_samples`` rows (the caller's own check then names
     the mismatch)."""
-    from sklearn.utils import _safe_indexing
-    from sklearn.utils.validation import _num_samples
+    from ._compat import _num_samples, _safe_indexing
 
     try:
         if _num_samples(data) != n_samples:
