@@ -617,7 +617,7 @@ class SNMClassifier(
         module.eval()
         _check_not_collapsed(module, self._inputs(X[:_EMBED_ROWS], trainer.device), self)
         self._index_labels()
-        self.proba_calibration_ = self._fit_proba_calibration(X, Y_csr, seed)
+        self.proba_calibration_ = self._fit_proba_calibration(X, Y_csr, seed, sample_weight)
         self._set_fit_result(result)
         return self
 
@@ -717,7 +717,9 @@ class SNMClassifier(
         idx, vals = self._topk(X, k, labels)
         return topk_to_csr(idx, vals, len(self.classes_))
 
-    def _fit_proba_calibration(self, X: Any, Y: sp.csr_matrix, seed: int) -> np.ndarray:
+    def _fit_proba_calibration(
+        self, X: Any, Y: sp.csr_matrix, seed: int, sample_weight: np.ndarray | None = None
+    ) -> np.ndarray:
         """Platt scaling of the cosines: ``(a, b)`` of ``sigmoid(a * cosine + b)``, fitted by
         logistic regression on whether each of the best-ranked labels (and each positive)
         of up to ``_CALIBRATION_ROWS`` training rows is one of the row's labels.
@@ -725,7 +727,9 @@ class SNMClassifier(
         Cosines are no probabilities: mapped linearly to [0, 1] they sum to about 4.7 per
         row on a Reuters slice and ``threshold=0.5`` kept 86% of the labels. After Platt
         scaling a threshold of 0.5 keeps the labels the model finds more likely relevant
-        than not, as XR-Linear's path scores roughly do."""
+        than not, as XR-Linear's path scores roughly do. Each row's scores carry its
+        ``sample_weight`` (of mean one, as in the loss), so an integer weight calibrates
+        about as repeating the row would, and equal weights as no weights."""
         from sklearn.linear_model import LogisticRegression
 
         rows = np.random.default_rng(seed).permutation(X.shape[0])[:_CALIBRATION_ROWS]
@@ -752,9 +756,12 @@ class SNMClassifier(
                 extra = (H[torch.as_tensor(r, device=device)] * V).sum(-1).float().cpu().numpy()
         score = np.concatenate([cos.ravel(), extra]).astype(np.float64)[:, None]
         label = np.concatenate([hit.ravel(), np.ones(len(extra), dtype=bool)])
+        weight = loss_weights(None if sample_weight is None else sample_weight[rows])
+        if weight is not None:
+            weight = np.concatenate([np.repeat(weight, k), weight[r] if missed.nnz else []])
         if label.all() or not label.any():
             return np.array([2.0 * self.scale, 0.0])  # nothing to tell apart: a fixed slope
-        lr = LogisticRegression(C=1e4).fit(score, label)
+        lr = LogisticRegression(C=1e4).fit(score, label, sample_weight=weight)
         return np.array([float(lr.coef_[0, 0]), float(lr.intercept_[0])])
 
     @property

@@ -68,7 +68,7 @@ def test_dataframe_column_of_strings_is_one_label_per_row():
 
 
 def test_matchxml_column_vector(tiny_bert_dir):
-    from tests.test_matchxml import make_clf, multilabel_texts
+    from tests.matchxml.test_classifier import make_clf, multilabel_texts
 
     texts, labels = multilabel_texts(24)
     y = np.array([row[0] for row in labels])[:, None]
