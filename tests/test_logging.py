@@ -100,3 +100,19 @@ def test_literal_logger_exceptions_are_still_needed():
     stale = sorted(LITERAL_LOGGER_EXCEPTIONS - set(_literal_logger_modules()))
     if stale:
         pytest.skip(f"{stale} use getLogger(__name__) now: remove them from the exceptions")
+
+
+@pytest.mark.parametrize("verbose, shown", [(0, False), (1, False), (2, True)])
+def test_transformers_bars_show_only_at_verbose_2(verbose, shown, tiny_bert_dir, capfd):
+    # verbose=1 is skxmc's progress in one style: transformers' "Loading weights" bar
+    # would mix a second one into it (sklearn-api review, P10).
+    from transformers.utils import logging as hf_logging
+
+    from skxmc.text import load_encoder
+
+    hf_logging.enable_progress_bar()
+    try:
+        load_encoder(tiny_bert_dir, verbose=verbose)
+    finally:
+        hf_logging.disable_progress_bar()
+    assert ("Loading weights" in capfd.readouterr().err) is shown

@@ -82,16 +82,19 @@ def is_offline() -> bool:
 
 @contextlib.contextmanager
 def quiet_transformers(verbose: int = 0) -> Iterator[None]:
-    """Hide the progress bars ``transformers`` shows while loading, unless ``verbose``."""
+    """Hide the progress bars ``transformers`` shows while loading, unless ``verbose >= 2``.
+
+    ``verbose=1`` is skxmc's own progress in one style (log lines); transformers' bars
+    ("Loading weights") would mix a second style into it, so they show only at 2."""
     from transformers.utils import logging as hf_logging
 
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    if not verbose and was_enabled:
+    hide = verbose < 2 and hf_logging.is_progress_bar_enabled()
+    if hide:
         hf_logging.disable_progress_bar()
     try:
         yield
     finally:
-        if not verbose and was_enabled:
+        if hide:
             hf_logging.enable_progress_bar()
 
 
