@@ -148,7 +148,8 @@ def _slug(text: str) -> str:
 
 
 def _rst_cell(text: str) -> str:
-    return text.replace("|", "\\|") if text else ".."
+    # Escaped, so that ``classes_`` is text, not a reference, and ``*`` not emphasis.
+    return re.sub(r"([|_*`\\])", r"\\\1", text) if text else ".."
 
 
 def rst_table(result: dict, table: dict, source: str) -> str:
