@@ -39,13 +39,12 @@ from ._kernels.jit import interruptible
 from ._kernels.kmeans import (
     _add_rows,
     _combine,
-    _moved,
+    _move_rows,
     _partition,
     _reset,
     _scores,
     _split_nodes,
     _touched_features,
-    _update_sums,
 )
 
 __all__ = ["split_level", "split_node_threaded"]
@@ -122,18 +121,8 @@ def split_level(
     @interruptible()
     def work(t: int) -> None:
         node_ids = np.arange(t, n_nodes, n_threads, dtype=np.int64)
-        _split_nodes(
-            *args,
-            elements,
-            starts,
-            ends,
-            picks_r,
-            picks_l,
-            node_ids,
-            max_iter,
-            *_feature_buffers(E.shape[1]),
-            *_node_buffers(max_size),
-        )
+        buffers = (_feature_buffers(E.shape[1]), _node_buffers(max_size))
+        _split_nodes(args, elements, starts, ends, picks_r, picks_l, node_ids, max_iter, *buffers)
 
     n_workers = min(n_threads, n_nodes)
     if n_workers == 1:
@@ -194,7 +183,4 @@ def split_node_threaded(
         if not _partition(seg, scores, half, prev, ids, sc):
             break
         if it > 0:
-            n_left, n_right = _moved(seg, prev, half, to_left, to_right)
-            full = 4 * (n_left + n_right) >= n
-            if not full:
-                _update_sums(*args, to_left, n_left, to_right, n_right, s_r, s_l)
+            full = _move_rows(*args, seg, prev, half, to_left, to_right, s_r, s_l)

@@ -33,6 +33,14 @@ from typing import Any
 
 import numpy as np
 
+from ._cli_estimators import (
+    ESTIMATORS,
+    TFIDF_DEFAULTS,
+    build_estimator,
+    fit_targets,
+    label_lists,
+    tfidf_vectorizer,
+)
 from ._version import __version__
 
 __all__ = ["build_parser", "main"]
@@ -41,43 +49,8 @@ logger = logging.getLogger(__name__)
 
 STDIN = "-"
 
-# --estimator: (class name, input, targets). "tfidf" estimators are fitted behind the TF-IDF
-# front end (a pipeline); "text" ones read the texts. Multi-class ones need one label each.
-ESTIMATORS = {
-    "xrlinear": ("XRLinearClassifier", "tfidf", "multi-label"),
-    "matchxml": ("MatchXMLClassifier", "text", "multi-label"),
-    "sharprecl": ("SharpReCLClassifier", "text", "multi-class"),
-    "knnbert": ("KNNBertClassifier", "text", "multi-class"),
-    "snm": ("SNMClassifier", "tfidf", "multi-label"),
-}
-# Options of ``fit`` that set a constructor parameter: given for an estimator without that
-# parameter, they are an error rather than silently ignored.
-_PARAM_OPTIONS = ("beam_size", "top_k", "negative_sampling", "n_jobs")
-# Defaults of ``fit`` that differ from the class's (today's behaviour of skxmc fit).
-_CLI_DEFAULTS = {"xrlinear": {"n_jobs": 2}}
-# The TF-IDF options and their defaults (a default of None in ``fit`` tells "not given").
-_TFIDF_DEFAULTS = {"min_df": 2, "max_ngram": 2, "max_features": 200_000}
 # Labels per text that ``predict`` writes for a multi-class model without --top-k.
 _MULTICLASS_TOP_K = 10
-
-
-def _vectorizer(args: argparse.Namespace) -> Any:
-    from ._vectorizers import default_tfidf
-
-    options = {
-        k: v if getattr(args, k) is None else getattr(args, k) for k, v in _TFIDF_DEFAULTS.items()
-    }
-    return default_tfidf(
-        ngram_range=(1, options["max_ngram"]),
-        min_df=options["min_df"],
-        max_features=options["max_features"],
-    )
-
-
-def _label_lists(labels: Any) -> list[list]:
-    """Each record's labels as a list; a single-label file (``"label"``) gives one each, so
-    that the command line always ranks labels."""
-    return [list(y) if isinstance(y, (list, tuple, set, frozenset)) else [y] for y in labels]
 
 
 def _print_metrics(result: dict[str, float], ks: Sequence[int], *, normalized: bool) -> None:
@@ -117,7 +90,7 @@ def _demo(args: argparse.Namespace) -> int:
 
     demo = load_demo()
     logger.info("loaded %d train / %d test records", len(demo.train_texts), len(demo.test_texts))
-    vectorizer = _vectorizer(args)
+    vectorizer = tfidf_vectorizer(args)
     clf = XRLinearClassifier(beam_size=args.beam_size, n_jobs=args.n_jobs, verbose=args.verbose)
     t0 = time.perf_counter()
     X_train = vectorizer.fit_transform(demo.train_texts)
@@ -151,139 +124,6 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _estimator_class(name: str) -> type:
-    import skxmc
-
-    return getattr(skxmc, ESTIMATORS[name][0])  # the torch ones are imported on first use
-
-
-def _read_params(path: str, cls: type, name: str) -> dict:
-    """The constructor parameters of ``--params``: a JSON object whose keys ``cls`` takes."""
-    params_path = Path(path)
-    if not params_path.exists():
-        raise FileNotFoundError(f"--params {path!r}: no such file.")
-    try:
-        params = json.loads(params_path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
-        raise ValueError(f"--params {path!r} is not valid JSON ({exc}).") from None
-    except OSError as exc:
-        raise OSError(f"--params {path!r} cannot be read: {exc.strerror or exc}.") from None
-    if not isinstance(params, dict):
-        raise ValueError(
-            f"--params {path!r} holds a JSON {type(params).__name__}; expected an object of "
-            f'{cls.__name__} parameters such as {{"max_epochs": 1}}.'
-        )
-    return {_param_key(cls, key, f"--params {path!r}", name): v for key, v in params.items()}
-
-
-def _param_key(cls: type, key: str, where: str, name: str) -> str:
-    """``key`` as a parameter of ``cls``: its own, ``part__param`` of a composite's part
-    (MatchXML's ``matcher`` / ``ranker``), or a part's parameter given flat when exactly
-    one part takes it (``max_epochs`` -> ``matcher__max_epochs``)."""
-    own = cls().get_params(deep=False)
-    parts = {}
-    for part, factory in _parts(cls).items():
-        default = factory()
-        parts[part] = default.get_params(deep=False)
-        # a part's own parts: MatchXML's matcher__training (the TrainingConfig)
-        for inner, inner_factory in _parts(type(default)).items():
-            parts[f"{part}__{inner}"] = inner_factory().get_params(deep=False)
-    if key in own:
-        return key
-    part, _, sub = key.rpartition("__")
-    if part and part in parts and sub in parts[part]:
-        return key
-    owners = [part for part, names in parts.items() if key in names]
-    if len(owners) == 1:
-        return f"{owners[0]}__{key}"
-    if len(owners) > 1:
-        spelled = " or ".join(f"{part}__{key}" for part in owners)
-        raise ValueError(
-            f"{where}: {key!r} is a parameter of several parts of {cls.__name__}; write {spelled}."
-        )
-    known = sorted(own) + [f"{p}__<{', '.join(sorted(n))}>" for p, n in parts.items()]
-    raise ValueError(
-        f"{where}: unknown parameter {key!r} of {cls.__name__} (--estimator {name}); it takes "
-        f"{', '.join(known)}."
-    )
-
-
-def _parts(cls: type) -> dict:
-    """A composite estimator's parts that tune as ``part__param``, and their defaults."""
-    return dict(getattr(cls, "_default_parts", {}))
-
-
-def _build_estimator(args: argparse.Namespace) -> Any:
-    """The unfitted estimator of ``--estimator`` with its ``--params`` and options, its
-    parameters validated as ``fit`` validates them (before any data is read)."""
-    from ._compat import validate_estimator_params
-
-    name = args.estimator
-    cls = _estimator_class(name)
-    params = dict(_CLI_DEFAULTS.get(name, {}))
-    if args.params is not None:
-        params.update(_read_params(args.params, cls, name))
-    for option in _PARAM_OPTIONS:
-        value = getattr(args, option)
-        if value is None:
-            continue
-        flag = f"--{option.replace('_', '-')}"
-        try:
-            key = _param_key(cls, option, flag, name)
-        except ValueError as exc:
-            raise ValueError(
-                f"{flag} does not apply to --estimator {name} as such ({exc}); set the "
-                f"parameter in --params."
-            ) from None
-        params[key] = value  # an option given on the command line wins over the file
-    if args.verbose:
-        params[_param_key(cls, "verbose", "-v", name)] = args.verbose
-    kind = ESTIMATORS[name][1]
-    given_tfidf = [k for k in _TFIDF_DEFAULTS if getattr(args, k) is not None]
-    if kind != "tfidf" and given_tfidf:
-        tfidf = ", ".join(f"--{k.replace('_', '-')}" for k in given_tfidf)
-        raise ValueError(
-            f"{tfidf} set(s) the TF-IDF front end of --estimator xrlinear and snm; "
-            f"--estimator {name} reads the texts."
-        )
-    nested = {k: v for k, v in params.items() if "__" in k}
-    estimator = cls(**{k: v for k, v in params.items() if "__" not in k})
-    try:
-        estimator.set_params(**nested)
-        validate_estimator_params(estimator)
-        for part in _parts(cls):
-            if getattr(estimator, part) is not None:
-                validate_estimator_params(getattr(estimator, part))
-    except (ValueError, TypeError) as exc:
-        where = f"--params {args.params!r}: " if args.params is not None else ""
-        raise ValueError(f"{where}invalid parameter of {cls.__name__}: {exc}") from None
-    return estimator
-
-
-def _targets(labels: np.ndarray, args: argparse.Namespace) -> Any:
-    """The labels of ``--train`` in the form ``--estimator`` takes: label lists for the
-    multi-label ones, one label per record for the multi-class ones."""
-    multi_label_file = len(labels) > 0 and isinstance(labels[0], frozenset)
-    if ESTIMATORS[args.estimator][2] == "multi-label":
-        return _label_lists(labels)
-    if not multi_label_file:
-        return labels
-    # A multi-label file with one label on every record is a multi-class file written
-    # with lists; anything else would lose labels.
-    for i, label_set in enumerate(labels):
-        if len(label_set) != 1:
-            raise ValueError(
-                f"--train {args.train!r} is a multi-label file ('labels' lists) and "
-                f"--estimator {args.estimator} is a multi-class classifier: it needs exactly "
-                f"one label per record, but record {i + 1} has {len(label_set)}. Use a "
-                f'single-label file ({{"text": "...", "label": "..."}}) or a multi-label '
-                f"estimator (xrlinear, matchxml, snm)."
-            )
-    out = np.empty(len(labels), dtype=object)
-    out[:] = [next(iter(label_set)) for label_set in labels]
-    return out
-
-
 def _fit(args: argparse.Namespace) -> int:
     from .io import holds_model, refuse_foreign_entries, save
     from .pipeline import make_pipeline
@@ -304,7 +144,7 @@ def _fit(args: argparse.Namespace) -> int:
             )
         refuse_foreign_entries(model_dir)  # before training, not after
     _check_can_create(model_dir)
-    clf = _build_estimator(args)
+    clf = build_estimator(args)
     texts, labels = _read_train(args.train)
     logger.info("read %d training records from %s", len(texts), _source(args.train))
     if not texts:
@@ -313,9 +153,9 @@ def _fit(args: argparse.Namespace) -> int:
             f'{{"text": "...", "labels": ["..."]}}.'
         )
     multi_label_file = isinstance(labels[0], frozenset)
-    y = _targets(labels, args)
+    y = fit_targets(labels, args)
     tfidf = ESTIMATORS[args.estimator][1] == "tfidf"
-    min_df = _TFIDF_DEFAULTS["min_df"] if args.min_df is None else args.min_df
+    min_df = TFIDF_DEFAULTS["min_df"] if args.min_df is None else args.min_df
     if tfidf and len(texts) < min_df:
         # TF-IDF would fail with "max_df corresponds to < documents than min_df".
         raise ValueError(
@@ -324,7 +164,7 @@ def _fit(args: argparse.Namespace) -> int:
         )
     t0 = time.perf_counter()
     if tfidf:
-        vectorizer = _vectorizer(args)
+        vectorizer = tfidf_vectorizer(args)
         try:
             model = make_pipeline(vectorizer, clf).fit(texts, y)
         except ValueError as exc:
@@ -638,7 +478,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from .metrics import evaluate, inverse_propensity
 
     _, truth = load_text_jsonl(args.true)
-    truth = _label_lists(truth)
+    truth = label_lists(truth)
     predicted, pred_scores = [], []
     for line_no, record in _records_of(args.pred):
         where = f"--pred {args.pred}: line {line_no}"
@@ -667,7 +507,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     ks = args.ks
     if args.train:
         _, train_labels = load_text_jsonl(args.train)
-        train_labels = _label_lists(train_labels)
+        train_labels = label_lists(train_labels)
         _, classes = encode_labels(train_labels, name="--train labels")
         inv_p = inverse_propensity(train_labels, classes=classes)
     else:

@@ -13,13 +13,12 @@ from .jit import jit
 __all__ = [
     "_add_rows",
     "_combine",
-    "_moved",
+    "_move_rows",
     "_partition",
     "_reset",
     "_scores",
     "_split_nodes",
     "_touched_features",
-    "_update_sums",
 ]
 
 
@@ -269,41 +268,36 @@ def _moved(seg, prev, half, to_left, to_right):
 
 
 @jit(nogil=True)
-def _update_sums(
-    indptr, indices, data, dense, is_dense, to_left, n_left, to_right, n_right, s_r, s_l
+def _move_rows(
+    indptr, indices, data, dense, is_dense, seg, prev, half, to_left, to_right, s_r, s_l
 ):
-    """Move the rows that changed side from one centre sum to the other."""
+    """After an iteration that changed the halves: True when the node is cheaper to re-sum
+    (many rows changed side); else move the rows that changed side from one centre sum to
+    the other, and False."""
+    n_left, n_right = _moved(seg, prev, half, to_left, to_right)
+    # Moving a row costs two row updates; re-summing the node costs one per row.
+    if 4 * (n_left + n_right) >= seg.shape[0]:
+        return True
     zero = np.int64(0)  # a literal 0 would compile _add_rows once more (see _split_node)
     _add_rows(indptr, indices, data, dense, is_dense, to_left, zero, n_left, 1.0, s_l)
     _add_rows(indptr, indices, data, dense, is_dense, to_left, zero, n_left, -1.0, s_r)
     _add_rows(indptr, indices, data, dense, is_dense, to_right, zero, n_right, 1.0, s_r)
     _add_rows(indptr, indices, data, dense, is_dense, to_right, zero, n_right, -1.0, s_l)
+    return False
 
 
 @jit(nogil=True)
-def _split_node(
-    indptr,
-    indices,
-    data,
-    dense,
-    is_dense,
-    seg,
-    pick_r,
-    pick_l,
-    max_iter,
-    s_r,
-    s_l,
-    c,
-    mark,
-    touched,
-    scores,
-    prev,
-    to_left,
-    to_right,
-    ids,
-    sc,
-):
-    """Balanced spherical 2-means on one node, in place on ``seg`` (one thread)."""
+def _split_node(x, seg, pick_r, pick_l, max_iter, feature_buffers, node_buffers):
+    """Balanced spherical 2-means on one node, in place on ``seg`` (one thread).
+
+    ``x`` is ``(indptr, indices, data, dense, is_dense)`` (``_as_kernel_args`` of
+    :mod:`skxmc._kmeans`); the buffers are the tuples of its ``_feature_buffers`` and
+    ``_node_buffers``: tuples, so that the work arrays are named once, not in every
+    signature and call that passes them on.
+    """
+    indptr, indices, data, dense, is_dense = x
+    s_r, s_l, c, mark, touched = feature_buffers
+    scores, prev, to_left, to_right, ids, sc = node_buffers
     n = seg.shape[0]
     half = n // 2
     u = _touched_features(indptr, indices, is_dense, c.shape[0], seg, mark, touched)
@@ -325,74 +319,15 @@ def _split_node(
         if not _partition(seg, scores, half, prev, ids, sc):
             break
         if it > 0:
-            n_left, n_right = _moved(seg, prev, half, to_left, to_right)
-            # Moving a row costs two row updates; re-summing the node costs one per row.
-            full = 4 * (n_left + n_right) >= n
-            if not full:
-                _update_sums(
-                    indptr,
-                    indices,
-                    data,
-                    dense,
-                    is_dense,
-                    to_left,
-                    n_left,
-                    to_right,
-                    n_right,
-                    s_r,
-                    s_l,
-                )
+            full = _move_rows(*x, seg, prev, half, to_left, to_right, s_r, s_l)
 
 
 @jit(nogil=True)
 def _split_nodes(
-    indptr,
-    indices,
-    data,
-    dense,
-    is_dense,
-    elements,
-    starts,
-    ends,
-    picks_r,
-    picks_l,
-    node_ids,
-    max_iter,
-    s_r,
-    s_l,
-    c,
-    mark,
-    touched,
-    scores,
-    prev,
-    to_left,
-    to_right,
-    ids,
-    sc,
+    x, elements, starts, ends, picks_r, picks_l, node_ids, max_iter, feature_buffers, node_buffers
 ):
     """Split the listed nodes of one level one after the other (one worker thread)."""
     for q in range(node_ids.shape[0]):
         v = node_ids[q]
         seg = elements[starts[v] : ends[v]]
-        _split_node(
-            indptr,
-            indices,
-            data,
-            dense,
-            is_dense,
-            seg,
-            picks_r[v],
-            picks_l[v],
-            max_iter,
-            s_r,
-            s_l,
-            c,
-            mark,
-            touched,
-            scores,
-            prev,
-            to_left,
-            to_right,
-            ids,
-            sc,
-        )
+        _split_node(x, seg, picks_r[v], picks_l[v], max_iter, feature_buffers, node_buffers)

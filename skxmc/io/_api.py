@@ -279,13 +279,18 @@ def load(
     """
     if verify not in (True, False, None):
         raise ValueError(f"verify must be True, False or None; got {verify!r}.")
-    directory = resolve_model_dir(directory)
+    return _load_unreplaced(resolve_model_dir(directory), mmap=mmap, verify=verify, trusted=trusted)
+
+
+def _load_unreplaced(directory: Path, **options: Any) -> Any:
+    """:func:`_load` of a model that no save replaced while it was read; one more try if
+    one did."""
     # A save(overwrite=True) may replace the model while it is read: whether a load failed
     # or succeeded, it counts only if the model it started with is still the one there.
     for attempt in range(2):
         before = snapshot(directory)
         try:
-            est = _load(directory, mmap=mmap, verify=verify, trusted=trusted)
+            est = _load(directory, **options)
         except (ValueError, OSError) as exc:
             if snapshot(directory) == before:
                 raise
@@ -335,7 +340,7 @@ def _load(directory: Path, *, mmap: bool, verify: bool | None, trusted: bool) ->
             f"missing or changed files; loading it because trusted=True. Save the model "
             f"again to add the list.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
         weights = sorted(directory.rglob("*.safetensors"))
     else:
