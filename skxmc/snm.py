@@ -28,7 +28,7 @@ from ._base import THRESHOLD_CONSTRAINT, MultiLabelRankerMixin, check_not_raw_te
 from ._compat import Interval, StrOptions, _fit_context, validate_data
 from ._memory import check_snm_fit
 from ._ranking import topk_to_csr, truth_hits
-from ._sample_weight import drop_zero_weight_rows, loss_weights, take_rows
+from ._sample_weight import drop_zero_weight_samples, loss_weights
 from ._search import SEARCH_METHODS, InnerProductIndex, resolve_search
 from .io import PersistenceMixin, persistent
 from .labels import LabelSpace, encode_target
@@ -568,10 +568,7 @@ class SNMClassifier(
         self.sparse_input_ = bool(sp.issparse(X))
         if self.sparse_input_:
             X = sp.csr_matrix(X, dtype=np.float32)
-        n_samples = X.shape[0]
-        sample_weight, kept = drop_zero_weight_rows(sample_weight, n_samples)
-        if kept is not None:
-            X, Y = X[kept], take_rows(Y, kept, n_samples)
+        sample_weight, X, Y = drop_zero_weight_samples(sample_weight, X.shape[0], X, Y)
         Y_csr, self.classes_, self.target_type_ = encode_target(
             Y, classes=self.classes, name="Y", n_samples=X.shape[0]
         )
