@@ -421,15 +421,7 @@ class SNMClassifier(
             for n, p in module.named_parameters()
             if not n.startswith("labels.") and not (self.sparse_input_ and n == "input.weight")
         ]
-        groups = [
-            ParamGroup(
-                "dense",
-                dense,
-                lr=self._train.learning_rate,
-                weight_decay=self._train.weight_decay,
-                schedule="constant",
-            )
-        ]
+        groups = [self._main_param_group("dense", dense, schedule="constant")]
         if self.sparse_input_:
             groups.append(
                 ParamGroup(

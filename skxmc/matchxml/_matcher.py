@@ -725,14 +725,7 @@ class MultiStageMatcher(
         """The trainer of one stage: its own checkpoint folder, fingerprint and seed."""
         stage, n_stages, seed = schedule
         groups = [
-            ParamGroup(
-                "encoder",
-                module.text,
-                lr=self._train.learning_rate,
-                weight_decay=self._train.weight_decay,
-                betas=(0.9, 0.98),
-                eps=1e-6,
-            ),
+            self._main_param_group("encoder", module.text, betas=(0.9, 0.98), eps=1e-6),
             ParamGroup("labels", module.labels, lr=self.label_learning_rate),
         ]
         engine = self._engine_params(callbacks)
