@@ -93,6 +93,16 @@ def drop_zero_weight_rows(
     return weights[rows], rows
 
 
+def drop_zero_weight_samples(sample_weight: Any, n_samples: int, *data: Any) -> tuple[Any, ...]:
+    """:func:`drop_zero_weight_rows` applied: ``(weights, *data)`` with each of ``data``
+    (texts, targets, features: anything :func:`take_rows` reads; None stays None) cut to
+    the rows of positive weight."""
+    weights, kept = drop_zero_weight_rows(sample_weight, n_samples)
+    if kept is None:
+        return (weights, *data)
+    return (weights, *(None if d is None else take_rows(d, kept, n_samples) for d in data))
+
+
 def loss_weights(weights: np.ndarray | None) -> np.ndarray | None:
     """Per-row loss multipliers of a neural ``fit``: ``weights`` divided by their mean over
     the training rows, or None (the unweighted loss) when they are all equal.

@@ -476,18 +476,23 @@ class KNNBertClassifier(TransformerClassifierBase):
         moco.to(device)
         order = np.random.default_rng(task.memory_seed).permutation(len(y))
         order = order[-self.queue_size :]
-        keys = batched_inference(
-            moco.keys,
-            task.tokens.subset(order),
-            batch_size=2 * self._train.batch_size,
-            device=device,
-            verbose=self._train.verbose,
-            desc="filling the queue",
-        )
+        keys = self._encode(moco.keys, task.tokens.subset(order), device, "filling the queue")
         moco.enqueue(
             torch.from_numpy(keys).to(device), torch.as_tensor(y[order]), torch.as_tensor(order)
         )
         return task
+
+    def _encode(self, forward: Any, tokens: Any, device: torch.device, desc: str) -> np.ndarray:
+        """``forward`` (the key side, the model's embedding) of every text of ``tokens``
+        in inference batches (twice the training batch), rows in input order."""
+        return batched_inference(
+            forward,
+            tokens,
+            batch_size=2 * self._train.batch_size,
+            device=device,
+            verbose=self._train.verbose,
+            desc=desc,
+        )
 
     def _training_batches(self, task: FitTask, epoch: int, rng: np.random.Generator) -> Any:
         # Plain random batches: length-bucketing could group texts of one class.
@@ -523,14 +528,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         device = self._inference_device()
         module = self.module_.to(device)
         with eval_mode(module):
-            feats = batched_inference(
-                module.embed,
-                task.tokens.subset(rows),
-                batch_size=2 * self._train.batch_size,
-                device=device,
-                verbose=self._train.verbose,
-                desc="kNN memory",
-            )
+            feats = self._encode(module.embed, task.tokens.subset(rows), device, "kNN memory")
         self.memory_features_ = feats
         self.memory_targets_ = np.asarray(y[rows], dtype=np.int64)
         self.memory_indices_ = task.row_positions(rows)

@@ -7,7 +7,7 @@ import logging
 import math
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from ._base import THRESHOLD_CONSTRAINT, MultiLabelRankerMixin, check_not_raw_te
 from ._compat import Interval, StrOptions, _fit_context, validate_data
 from ._memory import check_snm_fit
 from ._ranking import topk_to_csr, truth_hits
-from ._sample_weight import drop_zero_weight_rows, loss_weights, take_rows
+from ._sample_weight import drop_zero_weight_samples, loss_weights
 from ._search import SEARCH_METHODS, InnerProductIndex, resolve_search
 from .io import PersistenceMixin, persistent
 from .labels import LabelSpace, encode_target
@@ -421,15 +421,7 @@ class SNMClassifier(
             for n, p in module.named_parameters()
             if not n.startswith("labels.") and not (self.sparse_input_ and n == "input.weight")
         ]
-        groups = [
-            ParamGroup(
-                "dense",
-                dense,
-                lr=self._train.learning_rate,
-                weight_decay=self._train.weight_decay,
-                schedule="constant",
-            )
-        ]
+        groups = [self._main_param_group("dense", dense, schedule="constant")]
         if self.sparse_input_:
             groups.append(
                 ParamGroup(
@@ -507,38 +499,10 @@ class SNMClassifier(
         -------
         self : SNMClassifier
         """
-        check_not_raw_text(X, type(self).__name__)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float32, reset=True)
-        if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
-            raise ValueError("X contains NaN or infinity.")
-        self.sparse_input_ = bool(sp.issparse(X))
-        if self.sparse_input_:
-            X = sp.csr_matrix(X, dtype=np.float32)
-        n_samples = X.shape[0]
-        sample_weight, kept = drop_zero_weight_rows(sample_weight, n_samples)
-        if kept is not None:
-            X, Y = X[kept], take_rows(Y, kept, n_samples)
-        Y_csr, self.classes_, self.target_type_ = encode_target(
-            Y, classes=self.classes, name="Y", n_samples=X.shape[0]
-        )
+        X, Y_csr, sample_weight = self._validate_fit_data(X, Y, sample_weight)
         n_labels = Y_csr.shape[1]
-        if n_labels == 0 or Y_csr.nnz == 0:
-            raise ValueError("Y has no labels at all; SNMClassifier needs at least one positive.")
         self.n_sampled_ = self._resolve_n_sampled(n_labels)
-        # Before any weight exists: sizes that cannot fit fail now, naming the parameter.
-        check_snm_fit(
-            n_samples=X.shape[0],
-            n_features=X.shape[1],
-            n_labels=n_labels,
-            max_positives=int(np.diff(Y_csr.indptr).max()),
-            hidden_size=self.hidden_size,
-            embedding_size=self.embedding_size,
-            batch_size=self._train.batch_size,
-            n_sampled=self.n_sampled_,
-            sparse_input=self.sparse_input_,
-            centroid_init=self.label_init == "centroid",
-            device=resolve_device(self._train.device),
-        )
+        self._check_fit_memory(X, Y_csr)
         rs = check_random_state(self._train.random_state)
         seed = int(rs.randint(np.iinfo(np.int32).max))
         train, valid = validation_rows(
@@ -555,13 +519,7 @@ class SNMClassifier(
         self.module_ = self._build_module()
         if self.label_init == "centroid":
             self._init_label_centroids(X, Y_csr, sample_weight)
-        k = self.n_hard_negatives
-        if self.negative_sampling != "snm":
-            weights = None
-        elif self.negative_weight == "paper":
-            weights = top_k_weights(k, n_classes=n_labels, n_sampled=self.n_sampled_)
-        else:
-            weights = top_k_weights(k)
+        weights = self._negative_weights(n_labels)
         module, n = self.module_, X.shape[0]
         trainer = Trainer(
             module,
@@ -574,15 +532,87 @@ class SNMClassifier(
             # Sampled-softmax scores and SparseAdam tables stay in float32.
             **{**self._engine_params(callbacks), "mixed_precision": "no"},
         )
-        device = trainer.device
+        step = self._loss_step(trainer, X, Y_csr, weights, loss_weights(sample_weight))
+
+        def batches(epoch: int, rng: np.random.Generator) -> list[np.ndarray]:
+            order = rng.permutation(n)
+            return [
+                order[i : i + self._train.batch_size] for i in range(0, n, self._train.batch_size)
+            ]
+
+        result = trainer.fit(step, batches)
+        module.eval()
+        _check_not_collapsed(module, self._inputs(X[:_EMBED_ROWS], trainer.device), self)
+        self._index_labels()
+        self.proba_calibration_ = self._fit_proba_calibration(X, Y_csr, seed, sample_weight)
+        self._set_fit_result(result)
+        return self
+
+    def _validate_fit_data(
+        self, X: Any, Y: Any, sample_weight: Any
+    ) -> tuple[Any, sp.csr_matrix, np.ndarray | None]:
+        """``fit``'s checked ``X`` (CSR float32 or dense), ``Y`` as CSR and the weights,
+        rows of weight 0 dropped; sets ``sparse_input_``, ``classes_``, ``target_type_``."""
+        check_not_raw_text(X, type(self).__name__)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float32, reset=True)
+        if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
+            raise ValueError("X contains NaN or infinity.")
+        self.sparse_input_ = bool(sp.issparse(X))
+        if self.sparse_input_:
+            X = sp.csr_matrix(X, dtype=np.float32)
+        sample_weight, X, Y = drop_zero_weight_samples(sample_weight, X.shape[0], X, Y)
+        Y_csr, self.classes_, self.target_type_ = encode_target(
+            Y, classes=self.classes, name="Y", n_samples=X.shape[0]
+        )
+        if Y_csr.shape[1] == 0 or Y_csr.nnz == 0:
+            raise ValueError("Y has no labels at all; SNMClassifier needs at least one positive.")
+        return X, Y_csr, sample_weight
+
+    def _check_fit_memory(self, X: Any, Y: sp.csr_matrix) -> None:
+        """Before any weight exists: sizes that cannot fit fail now, naming the parameter."""
+        check_snm_fit(
+            n_samples=X.shape[0],
+            n_features=X.shape[1],
+            n_labels=Y.shape[1],
+            max_positives=int(np.diff(Y.indptr).max()),
+            hidden_size=self.hidden_size,
+            embedding_size=self.embedding_size,
+            batch_size=self._train.batch_size,
+            n_sampled=self.n_sampled_,
+            sparse_input=self.sparse_input_,
+            centroid_init=self.label_init == "centroid",
+            device=resolve_device(self._train.device),
+        )
+
+    def _negative_weights(self, n_labels: int) -> torch.Tensor | None:
+        """The ordered weights of the sampled negatives (``negative_weight``); None for
+        ``negative_sampling="uniform"`` (every candidate weighs the same)."""
+        k = self.n_hard_negatives
+        if self.negative_sampling != "snm":
+            return None
+        if self.negative_weight == "paper":
+            return top_k_weights(k, n_classes=n_labels, n_sampled=self.n_sampled_)
+        return top_k_weights(k)
+
+    def _loss_step(
+        self,
+        trainer: Trainer,
+        X: Any,
+        Y: sp.csr_matrix,
+        weights: torch.Tensor | None,
+        row_weight: np.ndarray | None,
+    ) -> Callable[[np.ndarray], torch.Tensor]:
+        """``step(rows)``: the loss of one batch of training rows. Positives against one
+        shared pool of ``n_sampled_`` candidates drawn from ``trainer.rng``, weighed by
+        ``weights`` (ordered) and ``row_weight`` (per row, mean 1; None: unweighted)."""
+        module, device, n_labels = self.module_, trainer.device, Y.shape[1]
         theta = None if weights is None else weights.to(device)
-        row_weight = loss_weights(sample_weight)
         if row_weight is not None:
             row_weight = torch.as_tensor(row_weight, dtype=torch.float32)
 
         def step(idx: np.ndarray) -> torch.Tensor:
             h = module.embed(self._inputs(X[idx], device))
-            Y_b = Y_csr[idx]
+            Y_b = Y[idx]
             g = torch.Generator(device=device).manual_seed(int(trainer.rng.integers(1 << 62)))
             candidates, is_pos = sample_shared_negatives(
                 Y_b, n_labels, self.n_sampled_, generator=g, device=device
@@ -607,19 +637,7 @@ class SNMClassifier(
             )
             return loss if row_weight is None else (loss * row_weight[idx].to(device)).mean()
 
-        def batches(epoch: int, rng: np.random.Generator) -> list[np.ndarray]:
-            order = rng.permutation(n)
-            return [
-                order[i : i + self._train.batch_size] for i in range(0, n, self._train.batch_size)
-            ]
-
-        result = trainer.fit(step, batches)
-        module.eval()
-        _check_not_collapsed(module, self._inputs(X[:_EMBED_ROWS], trainer.device), self)
-        self._index_labels()
-        self.proba_calibration_ = self._fit_proba_calibration(X, Y_csr, seed, sample_weight)
-        self._set_fit_result(result)
-        return self
+        return step
 
     def _precision_at_1(self, X: Any, Y: sp.csr_matrix) -> Any:
         """``scoring(trainer)``: the share of ``X``'s rows whose best-scored label (exact

@@ -358,3 +358,18 @@ def test_gridsearch_routes_sample_weight_to_fit_and_score(routing):
     best = search.best_estimator_.named_steps["xr"]
     X = TfidfVectorizer().fit_transform(TEXTS)
     _same_model(best, XRLinearClassifier(top_k=1, Cp=best.Cp).fit(X, TOPICS, sample_weight=sw))
+
+
+def test_drop_zero_weight_samples_cuts_every_row_aligned_input():
+    from skxmc._sample_weight import drop_zero_weight_samples
+
+    texts, Y = ["a", "b", "c"], sp.csr_matrix(np.eye(3, dtype=np.float32))
+    w, t, y, f = drop_zero_weight_samples([1.0, 0.0, 2.0], 3, texts, Y, None)
+    np.testing.assert_array_equal(w, [1.0, 2.0])
+    assert t == ["a", "c"] and f is None
+    np.testing.assert_array_equal(y.toarray(), np.eye(3)[[0, 2]])
+    # nothing dropped (or no weights): the inputs themselves come back
+    w, t, y = drop_zero_weight_samples(None, 3, texts, Y)
+    assert w is None and t is texts and y is Y
+    w, t = drop_zero_weight_samples([1.0, 1.0, 3.0], 3, texts)
+    assert t is texts

@@ -23,7 +23,7 @@ from .._base import THRESHOLD_CONSTRAINT, MultiLabelRankerMixin
 from .._compat import HasMethods, Interval, StrOptions, _fit_context
 from .._logging import progress
 from .._ranking import topk_from_sparse, topk_to_csr
-from .._sample_weight import drop_zero_weight_rows, take_rows
+from .._sample_weight import drop_zero_weight_samples
 from .._vectorizers import default_tfidf
 from ..io import PersistenceMixin, persistent
 from ..labels import LabelSpace, encode_target
@@ -336,13 +336,9 @@ class MatchXMLClassifier(
         self : MatchXMLClassifier
         """
         texts = _single_texts(X, type(self).__name__, fitting=True)
-        if sample_weight is not None:
-            n_samples = len(texts)
-            sample_weight, kept = drop_zero_weight_rows(sample_weight, n_samples)
-            if kept is not None:
-                texts, Y = [texts[i] for i in kept], take_rows(Y, kept, n_samples)
-            if np.all(sample_weight == 1.0):
-                sample_weight = None  # the unweighted fit, exactly
+        sample_weight, texts, Y = drop_zero_weight_samples(sample_weight, len(texts), texts, Y)
+        if sample_weight is not None and np.all(sample_weight == 1.0):
+            sample_weight = None  # the unweighted fit, exactly
         routed = {} if sample_weight is None else {"sample_weight": sample_weight}
         Y_csr, self.classes_, self.target_type_ = encode_target(
             Y, classes=self.classes, name="Y", n_samples=len(texts)

@@ -22,7 +22,7 @@ with require_extra("text", "MatchXMLClassifier"):
 
 from .._compat import HasMethods, Interval, StrOptions, _fit_context, _num_samples
 from .._logging import progress
-from .._sample_weight import drop_zero_weight_rows, loss_weights, take_rows
+from .._sample_weight import drop_zero_weight_samples, loss_weights
 from .._vectorizers import default_tfidf
 from ..exceptions import EncoderNotFoundError
 from ..io import PersistenceMixin, persistent
@@ -368,14 +368,9 @@ class MultiStageMatcher(
         self : MultiStageMatcher
         """
         texts = _single_texts(X, type(self).__name__, fitting=True)
-        if sample_weight is not None:
-            n_samples = len(texts)
-            sample_weight, kept = drop_zero_weight_rows(sample_weight, n_samples)
-            if kept is not None:
-                texts = [texts[i] for i in kept]
-                Y = take_rows(Y, kept, n_samples)
-                if tree_features is not None:
-                    tree_features = take_rows(tree_features, kept, n_samples)
+        sample_weight, texts, Y, tree_features = drop_zero_weight_samples(
+            sample_weight, len(texts), texts, Y, tree_features
+        )
         Y_csr, self.classes_, _ = encode_target(Y, name="Y", n_samples=len(texts))
         if Y_csr.shape[1] == 0:
             raise ValueError("Y has no labels at all; MultiStageMatcher needs at least one.")
@@ -397,36 +392,13 @@ class MultiStageMatcher(
             if tree_features is not None:
                 tree_features = tree_features[train]
             sample_weight = None if sample_weight is None else sample_weight[train]
-        times: dict[str, float] = {}
         t0 = time.perf_counter()
-        needs_features = not (
-            isinstance(self.label_embedding, str) and self.label_embedding == "label2vec"
-        )
-        if tree_features is None and needs_features:
-            tree_features = default_tfidf().fit_transform(texts)
         # equal weights are no weights (the unweighted fit, exactly)
         weighted = None if loss_weights(sample_weight) is None else sample_weight
-        self.tree_ = HierarchicalLabelTree(
-            label_embedding=self.label_embedding,
-            branching_factor=self.branching_factor,
-            max_leaf_size=self.max_leaf_size,
-            random_state=seed,
-            n_jobs=self.n_jobs,
-            verbose=self._train.verbose,
-        ).fit(tree_features, Y_csr, **({} if weighted is None else {"sample_weight": weighted}))
-        times["tree"] = time.perf_counter() - t0
+        self.tree_ = self._preliminary_tree(texts, Y_csr, tree_features, weighted, seed)
+        times = {"tree": time.perf_counter() - t0}
         sizes = [C.shape[0] for C in self.tree_.cluster_chain_]
-        n_stages = (
-            len(sizes)
-            if self.max_matcher_size is None
-            else sum(k <= self.max_matcher_size for k in sizes)
-        )
-        if n_stages == 0:
-            raise ValueError(
-                f"max_matcher_size={self.max_matcher_size} is smaller than the top layer of "
-                f"the label tree ({sizes[0]} nodes); nothing would be fine-tuned. Use at "
-                f"least {sizes[0]} or None."
-            )
+        n_stages = self._n_stages(sizes)
         self._log(
             "preliminary tree: layers %s in %.1f s; fine-tuning %d stage(s)",
             sizes,
@@ -443,6 +415,54 @@ class MultiStageMatcher(
             self._tokenize(texts), Y_csr, n_stages, seed, held_out, sample_weight=weighted
         )
         self.module_.eval()
+        self._set_stage_results(results)
+        times["fine_tuning"] = time.perf_counter() - t0
+        self.fit_times_ = times
+        return self
+
+    def _preliminary_tree(
+        self,
+        texts: list[str],
+        Y: sp.csr_matrix,
+        tree_features: Any,
+        sample_weight: np.ndarray | None,
+        seed: int,
+    ) -> HierarchicalLabelTree:
+        """The label tree the stages follow, on ``tree_features`` (default TF-IDF of
+        ``texts`` when ``label_embedding`` needs features and none are given)."""
+        needs_features = not (
+            isinstance(self.label_embedding, str) and self.label_embedding == "label2vec"
+        )
+        if tree_features is None and needs_features:
+            tree_features = default_tfidf().fit_transform(texts)
+        routed = {} if sample_weight is None else {"sample_weight": sample_weight}
+        return HierarchicalLabelTree(
+            label_embedding=self.label_embedding,
+            branching_factor=self.branching_factor,
+            max_leaf_size=self.max_leaf_size,
+            random_state=seed,
+            n_jobs=self.n_jobs,
+            verbose=self._train.verbose,
+        ).fit(tree_features, Y, **routed)
+
+    def _n_stages(self, sizes: list[int]) -> int:
+        """How many of the tree's layers (of ``sizes`` nodes) are fine-tuned
+        (``max_matcher_size``)."""
+        n_stages = (
+            len(sizes)
+            if self.max_matcher_size is None
+            else sum(k <= self.max_matcher_size for k in sizes)
+        )
+        if n_stages == 0:
+            raise ValueError(
+                f"max_matcher_size={self.max_matcher_size} is smaller than the top layer of "
+                f"the label tree ({sizes[0]} nodes); nothing would be fine-tuned. Use at "
+                f"least {sizes[0]} or None."
+            )
+        return n_stages
+
+    def _set_stage_results(self, results: list[tuple[int, Any]]) -> None:
+        """The fitted attributes of the stages' ``(nodes, training result)`` pairs."""
         self.stage_sizes_ = [size for size, _ in results]
         self.stage_loss_curves_ = [[float(v) for v in r.loss_curve] for _, r in results]
         self.loss_curve_ = [v for curve in self.stage_loss_curves_ for v in curve]
@@ -453,9 +473,6 @@ class MultiStageMatcher(
         ]
         self.n_steps_ = sum(int(r.n_steps) for _, r in results)
         self.interrupted_ = any(r.interrupted for _, r in results)
-        times["fine_tuning"] = time.perf_counter() - t0
-        self.fit_times_ = times
-        return self
 
     def _fine_tune(
         self,
@@ -670,13 +687,12 @@ class MultiStageMatcher(
     ) -> Any:
         """One stage's training; ``schedule``: (stage, number of stages, fit seed);
         ``sample_weight``: loss multipliers of the stage's texts (mean 1) or None."""
-        stage, n_stages, seed = schedule
         Y_t = sp.csr_matrix(Y_t)
-        temperature, weight = float(self.temperature), float(self.matching_weight)
         mine = "snm" in self.negative_sampling
         weights = (
             None if sample_weight is None else torch.as_tensor(sample_weight, dtype=torch.float32)
         )
+        trainer = self._stage_trainer(module, tokens, Y_t, schedule, callbacks)
 
         def step(batch: Any) -> dict[str, Any]:
             rows = np.asarray(batch.indices)
@@ -689,47 +705,27 @@ class MultiStageMatcher(
                 ids, mask, positive = self._append_mined(
                     module, z, Y_t[rows], ids, mask, positive, trainer.rng
                 )
-            label_emb = F.normalize(module.labels(ids), dim=-1)
-            out: dict[str, Any] = {}
-            loss = z.new_zeros(())
-            if "hinge" in loss_name:
-                hinge = weighted_squared_hinge(
-                    candidate_scores(z, label_emb), mask, positive, sample_weight=row_weight
-                )
-                out["hinge"] = hinge.detach()
-                loss = loss + hinge
-            if "matching" in loss_name:
-                sub = Y_t[rows]
-                labels = np.unique(sub.indices)
-                targets = torch.from_numpy(sub[:, labels].T.toarray() > 0).to(z.device)
-                batch_labels = F.normalize(
-                    module.labels(torch.from_numpy(labels.astype(np.int64)).to(z.device)), dim=-1
-                )
-                matching = text_label_matching_loss(
-                    z,
-                    label_emb,
-                    mask,
-                    positive,
-                    batch_labels,
-                    targets,
-                    temperature=temperature,
-                    matching_weight=weight,
-                    sample_weight=row_weight,
-                )
-                out["matching"] = matching.detach()
-                loss = loss + matching
-            out["loss"] = loss
-            return out
+            return self._stage_loss(
+                module, z, (ids, mask, positive), Y_t[rows], loss_name, row_weight
+            )
 
+        def batches(epoch: int, rng: np.random.Generator) -> Any:
+            return tokens.batches(self._train.batch_size, shuffle=True, rng=rng)
+
+        return trainer.fit(step, batches)
+
+    def _stage_trainer(
+        self,
+        module: _StageModule,
+        tokens: TokenizedTexts,
+        Y_t: sp.csr_matrix,
+        schedule: tuple[int, int, int],
+        callbacks: list,
+    ) -> Trainer:
+        """The trainer of one stage: its own checkpoint folder, fingerprint and seed."""
+        stage, n_stages, seed = schedule
         groups = [
-            ParamGroup(
-                "encoder",
-                module.text,
-                lr=self._train.learning_rate,
-                weight_decay=self._train.weight_decay,
-                betas=(0.9, 0.98),
-                eps=1e-6,
-            ),
+            self._main_param_group("encoder", module.text, betas=(0.9, 0.98), eps=1e-6),
             ParamGroup("labels", module.labels, lr=self.label_learning_rate),
         ]
         engine = self._engine_params(callbacks)
@@ -742,7 +738,7 @@ class MultiStageMatcher(
             fingerprint={**engine["fingerprint"], "stage": stage},
             desc=f"MatchXML stage {stage + 1}/{n_stages}",
         )
-        trainer = Trainer(
+        return Trainer(
             module,
             groups,
             n_epochs=self._train.max_epochs,
@@ -754,10 +750,50 @@ class MultiStageMatcher(
             **engine,
         )
 
-        def batches(epoch: int, rng: np.random.Generator) -> Any:
-            return tokens.batches(self._train.batch_size, shuffle=True, rng=rng)
-
-        return trainer.fit(step, batches)
+    def _stage_loss(
+        self,
+        module: _StageModule,
+        z: torch.Tensor,
+        slots: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        positives: sp.csr_matrix,
+        loss_name: str,
+        row_weight: torch.Tensor | None,
+    ) -> dict[str, Any]:
+        """The loss terms of one batch: ``z`` its normalised text embeddings, ``slots``
+        the ``(ids, mask, positive)`` of its candidate clusters, ``positives`` its rows of
+        the stage's targets; ``loss_name`` says which of the hinge and the matching loss
+        count."""
+        ids, mask, positive = slots
+        label_emb = F.normalize(module.labels(ids), dim=-1)
+        out: dict[str, Any] = {}
+        loss = z.new_zeros(())
+        if "hinge" in loss_name:
+            hinge = weighted_squared_hinge(
+                candidate_scores(z, label_emb), mask, positive, sample_weight=row_weight
+            )
+            out["hinge"] = hinge.detach()
+            loss = loss + hinge
+        if "matching" in loss_name:
+            labels = np.unique(positives.indices)
+            targets = torch.from_numpy(positives[:, labels].T.toarray() > 0).to(z.device)
+            batch_labels = F.normalize(
+                module.labels(torch.from_numpy(labels.astype(np.int64)).to(z.device)), dim=-1
+            )
+            matching = text_label_matching_loss(
+                z,
+                label_emb,
+                mask,
+                positive,
+                batch_labels,
+                targets,
+                temperature=float(self.temperature),
+                matching_weight=float(self.matching_weight),
+                sample_weight=row_weight,
+            )
+            out["matching"] = matching.detach()
+            loss = loss + matching
+        out["loss"] = loss
+        return out
 
     def _append_mined(
         self,

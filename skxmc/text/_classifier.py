@@ -298,14 +298,7 @@ class TransformerClassifierBase(
         )
         encoder_ids = {id(p) for p in module.encoder.parameters()}
         heads = [(n, p) for n, p in module.named_parameters() if id(p) not in encoder_ids]
-        groups = [
-            ParamGroup(
-                "encoder",
-                module.encoder,
-                lr=self._train.learning_rate,
-                weight_decay=self._train.weight_decay,
-            )
-        ]
+        groups = [self._main_param_group("encoder", module.encoder)]
         if heads:
             groups.append(
                 ParamGroup("heads", heads, lr=head_lr, weight_decay=self._train.weight_decay)

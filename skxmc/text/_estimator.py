@@ -22,6 +22,7 @@ import numpy as np
 
 from ._checkpoint import RUN_ONLY_PARAMS, _describe_param
 from ._config import TRAINING_FIELDS, TrainingConfig, reject_flat_training_params
+from ._optim import ParamGroup
 from ._training import TrainResult
 
 __all__ = [
@@ -317,6 +318,18 @@ class NeuralEstimatorMixin:
             "fingerprint": self._fit_fingerprint(),
             "desc": type(self).__name__,
         }
+
+    def _main_param_group(self, name: str, params: Any, **options: Any) -> ParamGroup:
+        """The group of the model's main parameters (the encoder, the network): trained at
+        ``training.learning_rate`` with ``training.weight_decay``; ``options``: the
+        group's other settings (:class:`~skxmc.text.ParamGroup`)."""
+        return ParamGroup(
+            name,
+            params,
+            lr=self._train.learning_rate,
+            weight_decay=self._train.weight_decay,
+            **options,
+        )
 
     def _set_fit_result(self, result: TrainResult) -> None:
         """The fitted attributes every neural estimator has."""
