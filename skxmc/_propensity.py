@@ -50,9 +50,10 @@ def _label_keys(classes: Any, name: str) -> np.ndarray:
     if isinstance(classes, (str, bytes)):
         raise ValueError(f"{name} must be a sequence of labels, got the string {classes!r}.")
     arr = classes if isinstance(classes, np.ndarray) else None
-    if arr is None or arr.dtype.kind not in "iuUS":
+    if arr is None or arr.dtype.kind not in "iu":
         # Through the label module, so that a list mixing str and int is rejected instead of
-        # becoming strings ("1" would then not match the label 1).
+        # becoming strings ("1" would then not match the label 1), and str labels become an
+        # object array as every classes_ is (a '<U' copy costs the longest label per entry).
         flat = arr.tolist() if arr is not None and arr.ndim == 1 else list(classes)
         arr = _as_label_array(flat, name)
     if arr.ndim != 1:
@@ -184,9 +185,7 @@ class InversePropensities:
         missing = positions < 0
         if missing.any():
             shown = labels[missing][:5].tolist()
-            kinds = {"iu": "int", "US": "str"}
-            key_kind = next((v for k, v in kinds.items() if self.classes.dtype.kind in k), None)
-            label_kind = next((v for k, v in kinds.items() if labels.dtype.kind in k), None)
+            key_kind, label_kind = _kind_name(self.classes), _kind_name(labels)
             hint = ""
             if missing.all() and key_kind and label_kind and key_kind != label_kind:
                 hint = f" (inv_propensity is keyed by {key_kind} labels, these are {label_kind})"
@@ -198,6 +197,18 @@ class InversePropensities:
                 f"classes=...) also covers labels without training samples."
             )
         return self.values[positions]
+
+
+def _kind_name(labels: np.ndarray) -> str | None:
+    """ "int" or "str" for labels of one of these kinds (str ones in a ``<U`` or an object
+    array), else None."""
+    if labels.dtype.kind in "iu":
+        return "int"
+    if labels.dtype.kind == "U" or (
+        labels.dtype == object and len(labels) and isinstance(labels.flat[0], str)
+    ):
+        return "str"
+    return None
 
 
 def _as_inv_propensity(inv_propensity: Any) -> InversePropensities:
@@ -295,7 +306,7 @@ def inverse_propensity(
     >>> from skxmc.metrics import inverse_propensity
     >>> w = inverse_propensity([["a"], ["a", "b"], ["a"]])
     >>> w.classes
-    array(['a', 'b'], dtype='<U1')
+    array(['a', 'b'], dtype=object)
     >>> w.values.round(3)
     array([1.071, 1.099])
     >>> w.lookup(["b"]).round(3)  # the rarer label weighs more

@@ -373,7 +373,7 @@ class Label2VecTransformer(
     ...      ["car", "road"], ["car", "road", "truck"], ["road", "truck"]] * 20
     >>> l2v = Label2VecTransformer(vector_size=8, epochs=30, random_state=0).fit(Y)
     >>> l2v.classes_
-    array(['car', 'cat', 'dog', 'pet', 'road', 'truck'], dtype='<U5')
+    array(['car', 'cat', 'dog', 'pet', 'road', 'truck'], dtype=object)
     >>> l2v.embeddings_.shape, l2v.window_
     ((6, 8), 3)
     >>> similarity = l2v.embeddings_ @ l2v.embeddings_.T

@@ -13,7 +13,9 @@ Accepted label inputs
   (``str`` or ``int``, not mixed; ``None`` is refused, as it marks empty top-k slots).
   Empty collections (samples without labels) are allowed, duplicates inside a collection
   are counted once. Label storage follows the distinct labels, not the longest label
-  times the number of occurrences;
+  times the number of occurrences, and the ``classes`` of str labels are an object array
+  of ``str`` (as sklearn's ``MultiLabelBinarizer`` gives), whose size is the label text,
+  not the number of labels times the longest one (a ``<U`` array);
 * a 1-D sequence of single labels (a multi-class target, as sklearn classifiers take):
   one label per sample. Continuous (non-integer float) values are rejected. A column
   vector ``(n, 1)`` (e.g. ``df[["label"]]``) is raveled to this form with a
@@ -331,33 +333,20 @@ def _int_array(flat: list, name: str) -> np.ndarray:
         ) from None
 
 
-def _str_array(labels: list) -> np.ndarray:
-    """Distinct str labels as a ``<U`` array, or an object array when ``<U`` would not
-    be faithful or small.
-
-    A ``<U`` array stores every entry at the width of the longest one: one 20,000-char
-    label among a million short ones would take 80 GB, so a width much larger than the
-    total text makes an object array instead. ``<U`` also drops trailing NUL characters,
-    which would merge distinct labels.
-    """
-    if not labels:
-        return np.empty(0, dtype="<U1")
-    lengths = list(map(len, labels))
-    width = max(max(lengths), 1)
-    if width * len(labels) > max(1 << 20, 4 * sum(lengths)) or any(
-        label.endswith("\x00") for label in labels
-    ):
-        return _object_array(labels)
-    return np.array(labels, dtype=f"<U{width}")
-
-
 def _object_array(labels: list) -> np.ndarray:
+    """Labels as a 1-D object array: the form of every ``classes`` of str labels.
+
+    Not ``<U``: a fixed-width array stores every entry at 4 bytes x the longest label
+    (1,000 labels of 10,000 characters: 40 MB, against 10 MB of text), and drops trailing
+    NUL characters, which would merge distinct labels. Object arrays of ``str`` sort,
+    compare and index like ``<U`` ones, as sklearn's ``MultiLabelBinarizer`` gives them.
+    """
     # np.fromiter, not np.array: tuples of equal length would become a 2-D array.
     return np.fromiter(labels, dtype=object, count=len(labels))
 
 
 def _as_label_array(flat: list, name: str) -> np.ndarray:
-    """Convert labels to a homogeneous numpy array (int64 or str) or an object array.
+    """Convert labels to an int64 array (int labels) or an object array (str and others).
 
     For label spaces (``classes``), whose labels are distinct; label occurrences go
     through :func:`_factorize`, whose storage does not grow with the longest label.
@@ -368,7 +357,7 @@ def _as_label_array(flat: list, name: str) -> np.ndarray:
     if kind == "int":
         return _int_array(flat, name)
     if kind == "str":
-        return _str_array(flat)
+        return _object_array(flat)
     return _object_array([_normalise_label(x, name) for x in flat])
 
 
@@ -377,7 +366,7 @@ def _factorize(flat: list, name: str) -> tuple[np.ndarray, np.ndarray]:
     position in ``uniques`` of every label of ``flat`` (int64).
 
     Memory is proportional to the label text plus 8 bytes per occurrence: str labels are
-    de-duplicated by a dict before any array is built (see :func:`_str_array`).
+    de-duplicated by a dict before any array is built (see :func:`_object_array`).
     """
     if not flat:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
@@ -396,7 +385,7 @@ def _factorize(flat: list, name: str) -> tuple[np.ndarray, np.ndarray]:
         ) from None
     position = {label: i for i, label in enumerate(uniques)}
     codes = np.fromiter(map(position.__getitem__, flat), np.int64, len(flat))
-    return (_str_array(uniques) if kind == "str" else _object_array(uniques)), codes
+    return _object_array(uniques), codes
 
 
 def _build_csr(indptr: np.ndarray, indices: np.ndarray, n_labels: int) -> sp.csr_matrix:
@@ -436,13 +425,32 @@ def encode_labels(
     -------
     Y_csr : csr_matrix of float32, shape (n_samples, n_labels)
     classes : ndarray of shape (n_labels,)
-        Sorted label identifiers; ``arange(n_labels)`` for matrix input.
+        Sorted label identifiers: int64 for int labels, an object array of ``str`` for
+        str labels (its size follows the label text, not the longest label times the
+        number of labels); ``arange(n_labels)`` for matrix input.
+
+    Examples
+    --------
+    >>> from skxmc.labels import encode_labels
+    >>> Y, classes = encode_labels([["b", "a"], ["c"]])
+    >>> classes
+    array(['a', 'b', 'c'], dtype=object)
+    >>> Y.toarray()
+    array([[1., 1., 0.],
+           [0., 0., 1.]], dtype=float32)
     """
     Y = _coerce(Y, name)
     if _is_sparse(Y) or _is_numeric_array(Y):
         Y_csr = check_label_matrix(Y, name=name, n_samples=n_samples)
         return Y_csr, np.arange(Y_csr.shape[1])
     rows, _ = _label_rows(Y, name)
+    return _learn_label_space(rows, name, n_samples)
+
+
+def _learn_label_space(
+    rows: list, name: str, n_samples: int | None
+) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``(Y_csr, classes)`` of label collections: the sorted distinct labels as columns."""
     _check_n_rows(len(rows), n_samples, name)
     flat, indptr = _flatten(rows, name)
     classes, indices = _factorize(flat, name)
@@ -472,13 +480,16 @@ def encode_target(
     name : str, default="Y"
         Argument name used in error messages.
     n_samples : int, optional
-        Expected number of rows.
+        The number of samples of the estimator's ``X``: ``Y`` must have one row each.
 
     Returns
     -------
     Y_csr : csr_matrix of float32, shape (n_samples, n_labels)
     classes : ndarray of shape (n_labels,)
+        ``classes`` as an array, or the labels found; both as :func:`encode_labels` gives
+        them (int64, or an object array of ``str``).
     target_type : str
+        One of ``TARGET_TYPES``.
     """
     Y = _ravel_column(_coerce(Y, name), name)
     if _is_sparse(Y) or _is_numeric_array(Y):
@@ -495,11 +506,9 @@ def encode_target(
         return Y_csr, fixed, kind
     rows, single = _label_rows(Y, name)
     kind = "multiclass" if single else "multilabel-sequences"
-    _check_n_rows(len(rows), n_samples, name)
     if classes is None:
-        flat, indptr = _flatten(rows, name)
-        found, indices = _factorize(flat, name)
-        return _build_csr(indptr, indices, len(found)), found, kind
+        return (*_learn_label_space(rows, name, n_samples), kind)
+    _check_n_rows(len(rows), n_samples, name)
     fixed = _check_classes(classes)
     enc = LabelSpace(fixed).transform(rows, name=name)
     if enc.n_unknown.any():

@@ -481,7 +481,7 @@ matrix or estimator, default="pifa"
     >>> [C.shape for C in tree.cluster_chain_]
     [(2, 1), (4, 2)]
     >>> tree.classes_
-    array(['a', 'b', 'c', 'd'], dtype='<U1')
+    array(['a', 'b', 'c', 'd'], dtype=object)
     >>> tree.leaf_assignment_
     array([1, 1, 0, 0])
     >>> Y_top, Y_labels = tree.cluster_label_matrices(Y)

@@ -315,3 +315,17 @@ def test_text_classifiers_refuse_unusable_targets(y, match):
 
     with pytest.raises(ValueError, match=match):
         check_class_labels(y, n_samples=4)
+
+
+@pytest.mark.parametrize(
+    "y",
+    [["bb", "a" * 500, "bb"], ("bb", "a" * 500, "bb"), np.array(["bb", "a" * 500, "bb"])],
+    ids=["list", "tuple", "U-array"],
+)
+def test_text_classifiers_keep_str_classes_as_object_arrays(y):
+    # As skxmc.labels: str classes_ in an object array, not '<U500' (4 bytes x 500 a class).
+    from skxmc.text._classifier import check_class_labels
+
+    classes, y_encoded = check_class_labels(y, n_samples=3)
+    assert classes.dtype == object and classes.tolist() == ["a" * 500, "bb"]
+    assert y_encoded.tolist() == [1, 0, 1]

@@ -249,8 +249,8 @@ CASES = [
     ),
     _p(
         lambda: encode_labels([["b", "a"], ["c"]])[1],
-        Returns(lambda classes: classes.dtype == np.dtype("<U1")),
-        "2-bady-short-str-labels-keep-U-dtype",
+        Returns(lambda classes: classes.dtype == object and classes.tolist() == ["a", "b", "c"]),
+        "2-bady-str-labels-are-an-object-array",
     ),
     # --- 4-metrics ------------------------------------------------------------------
     _p(

@@ -114,6 +114,61 @@ def test_inverse_transform_and_indices_to_labels():
     assert ints.tolist() == [[20, -1]]
 
 
+# --- str classes are object arrays (issue 48 item 17) -----------------------------------
+
+
+def _label_bytes(classes: np.ndarray) -> int:
+    """Memory of a label array: its pointers plus every Python object it holds."""
+    import sys
+
+    held = sum(sys.getsizeof(x) for x in classes.tolist()) if classes.dtype == object else 0
+    return classes.nbytes + held
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda Y: encode_labels(Y)[1],
+        lambda Y: encode_target(Y)[1],
+        lambda Y: encode_target(Y, classes=sorted({y for row in Y for y in row}))[1],
+        lambda Y: encode_target([row[0] for row in Y])[1],  # a 1-D (multi-class) target
+    ],
+    ids=["encode_labels", "encode_target", "fixed-classes", "multiclass"],
+)
+def test_long_str_classes_are_an_object_array_that_costs_the_text(encode):
+    # 300 labels of 3,000 characters: a '<U3000' array would take 300 x 3,000 x 4 = 3.6 MB,
+    # 4x the text; as Python str it is the 0.9 MB of text plus a small overhead per label.
+    n, length = 300, 3_000
+    Y = [[f"{i:04d}".ljust(length, "x")] for i in range(n)]
+    classes = encode(Y)
+    assert classes.dtype == object
+    assert all(type(c) is str for c in classes.tolist())
+    assert classes.tolist() == sorted(row[0] for row in Y)
+    assert _label_bytes(classes) < n * length + 100 * n  # 0.93 MB; '<U' would be 3.6 MB
+    # Half the labels long: the size follows the text, not n_labels x the longest label.
+    mixed = [[f"{i:04d}".ljust(length if i % 2 else 8, "x")] for i in range(n)]
+    text = sum(len(row[0]) for row in mixed)
+    assert _label_bytes(encode(mixed)) < text + 100 * n
+
+
+def test_object_str_classes_look_up_sort_and_compare_like_str_arrays():
+    Y, classes = encode_labels([["b", "a\x00"], ["a"], ["c"]])
+    assert classes.dtype == object
+    assert classes.tolist() == ["a", "a\x00", "b", "c"]  # '<U' would drop the NUL
+    space = LabelSpace(classes)
+    np.testing.assert_array_equal(space.columns_of(np.array(["c", "q", "a"])), [3, -1, 0])
+    np.testing.assert_array_equal(space.columns_of(np.array(["b"], dtype=object)), [2])
+    assert space.transform([["c", "b"], ["z"]]).n_unknown.tolist() == [0, 1]
+    assert [r.tolist() for r in space.inverse_transform(Y)] == [["a\x00", "b"], ["a"], ["c"]]
+    labels = space.labels_of(np.array([[3, -1]]))
+    assert labels.dtype == object and labels.tolist() == [["c", None]]
+    assert np.isin(classes, ["b", "c"]).tolist() == [False, False, True, True]
+    assert (classes == "b").tolist() == [False, False, True, False]
+    assert (
+        np.searchsorted(classes, "b") == 2 and np.sort(classes[::-1]).tolist() == classes.tolist()
+    )
+
+
 # --- errors name the argument -------------------------------------------------------
 
 
@@ -332,7 +387,7 @@ def test_any_label_rows_round_trip(case):
     if kind == "int" or not len(classes):  # no labels at all: an empty int64 space
         assert classes.dtype == np.int64
     else:
-        assert classes.dtype.kind in "UO"
+        assert classes.dtype == object
     space = LabelSpace(classes)
     assert [set(r.tolist()) for r in space.inverse_transform(Y_csr)] == expected
     enc = space.transform(Y)

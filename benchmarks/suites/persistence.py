@@ -6,10 +6,15 @@ and loads an object array. Each case fits an ``XRLinearClassifier(n_jobs=1)`` on
 L2-normalised sparse features (2,000 columns, density 0.005, ``random_state`` = the seed),
 one training row per label (label ``i`` is ``i`` zero-padded to six digits, then ``x`` up
 to the name length), saves it, and loads it in a second fresh interpreter. Reported: the
-model folder's size, the fit+save process's peak resident memory, the load's seconds, its
-process's peak and that peak's growth over the imports, and the loaded ``classes_``
-(dtype, MB). ``--skxmc DIR`` measures the skxmc source tree in ``DIR`` (a checkout of an
-older commit) instead of this one.
+fitted ``classes_`` in memory (dtype, MB: the array plus the ``str`` objects it holds),
+the fit process's peak resident memory during ``fit`` and that peak's growth over the
+memory before ``fit`` (after the features and label lists are built, and after a
+warm-up fit on 50 rows of int labels that loads the compiled kernels and lazy imports,
+so that it is the labels' and the model's memory), the model folder's size,
+the fit+save process's peak, the load's seconds, its process's peak and that peak's
+growth over the imports, and the loaded ``classes_`` (dtype, MB). ``--skxmc DIR [DIR
+...]`` measures the skxmc source tree in each ``DIR`` (a checkout of another commit, e.g.
+main before a change, and ``.``) instead of this one, one after the other in the same run.
 
 ``skops``: the demo pipeline (``TfidfVectorizer`` + ``XRLinearClassifier`` on
 ``load_demo()``'s training set) written and read back with ``skops.io`` (trusting exactly
@@ -25,6 +30,7 @@ its first 800 texts. Replaces ``label_memory.py`` and ``persistence_skops.py``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import subprocess
 import sys
 import tempfile
@@ -36,8 +42,11 @@ SEEDS = (0, 1, 2)
 # name: (labels, characters per label name)
 CASES = {"1k-x-10k": (1_000, 10_000), "50k-x-2k": (50_000, 2_000)}
 QUICK_CASES = {"300-x-1k": (300, 1_000)}
-LABEL_KEYS = ("skxmc at", "case", "labels", "name length", "classes_ dtype")
+LABEL_KEYS = ("skxmc at", "case", "labels", "name length", "fit classes_ dtype", "classes_ dtype")
 LABEL_METRICS = (
+    "fit_classes_mb",
+    "fit_peak_mb",
+    "fit_peak_growth_mb",
     "model_mb",
     "fit_s",
     "save_s",
@@ -56,7 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cases", nargs="+", choices=list(CASES), help="label-name cases (default: all)"
     )
     parser.add_argument(
-        "--skxmc", type=Path, help="measure the skxmc source tree in this folder (label names)"
+        "--skxmc",
+        type=Path,
+        nargs="+",
+        help="measure the skxmc source tree in each of these folders, in turn (label names)",
     )
     parser.add_argument(
         "--parts", nargs="+", default=["label-names", "skops"], choices=["label-names", "skops"]
@@ -76,6 +88,18 @@ def _use(skxmc_root: str | None) -> None:
         sys.path.insert(0, skxmc_root)
 
 
+def _reset_peak() -> None:
+    """Reset this process's ``VmHWM`` to its current resident memory (Linux)."""
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+
+
+def _classes_mb(classes) -> float:
+    """``classes_`` in memory: the array, plus the Python objects of an object array."""
+    held = sum(sys.getsizeof(s) for s in classes.tolist()) if classes.dtype == object else 0
+    return (classes.nbytes + held) / 2**20
+
+
 def fit_and_save(n_labels: int, length: int, seed: int, path: str, skxmc_root=None) -> dict:
     """In a fresh interpreter: fit on ``n_labels`` long label names and save."""
     _use(skxmc_root)
@@ -88,17 +112,27 @@ def fit_and_save(n_labels: int, length: int, seed: int, path: str, skxmc_root=No
     X.data[:] = 1.0
     X = sp.csr_matrix(X.multiply(1 / np.sqrt(np.maximum(X.getnnz(axis=1), 1))[:, None]))
     labels = [[f"{i:06d}".ljust(length, "x")] for i in range(n_labels)]
+    # A warm-up fit on 50 rows of int labels first: it loads the compiled kernels and the
+    # lazy imports, whose memory would otherwise hide the labels' in the fit's growth.
+    skxmc.XRLinearClassifier(n_jobs=1).fit(X[:50], [[i % 5] for i in range(50)])
+    start_peak = _rss_mb("VmHWM:")
+    _reset_peak()
     base = _rss_mb("VmRSS:")
     with Clock() as fit:
         clf = skxmc.XRLinearClassifier(n_jobs=1, random_state=seed).fit(X, labels)
+    fit_peak = _rss_mb("VmHWM:")
     del labels
     with Clock() as save:
         clf.save(path)
     return {
         "fit_s": fit.wall_s,
         "save_s": save.wall_s,
+        "fit classes_ dtype": str(clf.classes_.dtype),
+        "fit_classes_mb": _classes_mb(clf.classes_),
+        "fit_peak_mb": fit_peak,
+        "fit_peak_growth_mb": fit_peak - base,
         "rss_before_fit_mb": base,
-        "fit_save_peak_mb": _rss_mb("VmHWM:"),
+        "fit_save_peak_mb": max(start_peak, _rss_mb("VmHWM:")),
         "skxmc_file": skxmc.__file__,
     }
 
@@ -112,22 +146,26 @@ def load_saved(path: str, skxmc_root=None) -> dict:
     base = _rss_mb("VmRSS:")
     with Clock() as load:
         clf = skxmc.load(path)
-    c = clf.classes_
-    nbytes = c.nbytes + (sum(sys.getsizeof(s) for s in c.tolist()) if c.dtype == object else 0)
     return {
         "load_s": load.wall_s,
         "load_peak_mb": _rss_mb("VmHWM:"),
         "load_peak_growth_mb": _rss_mb("VmHWM:") - base,
-        "classes_ dtype": str(c.dtype),
-        "classes_mb": nbytes / 2**20,
+        "classes_ dtype": str(clf.classes_.dtype),
+        "classes_mb": _classes_mb(clf.classes_),
     }
 
 
 def _tree_commit(root: Path) -> str:
-    out = subprocess.run(
-        ["git", "rev-parse", "--short=7", "HEAD"], cwd=root, capture_output=True, text=True
-    )
-    return out.stdout.strip() if out.returncode == 0 else str(root)
+    """The tree's commit, with ``+changes`` when its ``skxmc/`` differs from it."""
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+
+    out = git("rev-parse", "--short=7", "HEAD")
+    if out.returncode != 0:
+        return str(root)
+    changed = git("status", "--porcelain", "--", "skxmc").stdout.strip()
+    return out.stdout.strip() + ("+changes" if changed else "")
 
 
 def _size(path: Path) -> int:
@@ -136,35 +174,37 @@ def _size(path: Path) -> int:
 
 def label_names(args: argparse.Namespace) -> list[dict]:
     cases = QUICK_CASES if args.quick else {c: CASES[c] for c in args.cases or CASES}
-    root = str(args.skxmc.resolve()) if args.skxmc else None
-    at = _tree_commit(args.skxmc or ROOT)
+    trees = [tree.resolve() for tree in args.skxmc] if args.skxmc else [None]
     runs = []
-    for seed in args.seeds:
-        for name, (n_labels, length) in cases.items():
-            with tempfile.TemporaryDirectory() as tmp:
-                path = str(Path(tmp) / "model")
-                run = {"skxmc at": at, "case": name, "labels": n_labels, "name length": length}
-                run.update(
-                    in_child(
-                        "benchmarks.suites.persistence:fit_and_save",
-                        n_labels=n_labels,
-                        length=length,
-                        seed=seed,
-                        path=path,
-                        skxmc_root=root,
-                    )
+    for seed, tree, (name, (n_labels, length)) in itertools.product(
+        args.seeds, trees, cases.items()
+    ):
+        root, at = (str(tree), _tree_commit(tree)) if tree else (None, _tree_commit(ROOT))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = str(Path(tmp) / "model")
+            run = {"skxmc at": at, "case": name, "labels": n_labels, "name length": length}
+            run.update(
+                in_child(
+                    "benchmarks.suites.persistence:fit_and_save",
+                    n_labels=n_labels,
+                    length=length,
+                    seed=seed,
+                    path=path,
+                    skxmc_root=root,
                 )
-                run["model_mb"] = _size(Path(path)) / 2**20
-                run.update(
-                    in_child("benchmarks.suites.persistence:load_saved", path=path, skxmc_root=root)
-                )
-            run["seed"] = seed
-            runs.append(run)
-            print(
-                f"{name}, seed {seed}: model {run['model_mb']:.1f} MB, fit+save peak "
-                f"{run['fit_save_peak_mb']:.0f} MB, load peak {run['load_peak_mb']:.0f} MB",
-                flush=True,
             )
+            run["model_mb"] = _size(Path(path)) / 2**20
+            run.update(
+                in_child("benchmarks.suites.persistence:load_saved", path=path, skxmc_root=root)
+            )
+        run["seed"] = seed
+        runs.append(run)
+        print(
+            f"{at} {name}, seed {seed}: classes_ {run['fit_classes_mb']:.1f} MB, fit peak "
+            f"{run['fit_peak_mb']:.0f} MB, model {run['model_mb']:.1f} MB, fit+save peak "
+            f"{run['fit_save_peak_mb']:.0f} MB, load peak {run['load_peak_mb']:.0f} MB",
+            flush=True,
+        )
     return runs
 
 
@@ -241,19 +281,25 @@ def run(args: argparse.Namespace) -> dict:
         label_runs = label_names(args)
         runs += label_runs
         config["label-names features"] = "2000 columns, density 0.005, L2-normalised rows"
-        config["skxmc measured"] = str(args.skxmc.resolve()) if args.skxmc else "this tree"
+        config["skxmc measured"] = (
+            [str(tree.resolve()) for tree in args.skxmc] if args.skxmc else "this tree"
+        )
         tables.append(
             {
                 "id": "label-names",
                 "title": "Long label names: model size and memory",
                 "caption": (
                     "One training row per label; MB are 2^20 bytes. Fit+save and load each "
-                    "in a fresh interpreter; load growth is the load process's peak over "
-                    "its resident memory after the imports."
+                    "in a fresh interpreter; fit growth is the fit process's peak during fit "
+                    "over its resident memory before fit (after a warm-up fit), load growth "
+                    "the load process's peak over its resident memory after the imports."
                 ),
                 "columns": [*LABEL_KEYS, *LABEL_METRICS, "n_seeds"],
                 "rows": summarise(label_runs, LABEL_KEYS, LABEL_METRICS),
                 "digits": {
+                    "fit_classes_mb": 1,
+                    "fit_peak_mb": 0,
+                    "fit_peak_growth_mb": 0,
                     "model_mb": 1,
                     "classes_mb": 1,
                     "fit_save_peak_mb": 0,

@@ -70,11 +70,12 @@ class ArrayStore:
                 self.arrays[f"{key}.{part}"] = np.asarray(getattr(m, part))
             return {"__sparse__": key, "format": fmt, "shape": list(m.shape)}
         arr = np.asarray(value)
-        if arr.dtype == object:
-            # Label identifiers (str) live in JSON: .npz would need pickle for object arrays.
+        if arr.dtype == object and not _all_str(arr):
+            # Other labels (tuples...) live in JSON: .npz would need pickle for object arrays.
             return {"__object_array__": _jsonable_list(arr.tolist()), "shape": list(arr.shape)}
-        if arr.dtype.kind == "U":
-            # Fixed-width strings cost 4 bytes x the longest one per entry: UTF-8 + offsets.
+        if arr.dtype.kind == "U" or arr.dtype == object:
+            # str labels (an object array, or the '<U' of a user's array): UTF-8 + offsets,
+            # not fixed-width strings at 4 bytes x the longest one per entry.
             offsets, utf8 = encode_strings(arr)
             self.arrays[f"{key}.offsets"], self.arrays[f"{key}.utf8"] = offsets, utf8
             self.format_version = max(self.format_version, 3)
@@ -96,7 +97,15 @@ class ArrayStore:
             key = ref["__strings__"]
             offsets, utf8 = _array(arrays, f"{key}.offsets"), _array(arrays, f"{key}.utf8")
             return decode_strings(key, offsets, utf8, ref.get("shape"), arrays)
-        return _array(arrays, ref["__array__"])
+        arr = _array(arrays, ref["__array__"])
+        # Models of format 2 (26aef59) saved str labels as '<U' arrays: loaded as the object
+        # array of str that skxmc builds, so that an old model costs what a new one does.
+        return arr.astype(object) if arr.dtype.kind == "U" else arr
+
+
+def _all_str(arr: np.ndarray) -> bool:
+    """Whether a non-empty object array holds only ``str`` (label names)."""
+    return arr.size > 0 and all(isinstance(x, str) for x in arr.ravel().tolist())
 
 
 def encode_strings(strings: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -75,6 +75,9 @@ def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
             f"multi-label targets are not supported by this classifier."
         )
     _check_one_label_kind(y)
+    if isinstance(y, (list, tuple)) and y and all(isinstance(v, str) for v in y):
+        # An object array, not '<U', which costs 4 bytes x the longest label per sample.
+        y = np.fromiter(y, dtype=object, count=len(y))
     y = np.asarray(y) if not isinstance(y, np.ndarray) else y
     if y.ndim != 1:
         raise ValueError(f"y must be a 1-D array of class labels, got shape {y.shape}.")
@@ -98,6 +101,8 @@ def check_class_labels(y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
                 f"(e.g. convert every label with str())."
             )
     classes, y_encoded = np.unique(y, return_inverse=True)
+    if classes.dtype.kind == "U":
+        classes = classes.astype(object)  # str classes_ are object arrays, as in skxmc.labels
     if len(classes) < 2:
         raise ValueError(
             f"the training data holds {len(classes)} class; a classifier needs at least 2."

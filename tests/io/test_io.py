@@ -64,10 +64,12 @@ def test_string_labels_are_stored_compactly(tmp_path):
     long = ["x" * 3000, "é" * 5, "short", "☕ label"]
     y = [[long[i % 4]] for i in range(40)]
     clf = skxmc.XRLinearClassifier(top_k=4).fit(X, y)
+    assert clf.classes_.dtype == object  # in memory too: not 4 bytes x 3000 per label
     path = clf.save(tmp_path / "m")
     with np.load(path / ARRAYS_NAME) as npz:
         kinds = {npz[k].dtype.kind for k in npz.files}
         size = sum(npz[k].nbytes for k in npz.files if k.startswith("model.arrays.classes_"))
+        assert "model.arrays.classes_.utf8" in npz.files  # bytes + offsets, not JSON
     assert "U" not in kinds  # no fixed-width strings on disk
     assert size < 3000 + 200  # the bytes of the labels, not 4 x 3000 x 4
     loaded = skxmc.load(path)

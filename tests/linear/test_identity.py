@@ -42,6 +42,9 @@ def test_model_saved_by_26aef59_predicts_the_same(tmp_path):
     # Load a copy: loading may not write, but the test must not risk the reference files.
     model_dir = shutil.copytree(check.MODEL_DIR, tmp_path / "model")
     clf = skxmc.load(model_dir)
+    # Saved as a '<U' array at 26aef59: loaded as the object array of str fit builds now.
+    assert clf[-1].classes_.dtype == object
+    assert all(type(c) is str for c in clf[-1].classes_.tolist())
     _, _, test_texts = check.model_slice()
     want = json.loads(check.MODEL_EXPECTED.read_text())
     assert check.topk_fingerprint(clf, test_texts) == want
