@@ -552,6 +552,12 @@ def _info(args: argparse.Namespace) -> int:
         ),
         ("saved with", f"skxmc {info['skxmc_version']} (format {info['format_version']})"),
     ]
+    pecos = info.get("pecos")
+    if pecos is not None:  # a libpecos folder: no skxmc version; its tree and settings
+        rows[-1] = ("saved with", "libpecos (XLinearModel.save; read by skxmc.io.from_pecos)")
+        rows.append(("layers", " -> ".join(str(n) for n in [1, *pecos["layers"]])))
+        beams, posts = pecos["only_topk"], sorted(set(pecos["post_processors"]))
+        rows.append(("predict", f"only_topk per layer {beams}, post-processor {', '.join(posts)}"))
     for key, value in rows:
         print(f"{key + ':':<11} {value}")
     print("parameters (non-default):")
