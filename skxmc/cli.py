@@ -788,7 +788,8 @@ def _add_predict_parser(sub: Any) -> None:
     predict.add_argument(
         "--model-dir",
         required=True,
-        help="directory of skxmc fit or skxmc.save, or user/repo in the Hugging Face cache",
+        help="directory of skxmc fit or skxmc.save, user/repo in the Hugging Face cache, or a "
+        "libpecos XLinearModel folder",
     )
     predict.add_argument(
         "--input", required=True, help='JSON lines with a "text" field; - for standard input'
@@ -823,7 +824,8 @@ def _add_model_tools(sub: Any) -> None:
     info.add_argument(
         "model_dir",
         metavar="MODEL_DIR",
-        help="directory of skxmc fit or skxmc.save, or user/repo in the Hugging Face cache",
+        help="directory of skxmc fit or skxmc.save, user/repo in the Hugging Face cache, or a "
+        "libpecos XLinearModel folder",
     )
     info.add_argument("--json", action="store_true", help="print the description as JSON")
     info.set_defaults(func=_info)

@@ -375,17 +375,22 @@ def from_pecos(
 
     Examples
     --------
-    >>> import scipy.sparse as sp
-    >>> from skxmc.io import from_pecos
-    >>> clf = from_pecos("tests/data/pecos_tiny/model")
-    >>> clf.n_features_in_, len(clf.classes_), [W.shape[1] for W in clf.weights_]
-    (300, 50, [4, 16, 50])
-    >>> clf.beam_size, clf.top_k, clf.post_processor
-    (3, 5, 'l3-hinge')
-    >>> X = sp.load_npz("tests/data/pecos_tiny/queries.npz")
-    >>> labels, scores = clf.predict_topk(X[:1])
-    >>> labels.shape
-    (1, 5)
+    A model fitted by skxmc, written as a libpecos folder and read back (a folder that
+    libpecos's ``XLinearModel.save`` wrote reads the same way):
+
+    >>> import tempfile
+    >>> from skxmc import HierarchicalLabelTree, XRLinearClassifier
+    >>> from skxmc.datasets import make_xmc_classification
+    >>> from skxmc.io import from_pecos, to_pecos
+    >>> X, Y = make_xmc_classification(200, 300, 40, random_state=0)
+    >>> tree = HierarchicalLabelTree(branching_factor=4, max_leaf_size=4)
+    >>> clf = XRLinearClassifier(tree=tree, beam_size=3, top_k=5).fit(X, Y)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     imported = from_pecos(to_pecos(clf, f"{tmp}/pecos_model"))
+    >>> [W.shape[1] for W in imported.weights_], imported.beam_size, imported.top_k
+    ([4, 16, 40], 3, 5)
+    >>> bool((imported.predict_topk(X[:5])[0] == clf.predict_topk(X[:5])[0]).all())
+    True
     """
     folder = read_pecos(model_dir)
     settings = _prediction_settings(folder, beam_size, top_k, post_processor)
@@ -477,13 +482,16 @@ def to_pecos(est: Any, model_dir: str | os.PathLike, *, overwrite: bool = False)
     Examples
     --------
     >>> import tempfile
+    >>> from skxmc import XRLinearClassifier
+    >>> from skxmc.datasets import make_xmc_classification
     >>> from skxmc.io import from_pecos, to_pecos
-    >>> clf = from_pecos("tests/data/pecos_tiny/model")
+    >>> X, Y = make_xmc_classification(200, 300, 40, random_state=0)
+    >>> clf = XRLinearClassifier().fit(X, Y)
     >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = to_pecos(clf, f"{tmp}/pecos_model")
-    ...     again = from_pecos(path)
-    >>> [(a != b).nnz for a, b in zip(clf.weights_, again.weights_)]
-    [0, 0, 0]
+    ...     folder = to_pecos(clf, f"{tmp}/pecos_model")
+    ...     sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    ['param.json', 'ranker/0.model/C.npz', 'ranker/0.model/W.npz',
+     'ranker/0.model/param.json', 'ranker/param.json']
     """
     clf_cls = registered_class("XRLinearClassifier")
     if not isinstance(est, clf_cls):

@@ -177,8 +177,13 @@ def test_libpecos_reads_what_to_pecos_writes(tmp_path):
             np.testing.assert_allclose(val, want_val[i], rtol=1e-5, atol=1e-6)
 
 
-def test_skxmc_info_describes_a_pecos_folder(capsys):
+def test_skxmc_info_describes_a_pecos_folder(capsys, monkeypatch):
     assert is_pecos_dir(MODEL) and not is_pecos_dir(TEST_DATA / "model_26aef59_xrlinear")
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("info must not load the weights")
+
+    monkeypatch.setattr(np, "load", no_loading)
     info = describe(MODEL)
     assert (info["n_labels"], info["n_features"]) == (50, 300)
     assert info["pecos"]["layers"] == [4, 16, 50]
