@@ -28,6 +28,8 @@ import json
 import os
 import shutil
 import zipfile
+from dataclasses import dataclass, field
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -62,16 +64,29 @@ _PARAM = "param.json"
 _RANKER = "ranker"
 
 
+@dataclass
 class _Folder:
-    """A parsed PECOS folder: per layer the weights (CSC float32, bias row last) and the
-    cluster matrix (CSR float32 0/1), plus the prediction settings."""
+    """A parsed PECOS folder: its prediction settings per layer, and (unless only the
+    ``param.json`` files were read) per layer the weights (CSC float32, bias row last)
+    and the cluster matrix (CSR float32, one 1 per row)."""
 
-    def __init__(self, **fields: Any) -> None:
-        self.__dict__.update(fields)
+    path: Path
+    n_features: int
+    layer_sizes: list[int]
+    bias: float
+    only_topk: list[int]
+    post_processors: list[Any]
+    layer_params: list[Path]  # each layer's param.json, for the messages
+    weights: list[sp.csc_matrix] = field(default_factory=list)
+    chain: list[sp.csr_matrix] = field(default_factory=list)
+
+    @property
+    def n_labels(self) -> int:
+        return self.layer_sizes[-1]
 
 
 def _error(path: Path, expected: str) -> ValueError:
-    return ValueError(f"{path}: {expected} (is it a libpecos XLinearModel folder?)")
+    return ValueError(f"{path}: {expected}.")
 
 
 def _param(path: Path) -> dict:
@@ -98,6 +113,11 @@ def _load_matrix(path: Path) -> sp.csc_matrix:
         raise FileNotFoundError(
             f"{path} is missing (every layer of a PECOS folder has W.npz and C.npz)."
         )
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    # a zip archive (.npz) or a .npy header; np.load would read anything else as a pickle
+    if magic[:4] != b"PK\x03\x04" and magic != b"\x93NUMPY":
+        raise _error(path, "not a numpy .npz or .npy file (no zip archive, no .npy header)")
     try:
         loaded = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
@@ -105,15 +125,13 @@ def _load_matrix(path: Path) -> sp.csc_matrix:
     try:
         if isinstance(loaded, np.ndarray):
             if loaded.ndim != 2:
-                raise _error(path, f"a dense array of shape {loaded.shape}; expected 2-D")
+                raise ValueError(f"a dense array of shape {loaded.shape}; expected 2-D")
             M = sp.csc_matrix(loaded)
         else:
             with loaded:
-                M = _sparse_from_npz(loaded, path)
+                M = _sparse_from_npz(loaded)
     except (KeyError, ValueError, TypeError, IndexError, zipfile.BadZipFile, OSError) as exc:
-        if isinstance(exc, ValueError) and str(exc).startswith(str(path)):
-            raise
-        raise _error(path, f"not a scipy sparse matrix this reader accepts ({exc})") from exc
+        raise _error(path, f"not a matrix this reader accepts ({exc})") from exc
     if M.dtype.kind not in "fiu":
         raise _error(path, f"holds {M.dtype} values; expected floats")
     M = sp.csc_matrix(M, dtype=np.float32)
@@ -123,28 +141,22 @@ def _load_matrix(path: Path) -> sp.csc_matrix:
     return M
 
 
-def _sparse_from_npz(npz: Any, path: Path) -> sp.spmatrix:
+def _sparse_from_npz(npz: Any) -> sp.spmatrix:
+    """The matrix of a ``scipy.sparse.save_npz`` file, its indices checked (a bad file
+    raises ``ValueError``, ``KeyError`` or ``TypeError``)."""
     fmt = npz["format"].item()
     if isinstance(fmt, bytes):  # files of scipy < 1.0
         fmt = fmt.decode("ascii")
     shape = tuple(int(n) for n in npz["shape"])
     if len(shape) != 2 or min(shape) < 0:
-        raise _error(path, f"shape {shape}; expected two non-negative sizes")
-    if fmt in ("csc", "csr"):
-        cls = sp.csc_matrix if fmt == "csc" else sp.csr_matrix
-        M = cls((npz["data"], npz["indices"], npz["indptr"]), shape=shape)
-    elif fmt == "coo":
-        M = sp.coo_matrix((npz["data"], (npz["row"], npz["col"])), shape=shape)
-    else:
-        raise _error(path, f"a {fmt!r} sparse matrix; expected csc, csr or coo")
-    if fmt == "coo":
-        rows, cols = M.row, M.col
-        if rows.size and (
-            rows.min() < 0 or rows.max() >= shape[0] or cols.min() < 0 or cols.max() >= shape[1]
-        ):
-            raise _error(path, "entries outside the matrix's shape")
-    else:
-        M.check_format(full_check=True)  # index bounds and indptr order: ValueError
+        raise ValueError(f"shape {shape}; expected two non-negative sizes")
+    if fmt == "coo":  # the constructor checks the indices against the shape
+        return sp.coo_matrix((npz["data"], (npz["row"], npz["col"])), shape=shape)
+    if fmt not in ("csc", "csr"):
+        raise ValueError(f"a {fmt!r} sparse matrix; expected csc, csr or coo")
+    cls = sp.csc_matrix if fmt == "csc" else sp.csr_matrix
+    M = cls((npz["data"], npz["indices"], npz["indptr"]), shape=shape)
+    M.check_format(full_check=True)  # index bounds and indptr order
     return M
 
 
@@ -247,9 +259,7 @@ def read_pecos(model_dir: str | os.PathLike, *, weights: bool = True) -> _Folder
         raise _error(rparam_path, "nr_labels differs from the last layer's nr_labels")
     out = _Folder(
         path=root,
-        depth=depth,
         n_features=n_features,
-        n_labels=layers[-1]["n_nodes"],
         layer_sizes=[lay["n_nodes"] for lay in layers],
         bias=bias,
         only_topk=[lay["only_topk"] for lay in layers],
@@ -258,7 +268,6 @@ def read_pecos(model_dir: str | os.PathLike, *, weights: bool = True) -> _Folder
     )
     if not weights:
         return out
-    out.weights, out.chain = [], []
     n_parents = 1
     bias_rows = 1 if bias > 0 else 0
     for d, lay in enumerate(layers):
@@ -296,6 +305,11 @@ def _prediction_settings(
     folder: _Folder, beam_size: int | None, top_k: int | None, post_processor: str | None
 ) -> dict:
     """beam_size / top_k / post_processor of the estimator: the folder's, unless given."""
+    for name, value in (("beam_size", beam_size), ("top_k", top_k)):
+        if value is not None and (
+            not isinstance(value, Integral) or isinstance(value, bool) or value < 1
+        ):
+            raise ValueError(f"{name} must be an int >= 1 or None, got {value!r}.")
     if post_processor is None:
         posts = {
             _post_processor(p, path) for p, path in zip(folder.post_processors, folder.layer_params)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import textwrap
@@ -236,12 +237,53 @@ def test_cluster_matrix_with_two_parents_is_refused(tmp_path):
         from_pecos(model)
 
 
-def test_pickled_arrays_are_refused(tmp_path):
-    model = _copy_model(tmp_path)
-    path = model / "ranker" / "2.model" / "C.npz"
+def _garbage(path):
+    path.write_bytes(b"not a matrix")
+
+
+def _pickled(path):
     np.savez(path, format=np.array(["csc"], dtype=object), shape=np.array([50, 16]))
-    with pytest.raises(ValueError, match=r"2\.model/C\.npz"):
+
+
+def _out_of_bounds(path):
+    indptr = np.r_[0, np.full(16, 2)]
+    np.savez(
+        path,
+        format=np.array("csc"),
+        shape=np.array([50, 16]),
+        data=np.ones(2),
+        indices=np.array([0, 99]),
+        indptr=indptr,
+    )
+
+
+def _dia(path):
+    sp.save_npz(path, sp.dia_matrix(np.ones((50, 16), dtype=np.float32)))
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (_garbage, "not a numpy .npz or .npy file"),
+        (_pickled, "Object arrays cannot be loaded"),
+        (_out_of_bounds, "indices must be < 50"),
+        (_dia, "'dia' sparse matrix; expected csc, csr or coo"),
+    ],
+)
+def test_damaged_matrices_are_refused(tmp_path, damage, message):
+    model = _copy_model(tmp_path)
+    damage(model / "ranker" / "2.model" / "C.npz")
+    with pytest.raises(ValueError, match=r"2\.model/C\.npz: .*" + re.escape(message)):
         from_pecos(model)
+
+
+def test_ranker_folder_reads_too_and_arguments_are_checked(queries, expected):
+    clf = from_pecos(MODEL / "ranker")
+    np.testing.assert_array_equal(clf.predict_topk(queries)[0], expected["l3-hinge_indices"])
+    with pytest.raises(ValueError, match="beam_size must be an int >= 1"):
+        from_pecos(MODEL, beam_size=0)
+    with pytest.raises(ValueError, match="post_processor must be one of"):
+        from_pecos(MODEL, post_processor="l1-hinge")
 
 
 def test_unsupported_post_processor(tmp_path, queries, expected):
