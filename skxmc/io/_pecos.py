@@ -277,7 +277,8 @@ def read_pecos(model_dir: str | os.PathLike, *, weights: bool = True) -> _Folder
         if C.shape != (lay["n_nodes"], n_parents):
             raise _error(
                 folder / "C.npz",
-                f"shape {C.shape}; expected (nodes of layer {d}, nodes of layer {d - 1}) = "
+                f"shape {C.shape}; expected (nodes of layer {d}, "
+                f"{'the root' if d == 0 else f'nodes of layer {d - 1}'}) = "
                 f"{(lay['n_nodes'], n_parents)}",
             )
         C = C.tocsr()
