@@ -392,6 +392,12 @@ def _info(args: argparse.Namespace) -> int:
         ),
         ("saved with", f"skxmc {info['skxmc_version']} (format {info['format_version']})"),
     ]
+    pecos = info.get("pecos")
+    if pecos is not None:  # a libpecos folder: no skxmc version; its tree and settings
+        rows[-1] = ("saved with", "libpecos (XLinearModel.save; read by skxmc.io.from_pecos)")
+        rows.append(("layers", " -> ".join(str(n) for n in [1, *pecos["layers"]])))
+        beams, posts = pecos["only_topk"], sorted(set(pecos["post_processors"]))
+        rows.append(("predict", f"only_topk per layer {beams}, post-processor {', '.join(posts)}"))
     for key, value in rows:
         print(f"{key + ':':<11} {value}")
     print("parameters (non-default):")
@@ -622,7 +628,8 @@ def _add_predict_parser(sub: Any) -> None:
     predict.add_argument(
         "--model-dir",
         required=True,
-        help="directory of skxmc fit or skxmc.save, or user/repo in the Hugging Face cache",
+        help="directory of skxmc fit or skxmc.save, user/repo in the Hugging Face cache, or a "
+        "libpecos XLinearModel folder",
     )
     predict.add_argument(
         "--input", required=True, help='JSON lines with a "text" field; - for standard input'
@@ -657,7 +664,8 @@ def _add_model_tools(sub: Any) -> None:
     info.add_argument(
         "model_dir",
         metavar="MODEL_DIR",
-        help="directory of skxmc fit or skxmc.save, or user/repo in the Hugging Face cache",
+        help="directory of skxmc fit or skxmc.save, user/repo in the Hugging Face cache, or a "
+        "libpecos XLinearModel folder",
     )
     info.add_argument("--json", action="store_true", help="print the description as JSON")
     info.set_defaults(func=_info)

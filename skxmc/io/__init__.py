@@ -22,6 +22,8 @@ themselves, and a saved class is found through :mod:`skxmc._lazy`):
 - :mod:`._hub`: folders, ``skxmc-model.json`` paths, and repository ids in the local
   Hugging Face cache.
 - :mod:`._api`: :func:`save` and :func:`load`.
+- :mod:`._pecos`: libpecos ``XLinearModel`` folders in and out, :func:`from_pecos` and
+  :func:`to_pecos` (numpy and scipy only).
 
 Why not skops.io (tried, skops 0.16, ``python -m benchmarks persistence``): on the demo
 pipeline (TF-IDF + XR-Linear) skops wrote 40.0 MiB in 5.3 s and read it in 2.0 s; skxmc
@@ -60,6 +62,7 @@ from ._format import (
 )
 from ._hub import resolve_model_dir
 from ._mixin import PersistenceMixin
+from ._pecos import from_pecos, is_pecos_dir, to_pecos
 from ._registry import persistent
 
 __all__ = [
@@ -71,11 +74,14 @@ __all__ = [
     "PersistenceMixin",
     "checks_entries",
     "describe",
+    "from_pecos",
     "holds_model",
+    "is_pecos_dir",
     "load",
     "mapped_file_span",
     "persistent",
     "refuse_foreign_entries",
     "resolve_model_dir",
     "save",
+    "to_pecos",
 ]

@@ -23,6 +23,7 @@ from ._format import (
     read_json,
 )
 from ._hub import resolve_model_dir
+from ._pecos import describe_pecos, is_pecos_dir
 from ._registry import registered_class
 
 __all__ = ["describe", "npz_shapes", "summarize"]
@@ -249,8 +250,9 @@ def describe(directory: str | os.PathLike) -> dict[str, Any]:
     Parameters
     ----------
     directory : str or path-like
-        A directory written by :func:`save` (or ``skxmc fit``), or a Hugging Face
-        repository id in the local cache (see :func:`load`).
+        A directory written by :func:`save` (or ``skxmc fit``), a Hugging Face
+        repository id in the local cache (see :func:`load`), or a libpecos
+        ``XLinearModel`` folder (see :func:`from_pecos`).
 
     Returns
     -------
@@ -262,6 +264,8 @@ def describe(directory: str | os.PathLike) -> dict[str, Any]:
         ``features`` (what they are); ``skxmc_version`` and ``format_version`` it was saved
         with; ``files`` (``{relative name: bytes}``, ``skxmc-model.json`` included);
         ``total_size`` (bytes); ``model_card`` (whether ``README.md`` is one of the files).
+        For a libpecos folder, ``skxmc_version`` and ``format_version`` are None and
+        ``pecos`` holds its layer sizes, bias, ``only_topk`` and post-processors.
 
     Raises
     ------
@@ -298,6 +302,11 @@ def describe(directory: str | os.PathLike) -> dict[str, Any]:
         }
         shape_of = npz_shapes(path / LEGACY_RANKER_DIR / ARRAYS_NAME)
         files = _directory_files(path)
+    elif is_pecos_dir(path):
+        info = describe_pecos(path)
+        for step in info["steps"]:
+            step["params"] = _non_default(step["class"], step["params"])
+        return info
     else:
         raise FileNotFoundError(f"no skxmc model in {str(path)!r} ({CONFIG_NAME} is missing).")
     if not isinstance(spec, dict):
