@@ -409,17 +409,7 @@ def from_pecos(
     """
     folder = read_pecos(model_dir)
     settings = _prediction_settings(folder, beam_size, top_k, post_processor)
-    if classes is None:
-        classes_ = np.arange(folder.n_labels)
-    else:
-        classes_ = np.asarray(classes)
-        if classes_.ndim != 1 or len(classes_) != folder.n_labels:
-            raise ValueError(
-                f"classes must be 1-D with one identifier per label ({folder.n_labels}), "
-                f"got shape {classes_.shape}."
-            )
-        if len(np.unique(classes_)) != len(classes_):
-            raise ValueError("classes holds duplicate labels.")
+    classes_ = _label_ids(classes, folder.n_labels)
     tree_cls = registered_class("HierarchicalLabelTree")
     clf_cls = registered_class("XRLinearClassifier")
     tree = tree_cls()
@@ -452,6 +442,24 @@ def from_pecos(
         }
     )
     return clf
+
+
+def _label_ids(classes: Any, n_labels: int) -> np.ndarray:
+    """``from_pecos``'s ``classes``, checked: one unique identifier per label column
+    (PECOS stores none), or ``0, ..., n_labels - 1`` for None."""
+    if classes is None:
+        return np.arange(n_labels)
+    ids = np.asarray(classes)
+    if ids.dtype.kind == "U":  # str labels: an object array, as every classes_ is
+        ids = ids.astype(object)
+    if ids.ndim != 1 or len(ids) != n_labels:
+        raise ValueError(
+            f"classes must be 1-D with one identifier per label ({n_labels}), "
+            f"got shape {ids.shape}."
+        )
+    if len(np.unique(ids)) != len(ids):
+        raise ValueError("classes holds duplicate labels.")
+    return ids
 
 
 def _meta(name: str, fields: dict) -> dict:
