@@ -175,6 +175,14 @@ def _check_negatives(negatives: Any, Y: sp.csr_matrix, classes: np.ndarray) -> s
     if negatives is None:
         return None
     n_samples, n_labels = Y.shape
+    is_matrix = sp.issparse(negatives) or (
+        isinstance(negatives, np.ndarray) and negatives.ndim == 2 and negatives.dtype.kind in "biuf"
+    )
+    if is_matrix and negatives.shape != (n_samples, n_labels):
+        raise ValueError(
+            f"negatives must have shape (n_samples, n_labels) = {(n_samples, n_labels)} "
+            f"(columns: classes_), got {negatives.shape}."
+        )
     encoded = LabelSpace(classes).transform(negatives, name="negatives", n_samples=n_samples)
     unknown = np.flatnonzero(encoded.n_unknown)
     if unknown.size:
@@ -184,11 +192,6 @@ def _check_negatives(negatives: Any, Y: sp.csr_matrix, classes: np.ndarray) -> s
             f"Y (or of the classes parameter), as the tree has no node for others."
         )
     N = encoded.Y
-    if N.shape != (n_samples, n_labels):  # matrix input: checked for rows, not columns
-        raise ValueError(
-            f"negatives must have shape (n_samples, n_labels) = {(n_samples, n_labels)} "
-            f"(columns: classes_), got {N.shape}."
-        )
     N = sp.csr_matrix(N - N.multiply(Y > 0), dtype=np.float32)
     N.eliminate_zeros()
     N.sort_indices()
