@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import doctest
 import json
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,3 +134,11 @@ def test_a_predict_only_model_without_its_layout_is_refused(fitted, tmp_path):
     (path / "skxmc-model.json").write_text(json.dumps(config))
     with pytest.raises(ValueError, match="predict-only model must hold its beam-search layout"):
         skxmc.load(path)
+
+
+def test_persistence_page_examples_run():
+    page = Path(__file__).resolve().parents[2] / "docs" / "persistence.rst"
+    if not page.exists():
+        pytest.skip(f"{page} is not in this checkout")
+    result = doctest.testfile(str(page), module_relative=False, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

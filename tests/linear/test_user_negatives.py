@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import doctest
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -147,3 +150,11 @@ def test_pipelines_route_negatives():
         unrequested = Pipeline([("tfidf", TfidfVectorizer()), ("xr", XRLinearClassifier())])
         with pytest.raises(ValueError, match="set_fit_request"):
             unrequested.fit(TEXTS, LABELS, negatives=negatives)
+
+
+def test_xrlinear_page_examples_run():
+    page = Path(__file__).resolve().parents[2] / "docs" / "xrlinear.rst"
+    if not page.exists():
+        pytest.skip(f"{page} is not in this checkout")
+    result = doctest.testfile(str(page), module_relative=False, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
