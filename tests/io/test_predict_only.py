@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import doctest
 import json
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +18,8 @@ from skxmc.io import describe, to_pecos
 from skxmc.io._format import ARRAYS_NAME
 from skxmc.linear import _beam
 from skxmc.pipeline import make_pipeline
+
+from .._helpers import run_page_examples
 
 
 @pytest.fixture(scope="module")
@@ -137,8 +137,4 @@ def test_a_predict_only_model_without_its_layout_is_refused(fitted, tmp_path):
 
 
 def test_persistence_page_examples_run():
-    page = Path(__file__).resolve().parents[2] / "docs" / "persistence.rst"
-    if not page.exists():
-        pytest.skip(f"{page} is not in this checkout")
-    result = doctest.testfile(str(page), module_relative=False, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
+    run_page_examples("persistence.rst")

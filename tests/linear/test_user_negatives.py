@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-from pathlib import Path
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -15,6 +12,8 @@ from sklearn.preprocessing import normalize
 from skxmc import HierarchicalLabelTree, XRLinearClassifier
 from skxmc.datasets import make_xmc_classification
 from skxmc.pipeline import Pipeline
+
+from .._helpers import run_page_examples
 
 
 def _same_weights(a, b):
@@ -153,8 +152,4 @@ def test_pipelines_route_negatives():
 
 
 def test_xrlinear_page_examples_run():
-    page = Path(__file__).resolve().parents[2] / "docs" / "xrlinear.rst"
-    if not page.exists():
-        pytest.skip(f"{page} is not in this checkout")
-    result = doctest.testfile(str(page), module_relative=False, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
+    run_page_examples("xrlinear.rst")
