@@ -392,6 +392,13 @@ def _info(args: argparse.Namespace) -> int:
         ),
         ("saved with", f"skxmc {info['skxmc_version']} (format {info['format_version']})"),
     ]
+    if info.get("predict_only"):
+        rows.append(
+            (
+                "state",
+                "predict-only (saved compacted: predicts as the full model; fit again to train)",
+            )
+        )
     pecos = info.get("pecos")
     if pecos is not None:  # a libpecos folder: no skxmc version; its tree and settings
         rows[-1] = ("saved with", "libpecos (XLinearModel.save; read by skxmc.io.from_pecos)")

@@ -463,7 +463,8 @@ matrix or estimator, default="pifa"
         :class:`~skxmc.Label2VecTransformer` for ``"label2vec"`` and
         ``"pifa+label2vec"`` (its ``embeddings_`` are the label2vec vectors), else None.
         It is fitted on the label matrix, so its ``classes_`` are column indices: its
-        rows follow the tree's ``classes_``.
+        rows follow the tree's ``classes_``. Absent from the ``tree_`` of a predict-only
+        :class:`~skxmc.XRLinearClassifier` (:meth:`~skxmc.XRLinearClassifier.compact`).
 
     Notes
     -----

@@ -22,6 +22,17 @@ ROOT = Path(__file__).resolve().parents[1]
 TEST_DATA = ROOT / "tests" / "data"
 
 
+def run_page_examples(page: str) -> None:
+    """Run the ``>>>`` examples of ``docs/<page>`` as doctests (skip without docs/)."""
+    import doctest
+
+    path = ROOT / "docs" / page
+    if not path.exists():
+        pytest.skip(f"{path} is not in this checkout")
+    result = doctest.testfile(str(path), module_relative=False, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
 def dataset_path(data_dir: Path, *parts: str) -> Path:
     """``data_dir / parts``, or skip the test when that file is missing."""
     path = data_dir.joinpath(*parts)

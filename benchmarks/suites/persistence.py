@@ -23,8 +23,17 @@ the types ``get_untrusted_types`` lists) and with ``skxmc.save`` / ``skxmc.load`
 must trust, and whether the reloaded pipeline predicts the same top-10 labels on 50 test
 texts. Rows are absent when skops is not installed (``pip install skops``).
 
+``predict-only`` (issue 49 item 5): an ``XRLinearClassifier(n_jobs=2, random_state=seed)``
+fitted on the cached TF-IDF features of each ``--datasets`` set (``benchmarks/_data.py``),
+saved as it is and with ``skxmc.save(..., predict_only=True)``, each loaded back (also
+``mmap=True``): MiB on disk (the whole folder and its ``arrays.npz``), the predict-only
+folder's share of the full one, the seconds of save and load, and whether the loaded
+model's top-10 labels and scores on the test rows are bit-identical to the fitted
+model's. Not run by default (it needs ``SKXMC_DATA``); ``--parts predict-only``.
+
 ``--quick``: one case of 300 labels x 1,000 characters, and the demo pipeline fitted on
-its first 800 texts. Replaces ``label_memory.py`` and ``persistence_skops.py``.
+its first 800 texts (``predict-only``: the first 800 training rows of each set).
+Replaces ``label_memory.py`` and ``persistence_skops.py``.
 """
 
 from __future__ import annotations
@@ -58,6 +67,10 @@ LABEL_METRICS = (
 )
 SKOPS_KEYS = ("format", "types to trust", "same top-10")
 SKOPS_METRICS = ("save_s", "load_s", "MiB")
+PREDICT_ONLY_DATASETS = ("reuters21578_allcats", "tibkat_gnd_en")
+PREDICT_ONLY_KEYS = ("dataset", "labels", "saved", "identical top-10")
+PREDICT_ONLY_METRICS = ("MiB", "arrays_MiB", "share_of_full", "save_s", "load_s", "mmap_load_s")
+PARTS = ["label-names", "skops", "predict-only"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,8 +83,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         help="measure the skxmc source tree in each of these folders, in turn (label names)",
     )
+    parser.add_argument("--parts", nargs="+", default=["label-names", "skops"], choices=PARTS)
     parser.add_argument(
-        "--parts", nargs="+", default=["label-names", "skops"], choices=["label-names", "skops"]
+        "--datasets",
+        nargs="+",
+        default=list(PREDICT_ONLY_DATASETS),
+        help="the sets of the predict-only part (default: %(default)s)",
     )
 
 
@@ -275,6 +292,59 @@ def skops_vs_skxmc(args: argparse.Namespace) -> tuple[list[dict], dict]:
     return runs, config
 
 
+def _same_topk(a: tuple, b: tuple) -> bool:
+    return bool((a[0] == b[0]).all() and (a[1] == b[1]).all())
+
+
+def predict_only(args: argparse.Namespace) -> list[dict]:
+    """Full against predict-only model folders of XR-Linear on reference sets."""
+    import skxmc
+    from benchmarks import _data
+
+    runs = []
+    for dataset, seed in itertools.product(args.datasets, args.seeds):
+        if not _data.available(dataset):
+            print(f"{dataset}: not in SKXMC_DATA, skipped", flush=True)
+            continue
+        X_tr, Y_tr, X_te, _ = _data.xmc_features(dataset, args.quick)
+        clf = skxmc.XRLinearClassifier(n_jobs=2, random_state=seed).fit(X_tr, Y_tr)
+        expected = clf.predict_topk(X_te, k=10)
+        sizes = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for saved, options in (("full", {}), ("predict_only=True", {"predict_only": True})):
+                with Clock() as save:
+                    path = skxmc.save(clf, Path(tmp) / saved, **options)
+                with Clock() as load:
+                    loaded = skxmc.load(path)
+                same = _same_topk(loaded.predict_topk(X_te, k=10), expected)
+                with Clock() as mmap_load:
+                    mapped = skxmc.load(path, mmap=True)
+                same = same and _same_topk(mapped.predict_topk(X_te, k=10), expected)
+                del loaded, mapped
+                sizes[saved] = _size(Path(path))
+                runs.append(
+                    {
+                        "dataset": dataset,
+                        "labels": int(Y_tr.shape[1]),
+                        "saved": saved,
+                        "identical top-10": "yes" if same else "no",
+                        "MiB": sizes[saved] / 2**20,
+                        "arrays_MiB": _size(Path(path) / "arrays.npz") / 2**20,
+                        "share_of_full": sizes[saved] / sizes["full"],
+                        "save_s": save.wall_s,
+                        "load_s": load.wall_s,
+                        "mmap_load_s": mmap_load.wall_s,
+                        "seed": seed,
+                    }
+                )
+        print(
+            f"predict-only, {dataset}, seed {seed}: full {sizes['full'] / 2**20:.1f} MiB, "
+            f"predict-only {sizes['predict_only=True'] / 2**20:.1f} MiB",
+            flush=True,
+        )
+    return runs
+
+
 def run(args: argparse.Namespace) -> dict:
     tables, runs, config = [], [], {}
     if "label-names" in args.parts:
@@ -329,4 +399,31 @@ def run(args: argparse.Namespace) -> dict:
                     "digits": {"save_s": 2, "load_s": 2, "MiB": 1},
                 }
             )
+    if "predict-only" in args.parts:
+        po_runs = predict_only(args)
+        runs += po_runs
+        config["predict-only estimator"] = "XRLinearClassifier(n_jobs=2), default tree"
+        tables.append(
+            {
+                "id": "predict-only",
+                "title": "XR-Linear saved in full and predict-only (skxmc.save(predict_only=True))",
+                "caption": (
+                    "Cached TF-IDF features of each set (benchmarks/_data.py); MiB are 2^20 "
+                    "bytes of the model folder and of its arrays.npz; share_of_full is the "
+                    "folder's size over the full folder's. Identical top-10: the loaded "
+                    "model's (read and mapped) labels and scores on the test rows equal "
+                    "the fitted model's, bit for bit."
+                ),
+                "columns": [*PREDICT_ONLY_KEYS, *PREDICT_ONLY_METRICS, "n_seeds"],
+                "rows": summarise(po_runs, PREDICT_ONLY_KEYS, PREDICT_ONLY_METRICS),
+                "digits": {
+                    "MiB": 1,
+                    "arrays_MiB": 1,
+                    "share_of_full": 3,
+                    "save_s": 2,
+                    "load_s": 2,
+                    "mmap_load_s": 3,
+                },
+            }
+        )
     return {"config": config, "tables": tables, "runs": runs}

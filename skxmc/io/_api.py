@@ -56,6 +56,7 @@ def save(
     *,
     overwrite: bool = False,
     model_card: bool | Mapping[str, Any] | None = None,
+    predict_only: bool = False,
 ) -> Path:
     """Save a fitted estimator or pipeline to ``directory`` without pickle.
 
@@ -92,6 +93,14 @@ def save(
         ``"metrics"`` (dict of metric name to number). The card is listed in
         ``skxmc-model.json`` like the other files, so :func:`load` verifies it too.
         ``None`` / ``False``: no card.
+    predict_only : bool, default=False
+        Save a predict-only copy: every estimator of the model that has a ``compact()``
+        method (:meth:`XRLinearClassifier.compact <skxmc.XRLinearClassifier.compact>`,
+        also as a pipeline step) is saved compacted, without what only training and
+        inspection need; it loads and predicts as the full model does (bit-identical
+        scores), about 40% smaller (see the persistence page of the docs). The estimator
+        given here is not changed.
+        ``skxmc info`` shows such a model as predict-only.
 
     Returns
     -------
@@ -105,7 +114,8 @@ def save(
         ``model_card`` that is neither a bool nor a dict.
     ValueError
         When ``estimator`` is not fitted, or ``model_card`` has an unknown key or a value
-        of the wrong type.
+        of the wrong type, or with ``predict_only=True`` when no part of it can be
+        compacted.
     FileExistsError
         When ``directory`` is a file, a non-empty folder without a model, a model and
         ``overwrite=False``, or a model together with files that are not part of it.
@@ -127,6 +137,8 @@ def save(
     directory = real_target(given)  # a symbolic link is written through
     card = checked_card_options(model_card)  # before anything is written
     _check_saveable(estimator, directory, overwrite)
+    if predict_only:
+        estimator = _predict_only_copy(estimator)
     store = ArrayStore()
     spec = encode(estimator, "model", store)
     directory.parent.mkdir(parents=True, exist_ok=True)
@@ -142,6 +154,32 @@ def save(
             shutil.rmtree(tmp, ignore_errors=True)
     logger.info("saved %s to %s", type(estimator).__name__, directory)
     return given
+
+
+def _predict_only_copy(estimator: Any) -> Any:
+    """``estimator`` with every part that has ``_predict_only_copy`` replaced by its
+    compacted copy (pipelines: a new pipeline object; nothing of ``estimator`` changes)."""
+    found = []
+
+    def compacted(est: Any) -> Any:
+        if is_pipeline(est):
+            copy = object.__new__(type(est))
+            copy.__dict__.update(est.__dict__)
+            copy.steps = [(name, compacted(step)) for name, step in est.steps]
+            return copy
+        if hasattr(est, "_predict_only_copy"):
+            found.append(type(est).__name__)
+            return est._predict_only_copy()
+        return est
+
+    copy = compacted(estimator)
+    if not found:
+        raise ValueError(
+            f"predict_only=True, but no part of this {type(estimator).__name__} has "
+            f"training-only state to drop (estimators with a compact() method do, such as "
+            f"XRLinearClassifier); save it without predict_only."
+        )
+    return copy
 
 
 def _check_saveable(estimator: Any, directory: Path, overwrite: bool) -> None:

@@ -200,6 +200,8 @@ def summarize(spec: dict, format_version: Any, skxmc_version: Any, shape_of: Any
         task = "multi-label"
     else:
         task = "multi-class"
+    # compacted parts (XRLinearClassifier.compact / save(..., predict_only=True))
+    predict_only = any(_fitted_entry(step, "predict_only_") is True for _, step in real)
     classes = [s["class"] for s in steps]
     estimator = f"Pipeline({', '.join(classes)})" if "__pipeline__" in spec else classes[0]
     return {
@@ -209,6 +211,7 @@ def summarize(spec: dict, format_version: Any, skxmc_version: Any, shape_of: Any
         "n_labels": n_labels,
         "n_features": n_features,
         "features": features,
+        "predict_only": predict_only,
         "skxmc_version": skxmc_version,
         "format_version": format_version,
     }
@@ -261,8 +264,10 @@ def describe(directory: str | os.PathLike) -> dict[str, Any]:
         list of ``{"name", "class", "params"}`` with the parameters that differ from the
         class's defaults; ``name`` is ``None`` for a lone estimator); ``task``
         (``"multi-label"``, ``"multi-class"`` or ``None``); ``n_labels``; ``n_features`` and
-        ``features`` (what they are); ``skxmc_version`` and ``format_version`` it was saved
-        with; ``files`` (``{relative name: bytes}``, ``skxmc-model.json`` included);
+        ``features`` (what they are); ``predict_only`` (whether a part of it was saved
+        compacted, ``skxmc.save(..., predict_only=True)``); ``skxmc_version`` and
+        ``format_version`` it was saved with; ``files`` (``{relative name: bytes}``,
+        ``skxmc-model.json`` included);
         ``total_size`` (bytes); ``model_card`` (whether ``README.md`` is one of the files).
         For a libpecos folder, ``skxmc_version`` and ``format_version`` are None and
         ``pecos`` holds its layer sizes, bias, ``only_topk`` and post-processors.

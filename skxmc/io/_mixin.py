@@ -34,6 +34,7 @@ class PersistenceMixin:
         *,
         overwrite: bool = False,
         model_card: bool | Mapping[str, Any] | None = None,
+        predict_only: bool = False,
     ) -> Path:
         """Save the fitted model to ``directory`` (JSON + ``.npz``; loading runs no pickle).
 
@@ -46,13 +47,18 @@ class PersistenceMixin:
             Replace a model already saved in ``directory``.
         model_card : bool or dict, default=None
             Also write ``README.md``, a model card; see :func:`skxmc.save`.
+        predict_only : bool, default=False
+            Save a compacted copy without what only training needs (this estimator is
+            not changed); see :func:`skxmc.save`.
 
         Returns
         -------
         pathlib.Path
             The directory; reload with :func:`skxmc.load`.
         """
-        return save(self, directory, overwrite=overwrite, model_card=model_card)
+        return save(
+            self, directory, overwrite=overwrite, model_card=model_card, predict_only=predict_only
+        )
 
     def _save_state(self) -> tuple[dict, dict]:
         attributes, arrays = {}, {}

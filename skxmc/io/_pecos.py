@@ -523,6 +523,12 @@ def to_pecos(est: Any, model_dir: str | os.PathLike, *, overwrite: bool = False)
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(est)
+    if getattr(est, "predict_only_", False):
+        raise ValueError(
+            "est is predict-only (XRLinearClassifier.compact() or skxmc.save(..., "
+            "predict_only=True) dropped its weights_, which a libpecos folder stores); "
+            "write the full model, or fit it again."
+        )
     est._check_complete()
     target = Path(model_dir)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
@@ -624,6 +630,7 @@ def describe_pecos(directory: str | os.PathLike) -> dict[str, Any]:
         "n_labels": folder.n_labels,
         "n_features": folder.n_features,
         "features": "input features",
+        "predict_only": False,
         "skxmc_version": None,
         "format_version": None,
         "files": files,

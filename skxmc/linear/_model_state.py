@@ -38,23 +38,29 @@ def _is_block_layout(layout: Any) -> bool:
 
 
 def _chunked_from_layout(
-    layout: Any, W: sp.spmatrix, parents: sp.csr_matrix, t: int
+    layout: Any, shape: tuple[int, int], nnz: int | None, parents: sp.csr_matrix, t: int
 ) -> ChunkedWeights:
     """A layer's ChunkedWeights from its saved layout, after checking every index the
     compiled search reads (a damaged or crafted file must raise, not read out of bounds);
     under ``skxmc.load(verify=False)`` only the checks that do not grow with the weights
     (they read the per-parent arrays, never the blocks, which a mapped load leaves on
-    disk until a search reaches them)."""
+    disk until a search reaches them). ``shape`` is the layer's weight matrix's, ``nnz``
+    its entry count (None for a predict-only model, which keeps no weight matrix: the
+    layout is then the only copy of the weights)."""
     where = f"the saved beam-search layout of layer {t}"
     if not isinstance(layout, dict):
         raise ValueError(f"{where} is not a dict of arrays.")
-    n_rows, n_nodes = W.shape
+    n_rows, n_nodes = shape
     children = np.diff(parents.indptr).astype(np.int64)
     major = layout.get("feature_major")
     if major is not None:
         # scored from the feature-major copy (the persistence layer has checked its CSR
         # structure); any blocks beside it are not read
-        if not sp.isspmatrix_csr(major) or major.shape != W.shape or major.nnz != W.nnz:
+        if (
+            not sp.isspmatrix_csr(major)
+            or major.shape != tuple(shape)
+            or (nnz is not None and major.nnz != nnz)
+        ):
             raise ValueError(f"{where}: feature_major must be a CSR copy of the weights.")
         return ChunkedWeights.from_arrays(children, n_nodes, feature_major=major)
     if any(k not in layout for k in _LAYOUT_ARRAYS):
@@ -78,7 +84,7 @@ def _chunked_from_layout(
         or np.any(feat_count < 0)
         or np.any(spare < 0)
         or np.any(spare % 2)
-        or int(spare.sum()) // 2 != W.nnz
+        or (nnz is not None and int(spare.sum()) // 2 != nnz)
     ):
         raise mismatch
     if checks_entries():  # per entry; skipped under skxmc.load(verify=False)
@@ -92,12 +98,39 @@ def _check_model_state(state: dict) -> None:
     """Raise ``ValueError`` unless ``classes_``, ``tree_``, ``weights_`` and
     ``n_features_in_`` of ``state`` form one model: one weight matrix per tree layer, each
     ``(n_features_in_ + 1, nodes of the layer)``, and one label per leaf. Used on fitted
-    estimators (save, unpickling, loading) and on saved states before they are loaded."""
-    missing = [n for n in ("classes_", "tree_", "weights_", "n_features_in_") if n not in state]
+    estimators (save, unpickling, loading) and on saved states before they are loaded.
+    A predict-only state (``predict_only_``) has no ``weights_``: its beam-search layout
+    (``_search_cache`` in memory, checked layer by layer at load) holds the weights."""
+    predict_only = bool(state.get("predict_only_", False))
+    required = ("classes_", "tree_", "n_features_in_") + (() if predict_only else ("weights_",))
+    missing = [n for n in required if n not in state]
     if missing:
         raise ValueError(f"incomplete model (missing {missing})")
-    weights, classes, n_features = state["weights_"], state["classes_"], state["n_features_in_"]
+    classes, n_features = state["classes_"], state["n_features_in_"]
     chain = getattr(state["tree_"], "cluster_chain_", None)
+    if predict_only:
+        if chain is None:
+            raise ValueError("incomplete model: tree_ has no cluster_chain_")
+        cache = state.get("_search_cache")
+        if cache is not None and [c.n_nodes for c in cache.chunks] != [C.shape[0] for C in chain]:
+            raise ValueError("inconsistent model: the beam-search layout does not match tree_")
+    else:
+        _check_weights(state["weights_"], chain, n_features)
+    if len(classes) != chain[-1].shape[0]:
+        raise ValueError(
+            f"inconsistent model: classes_ has {len(classes)} labels but the last weights_ "
+            f"matrix has {chain[-1].shape[0]} columns"
+        )
+    tree_classes = getattr(state["tree_"], "classes_", None)
+    if tree_classes is not None and len(tree_classes) != len(classes):
+        raise ValueError(
+            f"inconsistent model: classes_ has {len(classes)} labels but tree_.classes_ has "
+            f"{len(tree_classes)}"
+        )
+
+
+def _check_weights(weights: Any, chain: Any, n_features: int) -> None:
+    """One weight matrix per layer of ``chain``, each ``(n_features + 1, nodes)``."""
     if not isinstance(weights, list) or chain is None or len(weights) != len(chain):
         n_weights = len(weights) if isinstance(weights, list) else "?"
         n_chain = len(chain) if chain is not None else "no"
@@ -112,14 +145,3 @@ def _check_model_state(state: dict) -> None:
                 f"inconsistent model: weights_[{t}] has shape {getattr(W, 'shape', None)}, "
                 f"expected (n_features_in_ + 1, nodes of layer {t}) = {expected}"
             )
-    if len(classes) != chain[-1].shape[0]:
-        raise ValueError(
-            f"inconsistent model: classes_ has {len(classes)} labels but the last weights_ "
-            f"matrix has {chain[-1].shape[0]} columns"
-        )
-    tree_classes = getattr(state["tree_"], "classes_", None)
-    if tree_classes is not None and len(tree_classes) != len(classes):
-        raise ValueError(
-            f"inconsistent model: classes_ has {len(classes)} labels but tree_.classes_ has "
-            f"{len(tree_classes)}"
-        )

@@ -159,6 +159,45 @@ def _cluster_session(label: str) -> Any:
     return None if client is None else ClusterSession(client, label)
 
 
+# What compact() drops: (name, what it is and what needs it), for the docs and the error a
+# predict-only model raises when one of them is asked for.
+_TRAINING_ONLY = {
+    "weights_": "the node weight matrices (the beam search reads the same weights from its "
+    "own layout); to_pecos and inspecting the node models need them",
+    "fit_time_per_layer_": "training diagnostics",
+    "fit_bytes_per_layer_": "training diagnostics",
+}
+
+
+def _check_negatives(negatives: Any, Y: sp.csr_matrix, classes: np.ndarray) -> sp.csr_matrix | None:
+    """``fit``'s ``negatives`` as a CSR 0/1 matrix over ``classes`` without the entries
+    that are positives of ``Y`` (a positive stays a positive); None for None."""
+    if negatives is None:
+        return None
+    n_samples, n_labels = Y.shape
+    is_matrix = sp.issparse(negatives) or (
+        isinstance(negatives, np.ndarray) and negatives.ndim == 2 and negatives.dtype.kind in "biuf"
+    )
+    if is_matrix and negatives.shape != (n_samples, n_labels):
+        raise ValueError(
+            f"negatives must have shape (n_samples, n_labels) = {(n_samples, n_labels)} "
+            f"(columns: classes_), got {negatives.shape}."
+        )
+    encoded = LabelSpace(classes).transform(negatives, name="negatives", n_samples=n_samples)
+    unknown = np.flatnonzero(encoded.n_unknown)
+    if unknown.size:
+        raise ValueError(
+            f"negatives holds {int(encoded.n_unknown.sum())} label(s) that are not in "
+            f"classes_ (first in row {int(unknown[0])}); user negatives must be labels of "
+            f"Y (or of the classes parameter), as the tree has no node for others."
+        )
+    N = encoded.Y
+    N = sp.csr_matrix(N - N.multiply(Y > 0), dtype=np.float32)
+    N.eliminate_zeros()
+    N.sort_indices()
+    return N
+
+
 @persistent
 class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, BaseEstimator):
     """Hierarchical linear ranker for extreme multi-label classification (XR-Linear).
@@ -250,6 +289,10 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         (``"broadcast"``: data copied to every worker, counted once per worker;
         ``"to_workers"``: task arguments) and received from them (``"from_workers"``);
         None after a local fit.
+    predict_only_ : bool
+        True after :meth:`compact` (or in a model saved with
+        ``skxmc.save(..., predict_only=True)``): ``weights_``, ``fit_time_per_layer_``,
+        ``fit_bytes_per_layer_`` and ``tree_.label_embedder_`` are gone.
 
     See Also
     --------
@@ -366,7 +409,9 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     # ------------------------------------------------------------------ fit
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X: Any, Y: Any, sample_weight: Any = None) -> XRLinearClassifier:
+    def fit(
+        self, X: Any, Y: Any, sample_weight: Any = None, negatives: Any = None
+    ) -> XRLinearClassifier:
         """Build the label tree and train the node models layer by layer.
 
         The fitted attributes are set together once training has finished: a fit that
@@ -400,6 +445,18 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             still comes from every sample of ``Y``, weight 0 or not. Through sklearn's
             metadata routing (``sklearn.set_config(enable_metadata_routing=True)``),
             request it with ``set_fit_request(sample_weight=True)``.
+        negatives : sparse matrix, ndarray or sequence of label collections, default=None
+            User-supplied hard negatives per sample, as PECOS's user-supplied matching
+            chains: a 0/1 matrix of shape ``(n_samples, n_labels)`` over ``classes_``, or
+            one collection of labels per sample. At every layer below the root a sample
+            joins the training rows of the clusters whose children hold one of its
+            negative labels, so it is a negative of those children (down to the negative
+            label itself and its leaf siblings), in addition to ``negative_sampling``'s
+            negatives. Labels outside ``classes_`` raise ``ValueError``; a negative that
+            is also a positive of its sample is ignored (a positive stays a positive), so
+            the top-k predictions of an earlier model can be passed as they are. ``None``
+            (the default) trains exactly as without it. Through metadata routing,
+            request it with ``set_fit_request(negatives=True)``.
 
         Returns
         -------
@@ -420,6 +477,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         """
         X, Y, classes, target_type, twin = self._validate_fit_input(X, Y)
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        negatives = _check_negatives(negatives, Y, classes)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         sqnorms = row_squared_norms(X)
         norms = self._check_row_norms(sqnorms)
@@ -428,8 +486,9 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             targets = _relevance_targets(Y, tree.cluster_chain_)
         else:
             targets = tree.cluster_label_matrices(Y)
+        extra_rows = None if negatives is None else tree.cluster_label_matrices(negatives)
         weights, fit_times, bytes_per_layer = self._train_layers(
-            X, sqnorms, tree, targets, classes, seed, norms, sample_weight
+            X, sqnorms, tree, targets, classes, seed, norms, sample_weight, extra_rows
         )
         self._publish(twin, classes, target_type, tree, weights, fit_times, bytes_per_layer)
         return self
@@ -455,6 +514,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             "weights_": weights,
             "fit_time_per_layer_": fit_times,
             "fit_bytes_per_layer_": bytes_per_layer,
+            "predict_only_": False,
             "_search_cache": _search_structures(tree, weights, classes),
         }
         if hasattr(twin, "feature_names_in_"):
@@ -537,12 +597,15 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         seed: int,
         norms: tuple[float, str],
         sample_weight: np.ndarray | None = None,
+        extra_rows: list[sp.csr_matrix] | None = None,
     ) -> tuple[list[sp.csc_matrix], list[float], Any]:
         """Train the node models layer by layer, top down: ``(weights, seconds per layer,
         bytes per layer on a cluster or None)``; every node problem weighs its rows by
         ``sample_weight`` (None: unweighted). Inside ``joblib.parallel_config(
         backend="dask")`` the layers' node problems and the matcher's searches run on the
-        cluster (:mod:`skxmc.linear._distributed`), with the same model."""
+        cluster (:mod:`skxmc.linear._distributed`), with the same model. ``extra_rows``
+        (the user negatives' clusters per layer, as ``tree.cluster_label_matrices`` gives
+        them) adds each row, at layer ``t``, to the groups of its layer ``t - 1`` clusters."""
         weights: list[sp.csc_matrix] = []
         fit_times: list[float] = []
         empty_layers: list[str] = []
@@ -558,6 +621,10 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             for t, (C, Y_t) in enumerate(zip(tree.cluster_chain_, targets)):
                 t_layer = time.perf_counter()
                 matcher = self._layer_matcher(X, t, cache, cluster)
+                if extra_rows is not None and t > 0:
+                    # user negatives: the row joins the parents of its negatives' nodes
+                    extra = extra_rows[t - 1]
+                    matcher = extra if matcher is None else matcher + extra
                 groups = LayerGroups.from_matrices(Y_t, C, matcher)
                 W = self._fit_layer(X, Y_t, groups, seed + t, sqnorms, cluster, view, sample_weight)
                 weights.append(W)
@@ -680,6 +747,81 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
                 stacklevel=5,
             )
 
+    # -------------------------------------------------------- predict-only
+
+    def compact(self) -> XRLinearClassifier:
+        """Drop what only training and inspection need; predictions stay bit-identical.
+
+        The beam search reads the node weights from its own layout (grouped by parent
+        node), so the weight matrices ``weights_`` are a second copy of them: a
+        predict-only model keeps the layout alone and frees the memory of ``weights_``
+        (saved, 0.58 of the full folder's size on tibkat_gnd_en; see the persistence page
+        of the docs). Dropped: ``weights_``, ``fit_time_per_layer_``,
+        ``fit_bytes_per_layer_`` (training diagnostics) and the tree's
+        ``label_embedder_`` (the label2vec model of a ``"label2vec"`` tree). Kept: the
+        parameters, ``classes_``, ``tree_``'s cluster chain, ``n_features_in_``, and so
+        ``predict``, ``predict_topk``, ``predict_proba``, ``decision_function``,
+        ``score``, pickling and :func:`skxmc.save` / :func:`skxmc.load` (memory-mapped
+        too). Lost: reading ``weights_`` (the error names this method) and
+        :func:`skxmc.io.to_pecos`, which writes them. ``fit`` trains a full model again
+        (the dropped state comes back only that way); ``clone`` gives an unfitted copy
+        as usual. :func:`skxmc.save` with ``predict_only=True`` saves a compacted copy
+        and leaves this estimator whole.
+
+        Returns
+        -------
+        self : XRLinearClassifier
+            With ``predict_only_`` True.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skxmc import XRLinearClassifier
+        >>> from skxmc.datasets import make_xmc_classification
+        >>> X, Y = make_xmc_classification(200, 300, 40, random_state=0)
+        >>> clf = XRLinearClassifier().fit(X, Y)
+        >>> before = clf.predict_topk(X[:5])
+        >>> clf = clf.compact()
+        >>> after = clf.predict_topk(X[:5])
+        >>> bool(np.array_equal(before[0], after[0]) and np.array_equal(before[1], after[1]))
+        True
+        >>> clf.predict_only_, hasattr(clf, "weights_")
+        (True, False)
+        """
+        check_is_fitted(self)
+        self._check_complete()
+        tree = self.tree_
+        if "label_embedder_" in vars(tree):
+            # a copy: the tree object may be shared (e.g. by a copy made before)
+            tree = type(tree).__new__(type(tree))
+            tree.__dict__.update(self.tree_.__dict__)
+            del tree.__dict__["label_embedder_"]
+        dropped = {name: None for name in _TRAINING_ONLY}
+        state = {k: v for k, v in vars(self).items() if k not in dropped}
+        state.update(tree_=tree, predict_only_=True)
+        # one assignment: a concurrent predict sees the whole model, before or after
+        self.__dict__ = state
+        return self
+
+    def _predict_only_copy(self) -> XRLinearClassifier:
+        """A compacted copy sharing the arrays (``skxmc.save(..., predict_only=True)``);
+        this estimator is left as it is."""
+        check_is_fitted(self)
+        copy = type(self).__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        return copy.compact()
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only when the attribute is missing: name what compact() dropped.
+        if name in _TRAINING_ONLY and vars(self).get("predict_only_", False):
+            raise AttributeError(
+                f"this XRLinearClassifier is predict-only (made by compact() or saved with "
+                f"skxmc.save(..., predict_only=True)) and no longer holds {name}: "
+                f"{_TRAINING_ONLY[name]}. Fit it again, or use the full model (saved "
+                f"without predict_only), to get it."
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     # -------------------------------------------------------------- predict
 
     def __sklearn_is_fitted__(self) -> bool:
@@ -703,12 +845,16 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
     def _check_saved_state(self, attributes: dict, arrays: dict) -> None:
         """The same checks on a saved state, before it is loaded (skxmc.load's hook)."""
         state = {**attributes, **arrays}
-        if "weights_" in state:  # an unfitted template (e.g. MatchXML's ranker) has none
+        # an unfitted template (e.g. MatchXML's ranker) has neither
+        if "weights_" in state or state.get("predict_only_", False):
             _check_model_state(state)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state.pop("_search_cache", None)  # derived data: not worth pickling
+        if not state.get("predict_only_", False):
+            # derived data, not worth pickling; a predict-only model has no weights_ to
+            # derive it from, and keeps it
+            state.pop("_search_cache", None)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -716,6 +862,8 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         if "weights_" in state:
             self._check_complete()
             self._build_search_structures()
+        elif state.get("predict_only_", False):
+            self._check_complete()
 
     def _save_state(self) -> tuple[dict, dict]:
         check_is_fitted(self)
@@ -731,6 +879,14 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         layout = arrays.pop("_search_layout", None)  # absent in older model directories
         super()._load_state(attributes, arrays)
         self._check_complete()
+        predict_only = bool(getattr(self, "predict_only_", False))
+        if predict_only and not (
+            isinstance(layout, list) and all(_is_block_layout(lay) for lay in layout)
+        ):
+            raise ValueError(
+                "a predict-only model must hold its beam-search layout (its only copy of "
+                "the weights), and this one does not."
+            )
         if layout is None or (
             isinstance(layout, list) and not all(_is_block_layout(lay) for lay in layout)
         ):
@@ -744,11 +900,16 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         parents = [C.T.tocsr() for C in self.tree_.cluster_chain_]
         for P in parents:
             P.sort_indices()
-        if not isinstance(layout, list) or len(layout) != len(self.weights_):
+        n_rows = self.n_features_in_ + 1
+        shapes = [(n_rows, C.shape[0]) for C in self.tree_.cluster_chain_]
+        # the weight count of every layer, checked against the layout's (none to check in
+        # a predict-only model: the layout is its only copy of the weights)
+        nnz = [None] * len(shapes) if predict_only else [W.nnz for W in self.weights_]
+        if not isinstance(layout, list) or len(layout) != len(shapes):
             raise ValueError("the saved beam-search layout does not have one entry per layer.")
         chunks = [
-            _chunked_from_layout(lay, W, P, t)
-            for t, (lay, W, P) in enumerate(zip(layout, self.weights_, parents))
+            _chunked_from_layout(lay, shape, n, P, t)
+            for t, (lay, shape, n, P) in enumerate(zip(layout, shapes, nnz, parents))
         ]
         self._search_cache = _SearchCache(parents, chunks, self.classes_)
 

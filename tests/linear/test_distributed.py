@@ -96,6 +96,19 @@ def test_distributed_fit_equals_local_fit(client, data, negative_sampling):
         assert sum(s["from_workers"] for s in sent[1:]) > weights_bytes
 
 
+def test_distributed_fit_with_user_negatives_equals_local_fit(client, data):
+    # user negatives join the groups of the matcher's beams, which the workers computed
+    X, Y, _ = data
+    rng = np.random.default_rng(0)
+    N = sp.csr_matrix((rng.random(Y.shape) < 0.01).astype(np.float32))
+    local = _estimator(negative_sampling="tfn+man", n_jobs=2).fit(X, Y, negatives=N)
+    with joblib.parallel_config(backend="dask"):
+        remote = _estimator(negative_sampling="tfn+man").fit(X, Y, negatives=N)
+    _assert_same_model(local, remote)
+    plain = _estimator(negative_sampling="tfn+man", n_jobs=2).fit(X, Y)
+    assert any((Wa != Wb).nnz for Wa, Wb in zip(plain.weights_, local.weights_))
+
+
 def test_distributed_predict_equals_local_predict(client, data):
     X, Y, X_test = data
     clf = _estimator(n_jobs=2).fit(X, Y)
