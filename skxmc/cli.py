@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import itertools
 import json
 import logging
@@ -374,7 +375,7 @@ _EXPLAIN_BATCH = 1_000
 
 
 def _explain(args: argparse.Namespace) -> int:
-    if args.features < 0:
+    if args.features is not None and args.features < 0:
         raise ValueError(f"--features must be >= 0, got {args.features}.")
     _check_output(args.output, args.input)
     model = _load_model(args.model_dir)
@@ -384,17 +385,29 @@ def _explain(args: argparse.Namespace) -> int:
             f"explain; save a pipeline ending in an XRLinearClassifier (skxmc fit's default) "
             f"or a KNNBertClassifier."
         )
+    options = {} if args.features is None else {"n_features": args.features}
+    if options and not _explains_features(model):
+        raise ValueError(
+            f"--features does not apply to a {type(model).__name__}: it explains a class by "
+            f"its nearest training texts, not by features."
+        )
     batches = _text_batches(args.input, _EXPLAIN_BATCH)
 
     def write_all(out: Any) -> None:
         for texts in batches:
-            for row in model.explain(texts, args.top_k, n_features=args.features):
+            for row in model.explain(texts, args.top_k, **options):
                 record = {"explanations": [item.to_dict() for item in row]}
                 out.write(json.dumps(record, default=_json_default) + "\n")
         out.flush()
 
     _write_output(args.output, write_all)
     return 0
+
+
+def _explains_features(model: Any) -> bool:
+    """Whether the model (or a pipeline's final step) explains labels by features."""
+    final = model.steps[-1][1] if hasattr(model, "steps") else model
+    return "n_features" in inspect.signature(final.explain).parameters
 
 
 def _json_default(value: Any) -> Any:
@@ -698,7 +711,10 @@ def _add_explain_parser(sub: Any) -> None:
         "--top-k", "--k", type=int, default=5, help="labels explained per text (default 5)"
     )
     explain.add_argument(
-        "--features", type=int, default=5, help="features listed per label (default 5)"
+        "--features",
+        type=int,
+        default=None,
+        help="features listed per label of an XR-Linear model (default 5)",
     )
     explain.add_argument("-v", "--verbose", action="count", default=0)
     explain.set_defaults(func=_explain)
