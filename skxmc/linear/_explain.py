@@ -19,6 +19,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from .._kernels.beam import _combine
+from ._beam import _POST_CODES
+
 __all__ = [
     "FeatureContribution",
     "LabelExplanation",
@@ -130,18 +133,6 @@ class LabelExplanation:
         return f"{self.label!r} score {self.score:.4f}\n  path: {path}\n  features: {feats}"
 
 
-def _combine(raw: np.float32, parent: np.float32, post_processor: str) -> np.float32:
-    """A node's path score from its linear score and its parent's path score, in float32
-    as the beam-search kernels compute it (``skxmc._kernels.beam._combine``)."""
-    one = np.float32(1.0)
-    if post_processor == "l3-hinge":
-        v = max(one - raw, np.float32(0.0))
-        return np.float32(np.exp(-(v * v * v), dtype=np.float32)) * parent
-    if post_processor == "sigmoid":
-        return parent / (one + np.float32(np.exp(-raw, dtype=np.float32)))
-    return raw
-
-
 def check_explain_args(n_features: Any, feature_names: Any, n_features_in: int) -> Any:
     """Validate ``explain``'s ``n_features`` and ``feature_names``; the names as an array
     (or None)."""
@@ -158,6 +149,16 @@ def check_explain_args(n_features: Any, feature_names: Any, n_features_in: int) 
             f"shape {names.shape}."
         )
     return names
+
+
+def _linear_score(values: np.ndarray, weights: np.ndarray, bias_term: np.float32) -> np.float32:
+    """``[x, bias] . w`` summed as the beam-search kernels sum it: in float32, feature by
+    feature in increasing id order, the bias term last (so that the path scores match
+    theirs to the last bit)."""
+    acc = np.float32(0.0)
+    for p in (weights.astype(np.float32) * values.astype(np.float32)).tolist():
+        acc = np.float32(acc + np.float32(p))
+    return np.float32(acc + bias_term)
 
 
 def _column(W: sp.csc_matrix, node: int) -> tuple[np.ndarray, np.ndarray]:
@@ -219,6 +220,7 @@ def explain_rows(
     """
     # the parent of every node of layer t (a column of layer t - 1); layer 0: the root
     parent_of = [np.asarray(C.indices, dtype=np.int64) for C in chain]
+    code = _POST_CODES[post_processor]
     n_layers = len(weights)
     out: list[list[LabelExplanation]] = []
     for i in range(X.shape[0]):
@@ -236,9 +238,8 @@ def explain_rows(
             parent_score = np.float32(1.0)
             for t, node in enumerate(nodes):
                 _, vals, ws, bias_term = _node_terms(x_idx, x_val, weights[t], node, bias)
-                raw = np.float32(np.dot(vals.astype(np.float32), ws.astype(np.float32)))
-                raw = np.float32(raw + bias_term)
-                parent_score = _combine(raw, parent_score, post_processor)
+                raw = _linear_score(vals, ws, bias_term)
+                parent_score = np.float32(_combine(raw, parent_score, code))
                 path.append(NodeScore(t, node, float(raw), float(parent_score)))
             feats, vals, ws, bias_term = _node_terms(x_idx, x_val, weights[-1], nodes[-1], bias)
             contrib = vals * ws

@@ -895,8 +895,8 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             Features listed per label: those of the sample with the largest contributions
             ``weight * value`` (by absolute value) to the label's linear score; 0 lists
             none.
-        feature_names : array-like of str of shape (n_features_in_,), default=None
-            Names of the columns of ``X`` (e.g. a vectoriser's
+        feature_names : array-like of str, default=None
+            One name per column of ``X``, ``n_features_in_`` of them (e.g. a vectoriser's
             ``get_feature_names_out()``; :meth:`skxmc.pipeline.Pipeline.explain` passes
             them). None: ``feature_names_in_`` when ``fit`` saw them, else no names.
         labels : array-like, default=None
@@ -913,20 +913,20 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
 
         Examples
         --------
+        A pipeline names the features by the vectoriser's terms:
+
         >>> from sklearn.feature_extraction.text import TfidfVectorizer
-        >>> from skxmc import XRLinearClassifier, as_label_sets
+        >>> from skxmc import XRLinearClassifier
         >>> from skxmc.pipeline import make_pipeline
-        >>> texts = ["cheap flights to rome", "rome hotel deals", "python sparse matrix",
-        ...          "numpy matrix product", "hotel in paris", "flights to paris"]
-        >>> labels = as_label_sets([["travel", "italy"], ["travel", "italy"],
-        ...                         ["programming"], ["programming"], ["travel", "france"],
-        ...                         ["travel", "france"]])
-        >>> clf = make_pipeline(TfidfVectorizer(), XRLinearClassifier()).fit(texts, labels)
-        >>> best = clf.explain(["sparse matrix"], k=1, n_features=2)[0][0]
-        >>> best.label
-        'programming'
-        >>> [f.name for f in best.features]
-        ['matrix', 'sparse']
+        >>> docs = ["red apple pie", "green apple tart", "fast red car", "old blue car",
+        ...         "ripe pear jam", "new electric bike"]
+        >>> kinds = ["food", "food", "vehicle", "vehicle", "food", "vehicle"]
+        >>> pipe = make_pipeline(TfidfVectorizer(), XRLinearClassifier()).fit(docs, kinds)
+        >>> why = pipe.explain(["green apple pie"], k=1, n_features=2)[0][0]
+        >>> why.label, [f.name for f in why.features]
+        ('food', ['apple', 'pie'])
+        >>> why.path[-1].path_score == why.score  # the last node is the label
+        True
         """
         X = self._validate_X(X)
         names = check_explain_args(
