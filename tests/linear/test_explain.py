@@ -153,3 +153,32 @@ def test_explain_bad_input(demo_pipeline):
     with pytest.raises(NotFittedError):
         XRLinearClassifier().explain(X)
     assert all(e.features == () for e in clf.explain(X, k=1, n_features=0)[0])
+
+
+def test_pipeline_explain_edge_cases(demo_pipeline):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import FunctionTransformer
+
+    from skxmc.pipeline import Pipeline
+
+    pipe, texts = demo_pipeline
+    # an empty text: ranked by the bias terms alone, no feature to list
+    (row,) = pipe.explain([""], k=2)
+    labels, scores = pipe.predict_topk([""], k=2)
+    assert [e.label for e in row] == list(labels[0])
+    assert [e.score for e in row] == scores[0].tolist()
+    assert all(e.features == () and e.path[-1].path_score == e.score for e in row)
+    assert all(e.bias_contribution == pytest.approx(e.path[-1].score) for e in row)
+    # a step that cannot name its output: no names, the same explanation otherwise
+    identity = FunctionTransformer(lambda X: X, accept_sparse=True).fit(pipe[0].transform(texts))
+    unnamed = Pipeline([("tfidf", pipe[0]), ("same", identity), ("xr", pipe[-1])])
+    (row,) = unnamed.explain(texts[:1], k=1, n_features=2)
+    (named,) = pipe.explain(texts[:1], k=1, n_features=2)
+    assert [f.name for f in row[0].features] == [None, None]
+    assert [f.feature for f in row[0].features] == [f.feature for f in named[0].features]
+    # explicit names win over the pipeline's
+    names = [f"t{j}" for j in range(pipe[-1].n_features_in_)]
+    (row,) = pipe.explain(texts[:1], k=1, n_features=1, feature_names=names)
+    assert row[0].features[0].name == f"t{row[0].features[0].feature}"
+    # only where the final step explains
+    assert not hasattr(make_pipeline(TfidfVectorizer(), LogisticRegression()), "explain")
