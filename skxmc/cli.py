@@ -385,10 +385,13 @@ def _explain(args: argparse.Namespace) -> int:
             f"explain; save a pipeline ending in an XRLinearClassifier (skxmc fit's default) "
             f"or a KNNBertClassifier."
         )
-    options = {} if args.features is None else {"n_features": args.features}
+    options: dict[str, Any] = {} if args.features is None else {"n_features": args.features}
+    if args.node_features:
+        options["node_features"] = True
     if options and not _explains_features(model):
+        option = "--features" if args.features is not None else "--node-features"
         raise ValueError(
-            f"--features does not apply to a {type(model).__name__}: it explains a class by "
+            f"{option} does not apply to a {type(model).__name__}: it explains a class by "
             f"its nearest training texts, not by features."
         )
     batches = _text_batches(args.input, _EXPLAIN_BATCH)
@@ -715,6 +718,11 @@ def _add_explain_parser(sub: Any) -> None:
         type=int,
         default=None,
         help="features listed per label of an XR-Linear model (default 5)",
+    )
+    explain.add_argument(
+        "--node-features",
+        action="store_true",
+        help="also list the top features of every cluster on a label's path (XR-Linear)",
     )
     explain.add_argument("-v", "--verbose", action="count", default=0)
     explain.set_defaults(func=_explain)

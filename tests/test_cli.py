@@ -213,6 +213,11 @@ def test_explain_writes_paths_and_named_features(
     assert main(["explain", "--model-dir", str(cli_model), "--input", "-", "--top-k", "1"]) == 0
     piped = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [len(r["explanations"]) for r in piped] == [1] * len(texts)
+    # the clusters' features too
+    assert main([*args, "--output", str(out), "--k", "1", "--node-features"]) == 0
+    for line in _read_jsonl(out):
+        (e,) = line["explanations"]
+        assert all(n["features"] for n in e["path"][:-1]) and e["path"][-1]["features"] == []
     assert main([*args, "--features", "-1"]) == 1
     assert main([*args, "--k", "0"]) == 2
 

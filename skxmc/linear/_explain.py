@@ -31,30 +31,6 @@ __all__ = [
 ]
 
 
-class NodeScore(NamedTuple):
-    """One node of a label's path through the tree.
-
-    Attributes
-    ----------
-    layer : int
-        Layer of the node (0: the first layer under the root; the last: the labels).
-    node : int
-        Index of the node within its layer (a column of ``weights_[layer]``; at the last
-        layer, the label's column in ``classes_``).
-    score : float
-        The node's linear score ``[x, bias] . w``.
-    path_score : float
-        Its score after the post-processor, combined with its parent's path score: the
-        score the beam search ranks the node by. At the last layer it is the label's
-        ``predict_topk`` score.
-    """
-
-    layer: int
-    node: int
-    score: float
-    path_score: float
-
-
 class FeatureContribution(NamedTuple):
     """One feature's share ``weight * value`` of a node's linear score.
 
@@ -77,6 +53,39 @@ class FeatureContribution(NamedTuple):
     value: float
     weight: float
     contribution: float
+
+
+class NodeScore(NamedTuple):
+    """One node of a label's path through the tree.
+
+    Attributes
+    ----------
+    layer : int
+        Layer of the node (0: the first layer under the root; the last: the labels).
+    node : int
+        Index of the node within its layer (a column of ``weights_[layer]``; at the last
+        layer, the label's column in ``classes_``).
+    score : float
+        The node's linear score ``[x, bias] . w``.
+    path_score : float
+        Its score after the post-processor, combined with its parent's path score: the
+        score the beam search ranks the node by. At the last layer it is the label's
+        ``predict_topk`` score.
+    features : tuple of FeatureContribution
+        The node's largest feature contributions, for the inner nodes of a path when
+        ``explain(..., node_features=True)``; empty otherwise (the label's own are
+        :attr:`LabelExplanation.features`).
+    """
+
+    layer: int
+    node: int
+    score: float
+    path_score: float
+    features: tuple[FeatureContribution, ...] = ()
+
+    def to_dict(self) -> dict:
+        """The node as plain Python values (its features as a list of dicts)."""
+        return {**self._asdict(), "features": [f._asdict() for f in self.features]}
 
 
 @dataclass(frozen=True)
@@ -111,15 +120,15 @@ class LabelExplanation:
         Returns
         -------
         dict
-            ``label``, ``score``, ``path`` (a list of dicts with the fields of
-            :class:`NodeScore`), ``features`` (a list of dicts with the fields of
+            ``label``, ``score``, ``path`` (a list of :meth:`NodeScore.to_dict`),
+            ``features`` (a list of dicts with the fields of
             :class:`FeatureContribution`) and ``bias_contribution``.
         """
         label = self.label.item() if isinstance(self.label, np.generic) else self.label
         return {
             "label": label,
             "score": self.score,
-            "path": [node._asdict() for node in self.path],
+            "path": [node.to_dict() for node in self.path],
             "features": [f._asdict() for f in self.features],
             "bias_contribution": self.bias_contribution,
         }
@@ -179,6 +188,29 @@ def _node_terms(
     return common, x_val[xi], w_val[wi], np.float32(bias_term)
 
 
+def _top_features(
+    feats: np.ndarray,
+    vals: np.ndarray,
+    ws: np.ndarray,
+    n_features: int,
+    feature_names: np.ndarray | None,
+) -> tuple[FeatureContribution, ...]:
+    """The ``n_features`` largest contributions ``weight * value`` by absolute value,
+    largest first (ties: lower feature id first)."""
+    contrib = vals * ws
+    order = np.argsort(-np.abs(contrib), kind="stable")[:n_features]
+    return tuple(
+        FeatureContribution(
+            int(feats[j]),
+            None if feature_names is None else str(feature_names[feats[j]]),
+            float(vals[j]),
+            float(ws[j]),
+            float(contrib[j]),
+        )
+        for j in order
+    )
+
+
 def explain_rows(
     X: sp.csr_matrix,
     label_columns: np.ndarray,
@@ -191,6 +223,7 @@ def explain_rows(
     post_processor: str,
     n_features: int,
     feature_names: np.ndarray | None,
+    node_features: bool = False,
 ) -> list[list[LabelExplanation]]:
     """Explanations of the given labels of every row of ``X``.
 
@@ -212,6 +245,8 @@ def explain_rows(
         Features listed per label.
     feature_names : ndarray of object or None
         One name per column of ``X``.
+    node_features : bool, default=False
+        List the top features of the inner nodes of each path too.
 
     Returns
     -------
@@ -237,25 +272,13 @@ def explain_rows(
             path = []
             parent_score = np.float32(1.0)
             for t, node in enumerate(nodes):
-                _, vals, ws, bias_term = _node_terms(x_idx, x_val, weights[t], node, bias)
+                feats, vals, ws, bias_term = _node_terms(x_idx, x_val, weights[t], node, bias)
                 raw = _linear_score(vals, ws, bias_term)
                 parent_score = np.float32(_combine(raw, parent_score, code))
-                path.append(NodeScore(t, node, float(raw), float(parent_score)))
-            feats, vals, ws, bias_term = _node_terms(x_idx, x_val, weights[-1], nodes[-1], bias)
-            contrib = vals * ws
-            order = np.argsort(-np.abs(contrib), kind="stable")[:n_features]
-            features = tuple(
-                FeatureContribution(
-                    int(feats[j]),
-                    None if feature_names is None else str(feature_names[feats[j]]),
-                    float(vals[j]),
-                    float(ws[j]),
-                    float(contrib[j]),
-                )
-                for j in order
-            )
-            row.append(
-                LabelExplanation(label, float(score), tuple(path), features, float(bias_term))
-            )
+                top = _top_features(feats, vals, ws, n_features, feature_names)
+                leaf = t == n_layers - 1
+                node_top = top if node_features and not leaf else ()
+                path.append(NodeScore(t, node, float(raw), float(parent_score), node_top))
+            row.append(LabelExplanation(label, float(score), tuple(path), top, float(bias_term)))
         out.append(row)
     return out

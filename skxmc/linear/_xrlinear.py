@@ -880,6 +880,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         n_features: int = 5,
         feature_names: Any = None,
         labels: Any = None,
+        node_features: bool = False,
     ) -> list[list[LabelExplanation]]:
         """Why each sample got its top labels: the tree path of each label with every
         node's score, and the features that contribute most to the label's ranker.
@@ -903,6 +904,9 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             Explain these labels (identifiers from ``classes_``) instead of the beam's,
             as ``predict_topk(X, k, labels=labels)`` ranks them: their ``k`` best by
             exact path score. Answers "why not this label?".
+        node_features : bool, default=False
+            Also list the top ``n_features`` contributions of every inner node of each
+            path (``NodeScore.features``): what led the beam into each cluster.
 
         Returns
         -------
@@ -955,6 +959,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             post_processor=self.post_processor,
             n_features=int(n_features),
             feature_names=names,
+            node_features=bool(node_features),
         )
 
     def __sklearn_tags__(self):

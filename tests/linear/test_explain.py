@@ -102,6 +102,28 @@ def test_contributions_match_dense_computation(demo_pipeline):
                 assert f.name is None  # no names on a bare matrix
 
 
+def test_node_features_rank_each_inner_node(demo_pipeline):
+    pipe, texts = demo_pipeline
+    clf = pipe[-1]
+    X = pipe[0].transform(texts[:5])
+    plain = clf.explain(X, k=2, n_features=3)
+    explained = clf.explain(X, k=2, n_features=3, node_features=True)
+    for i, (row, plain_row) in enumerate(zip(explained, plain)):
+        x = X[i].toarray().ravel()
+        for e, p in zip(row, plain_row):
+            assert e.features == p.features and e.path[-1].features == ()
+            assert [n[:4] for n in e.path] == [n[:4] for n in p.path]
+            assert all(n.features == () for n in p.path)
+            for n in e.path[:-1]:
+                contrib = x * clf.weights_[n.layer][:-1, n.node].toarray().ravel()
+                expected = np.sort(np.abs(contrib))[::-1][: min(3, np.count_nonzero(contrib))]
+                got = [abs(f.contribution) for f in n.features]
+                np.testing.assert_allclose(got, expected, rtol=1e-6)
+                assert all(
+                    f.contribution == pytest.approx(x[f.feature] * f.weight) for f in n.features
+                )
+
+
 def test_pipeline_passes_feature_names(demo_pipeline):
     pipe, texts = demo_pipeline
     vocabulary = pipe[0].get_feature_names_out()
@@ -121,7 +143,8 @@ def test_pipeline_passes_feature_names(demo_pipeline):
     assert str(first.label) in str(first)
     record = json.loads(json.dumps(first.to_dict()))
     assert record["features"][0]["name"] == first.features[0].name
-    assert NodeScore(**record["path"][-1]) == first.path[-1]
+    assert record["path"][-1] == first.path[-1].to_dict()
+    assert NodeScore(**{**record["path"][0], "features": ()}) == first.path[0]
 
 
 def test_explain_selected_labels(demo_pipeline):
