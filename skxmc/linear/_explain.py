@@ -84,7 +84,13 @@ class NodeScore(NamedTuple):
     features: tuple[FeatureContribution, ...] = ()
 
     def to_dict(self) -> dict:
-        """The node as plain Python values (its features as a list of dicts)."""
+        """The node as plain Python values.
+
+        Returns
+        -------
+        dict
+            The fields, ``features`` as a list of dicts.
+        """
         return {**self._asdict(), "features": [f._asdict() for f in self.features]}
 
 
