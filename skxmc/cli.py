@@ -1,5 +1,5 @@
-"""The ``skxmc`` command line: ``demo``, ``fit``, ``predict``, ``evaluate``, ``info``,
-``warmup``.
+"""The ``skxmc`` command line: ``demo``, ``fit``, ``predict``, ``explain``, ``evaluate``,
+``info``, ``warmup``.
 
 ``fit`` trains one of skxmc's estimators (``--estimator``: XR-Linear by default, MatchXML,
 SharpReCL, KNN-BERT, SNM; constructor parameters from a ``--params`` JSON file) on a
@@ -8,7 +8,8 @@ pickle) together with a model card, so ``skxmc.load`` opens it. XR-Linear and SN
 TF-IDF features (the model is a TF-IDF pipeline), the others the texts. ``predict`` writes
 the top-k labels of a JSON-lines file (``-``: standard input) with any model directory of
 :func:`skxmc.save` whose model has ``predict_topk`` or ``predict_proba`` on texts;
-``evaluate`` scores predictions against the true labels; ``info`` describes a model
+``explain`` writes why (the tree path and top features of each label of an XR-Linear
+model); ``evaluate`` scores predictions against the true labels; ``info`` describes a model
 directory without loading its weights; ``warmup`` compiles the numba kernels ahead of
 time. A closed standard output (``| head``) ends a command quietly, Ctrl-C exits with
 status 130.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import itertools
 import json
 import logging
@@ -339,27 +341,83 @@ def _predict(args: argparse.Namespace) -> int:
             _write_predictions(out, labels, scores, single_label=multi_class)
             n_texts += len(texts)
 
-    if args.output == STDIN:
-        write_all(sys.stdout)
-    else:
-        # written next to --output and moved there at the end: a bad record further down
-        # the input leaves no partial file
-        target = Path(args.output)
-        tmp = target.with_name(f".{target.name}.skxmc-{os.getpid()}.tmp")
-        try:
-            try:
-                out = open(tmp, "w", encoding="utf-8")  # closed by the with below
-            except OSError as exc:
-                raise OSError(
-                    f"--output {args.output!r} cannot be written: {exc.strerror or exc}."
-                ) from None
-            with out:
-                write_all(out)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
+    _write_output(args.output, write_all)
     logger.info("predicted %d samples in %.2f s", n_texts, predict_s)
     return 0
+
+
+def _write_output(output: str, write_all: Any) -> None:
+    """``write_all(stream)`` into ``--output`` (standard output for ``-``)."""
+    if output == STDIN:
+        write_all(sys.stdout)
+        return
+    # written next to --output and moved there at the end: a bad record further down
+    # the input leaves no partial file
+    target = Path(output)
+    tmp = target.with_name(f".{target.name}.skxmc-{os.getpid()}.tmp")
+    try:
+        try:
+            out = open(tmp, "w", encoding="utf-8")  # closed by the with below
+        except OSError as exc:
+            raise OSError(
+                f"--output {output!r} cannot be written: {exc.strerror or exc}."
+            ) from None
+        with out:
+            write_all(out)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+# Texts per call of ``skxmc explain``: an explanation holds a path and features per label,
+# far more per text than a prediction.
+_EXPLAIN_BATCH = 1_000
+
+
+def _explain(args: argparse.Namespace) -> int:
+    if args.features is not None and args.features < 0:
+        raise ValueError(f"--features must be >= 0, got {args.features}.")
+    _check_output(args.output, args.input)
+    model = _load_model(args.model_dir)
+    if not hasattr(model, "explain"):
+        raise ValueError(
+            f"--model-dir {args.model_dir!r} holds a {type(model).__name__}, which has no "
+            f"explain; save a pipeline ending in an XRLinearClassifier (skxmc fit's default) "
+            f"or a KNNBertClassifier."
+        )
+    options: dict[str, Any] = {} if args.features is None else {"n_features": args.features}
+    if args.node_features:
+        options["node_features"] = True
+    if options and not _explains_features(model):
+        option = "--features" if args.features is not None else "--node-features"
+        raise ValueError(
+            f"{option} does not apply to a {type(model).__name__}: it explains a class by "
+            f"its nearest training texts, not by features."
+        )
+    batches = _text_batches(args.input, _EXPLAIN_BATCH)
+
+    def write_all(out: Any) -> None:
+        for texts in batches:
+            for row in model.explain(texts, args.top_k, **options):
+                record = {"explanations": [item.to_dict() for item in row]}
+                out.write(json.dumps(record, default=_json_default) + "\n")
+        out.flush()
+
+    _write_output(args.output, write_all)
+    return 0
+
+
+def _explains_features(model: Any) -> bool:
+    """Whether the model (or a pipeline's final step) explains labels by features."""
+    final = model.steps[-1][1] if hasattr(model, "steps") else model
+    return "n_features" in inspect.signature(final.explain).parameters
+
+
+def _json_default(value: Any) -> Any:
+    """numpy scalars (labels of numpy arrays) as Python values in JSON output."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def _size(n_bytes: int) -> str:
@@ -647,6 +705,36 @@ def _add_predict_parser(sub: Any) -> None:
     predict.set_defaults(func=_predict)
 
 
+def _add_explain_parser(sub: Any) -> None:
+    """``skxmc explain``: why each text got its top-k labels, as JSON lines."""
+    explain = sub.add_parser(
+        "explain",
+        help="write, per text, its top-k labels with their tree paths and top features "
+        "(XR-Linear) or nearest training texts (KNN-BERT) as JSON lines",
+    )
+    explain.add_argument("--model-dir", required=True, help="directory of skxmc fit or skxmc.save")
+    explain.add_argument(
+        "--input", required=True, help='JSON lines with a "text" field; - for standard input'
+    )
+    explain.add_argument("--output", default="-", help="output file (default: stdout)")
+    explain.add_argument(
+        "--top-k", "--k", type=int, default=5, help="labels explained per text (default 5)"
+    )
+    explain.add_argument(
+        "--features",
+        type=int,
+        default=None,
+        help="features listed per label of an XR-Linear model (default 5)",
+    )
+    explain.add_argument(
+        "--node-features",
+        action="store_true",
+        help="also list the top features of every cluster on a label's path (XR-Linear)",
+    )
+    explain.add_argument("-v", "--verbose", action="count", default=0)
+    explain.set_defaults(func=_explain)
+
+
 def _add_evaluate_parser(sub: Any) -> None:
     """``skxmc evaluate``: ranking metrics of saved predictions."""
     evaluate = sub.add_parser("evaluate", help="P@k, R@k, nDCG@k (and PS metrics) of predictions")
@@ -696,6 +784,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
     _add_fit_parser(sub)
     _add_predict_parser(sub)
+    _add_explain_parser(sub)
     _add_evaluate_parser(sub)
     _add_model_tools(sub)
     return parser

@@ -6,7 +6,7 @@ import copy
 import dataclasses
 from collections.abc import Iterator
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -29,7 +29,70 @@ from .text._encoder import batched_inference, encoder_forward, eval_mode
 from .text._estimator import FitTask, fill_engine_docs
 from .text._optim import momentum_update
 
-__all__ = ["KNNBertClassifier"]
+__all__ = ["ClassExplanation", "KNNBertClassifier", "Neighbor"]
+
+
+class Neighbor(NamedTuple):
+    """A memory entry among the ``n_neighbors`` that vote for a text.
+
+    Attributes
+    ----------
+    training_row : int
+        Its training text: a position in the ``X`` given to ``fit``.
+    similarity : float
+        Cosine similarity to the text (larger is closer).
+    weight : float
+        Its vote (the text's scaled ``sample_weight``; 1 after an unweighted fit).
+    """
+
+    training_row: int
+    similarity: float
+    weight: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassExplanation:
+    """Why a class got its probability for a text (:meth:`KNNBertClassifier.explain`).
+
+    ``score = knn_weight * vote + (1 - knn_weight) * classifier``.
+
+    Attributes
+    ----------
+    label : object
+        The class (an element of ``classes_``).
+    score : float
+        Its ``predict_proba``.
+    vote : float
+        Its share of the kNN vote: the weights of its neighbours over those of all
+        ``n_neighbors``.
+    classifier : float
+        The linear classifier's softmax probability.
+    neighbors : tuple of Neighbor
+        The voting neighbours of this class, nearest first.
+    """
+
+    label: Any
+    score: float
+    vote: float
+    classifier: float
+    neighbors: tuple[Neighbor, ...]
+
+    def to_dict(self) -> dict:
+        """The explanation as plain Python values (JSON-ready when the label is).
+
+        Returns
+        -------
+        dict
+            The fields, ``neighbors`` as a list of dicts.
+        """
+        label = self.label.item() if isinstance(self.label, np.generic) else self.label
+        return {
+            "label": label,
+            "score": self.score,
+            "vote": self.vote,
+            "classifier": self.classifier,
+            "neighbors": [n._asdict() for n in self.neighbors],
+        }
 
 
 def _head(hidden: int, out: int, dropout: float) -> nn.Sequential:
@@ -678,6 +741,11 @@ class KNNBertClassifier(TransformerClassifierBase):
 
     def _votes(self, embeddings: np.ndarray) -> np.ndarray:
         _, rows = self._search(embeddings, self.n_neighbors)
+        return self._vote_shares(rows)
+
+    def _vote_shares(self, rows: np.ndarray) -> np.ndarray:
+        """Each class's share of the votes of the memory entries ``rows`` (one row of
+        neighbours per text)."""
         targets = self.memory_targets_[rows]
         n_classes = len(self.classes_)
         votes = np.zeros((len(rows), n_classes))
@@ -729,6 +797,64 @@ class KNNBertClassifier(TransformerClassifierBase):
         scores : numpy.ndarray of shape (n_samples, n_classes)
         """
         return self.predict_proba(X)
+
+    def explain(self, X: Any, k: int = 5) -> list[list[ClassExplanation]]:
+        """Why each text got its most probable classes: the linear classifier's
+        probability, the kNN vote, and the voting neighbours (training texts) of each.
+
+        Parameters
+        ----------
+        X : sequence of str or of (str, str)
+        k : int, default=5
+            Classes explained per text (at most the number of classes), most probable
+            first, ties in the order of ``classes_``.
+
+        Returns
+        -------
+        list of list of ClassExplanation
+            Per text, one :class:`ClassExplanation` per class; its ``score`` is the
+            class's :meth:`predict_proba`. The neighbours of all classes together are
+            the ``n_neighbors`` of :meth:`kneighbors`; training texts are given by their
+            row in ``fit``'s ``X`` (the model does not keep the texts).
+        """
+        check_is_fitted(self, "memory_features_")
+        if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
+            raise ValueError(f"k must be a positive int, got {k!r}.")
+        k = min(int(k), len(self.classes_))
+        logits, emb = self._logits_and_embeddings(X)
+        if len(logits) == 0:
+            return []
+        sims, rows = self._search(emb, self.n_neighbors)
+        votes = self._vote_shares(rows)
+        classifier = softmax(logits)
+        phi = float(self.knn_weight)
+        proba = phi * votes + (1 - phi) * classifier  # as predict_proba
+        weights = self.__dict__.get("memory_weights_")
+        out = []
+        for i in range(len(rows)):
+            targets = self.memory_targets_[rows[i]]
+            row = []
+            for c in np.argsort(-proba[i], kind="stable")[:k]:
+                neighbors = tuple(
+                    Neighbor(
+                        int(self.memory_indices_[r]),
+                        float(sim),
+                        1.0 if weights is None else float(weights[r]),
+                    )
+                    for r, sim, t in zip(rows[i], sims[i], targets)
+                    if t == c
+                )
+                row.append(
+                    ClassExplanation(
+                        self.classes_[c],
+                        float(proba[i, c]),
+                        float(votes[i, c]),
+                        float(classifier[i, c]),
+                        neighbors,
+                    )
+                )
+            out.append(row)
+        return out
 
     def kneighbors(
         self,

@@ -1,4 +1,5 @@
-"""A scikit-learn :class:`~sklearn.pipeline.Pipeline` that also exposes ``predict_topk``.
+"""A scikit-learn :class:`~sklearn.pipeline.Pipeline` that also exposes ``predict_topk``
+and ``explain``.
 
 skxmc's rankers return their top-k labels with ``predict_topk(X, k)``, a method
 scikit-learn's ``Pipeline`` does not know about. :class:`Pipeline` and :func:`make_pipeline`
@@ -93,6 +94,49 @@ class Pipeline(_SklearnPipeline):
         for _, _, transform in self._iter(with_final=False):
             Xt = transform.transform(Xt)
         return self.steps[-1][1].predict_topk(Xt, k=k)
+
+    @available_if(_final_estimator_has("explain"))
+    def explain(self, X: Any, k: int = 5, **kwargs: Any) -> list:
+        """Transform ``X`` through the steps, then call ``explain`` of the final step,
+        with the names of the features it sees.
+
+        Only present when the final step has ``explain`` (e.g.
+        :meth:`skxmc.XRLinearClassifier.explain`). When the steps before it name their
+        output features (``get_feature_names_out``, as ``TfidfVectorizer`` does: the
+        terms), they are passed as ``feature_names`` unless given.
+
+        Parameters
+        ----------
+        X : iterable
+            Input of the first step (texts for a vectoriser).
+        k : int, default=5
+            Labels explained per sample.
+        **kwargs
+            Further keywords of the final step's ``explain`` (e.g. ``n_features``).
+
+        Returns
+        -------
+        list
+            What the final step's ``explain`` returns: per sample, its explained labels.
+        """
+        check_is_fitted(self)
+        Xt = X
+        for _, _, transform in self._iter(with_final=False):
+            Xt = transform.transform(Xt)
+        final = self.steps[-1][1]
+        if kwargs.get("feature_names") is None and len(self.steps) > 1:
+            names = self._transformed_feature_names()
+            if names is not None:
+                kwargs["feature_names"] = names
+        return final.explain(Xt, k, **kwargs)
+
+    def _transformed_feature_names(self) -> np.ndarray | None:
+        """Names of the features the final step sees, or None when a step cannot name
+        its output (no ``get_feature_names_out``, or it refuses)."""
+        try:
+            return np.asarray(self[:-1].get_feature_names_out(), dtype=object)
+        except (AttributeError, ValueError, TypeError, NotImplementedError):
+            return None
 
 
 def make_pipeline(*steps: Any, **kwargs: Any) -> Pipeline:

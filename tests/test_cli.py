@@ -180,6 +180,48 @@ def test_predict_reads_a_pipeline_saved_by_skxmc_save(jsonl_files, tmp_path, cap
     assert main(["predict", "--model-dir", str(tmp_path / "ranker"), "--input", str(test)]) == 1
 
 
+def test_explain_writes_paths_and_named_features(
+    cli_model, jsonl_files, tmp_path, monkeypatch, capsys
+):
+    import io
+
+    _, _, test = jsonl_files
+    records = _read_jsonl(test)[:12]
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "explained.jsonl"
+    args = ["explain", "--model-dir", str(cli_model), "--input", str(small)]
+    assert main([*args, "--output", str(out), "--k", "2", "--features", "3"]) == 0
+    lines = _read_jsonl(out)
+    model = skxmc.load(cli_model)
+    texts = [r["text"] for r in records]
+    expected = model.explain(texts, 2, n_features=3)
+    assert len(lines) == len(texts)
+    for line, row, text in zip(lines, expected, texts):
+        assert [e["label"] for e in line["explanations"]] == [e.label for e in row]
+        for e in line["explanations"]:
+            assert e["path"][-1]["path_score"] == pytest.approx(e["score"], rel=1e-5)
+            assert 0 < len(e["features"]) <= 3
+            assert all(f["name"] in text.lower() for f in e["features"])  # TF-IDF terms
+    # labels as predict gives them
+    assert [[e["label"] for e in line["explanations"]] for line in lines] == model.predict_topk(
+        texts, k=2
+    )[0].tolist()
+    # standard input to standard output
+    monkeypatch.setattr("sys.stdin", io.StringIO(small.read_text(encoding="utf-8")))
+    capsys.readouterr()
+    assert main(["explain", "--model-dir", str(cli_model), "--input", "-", "--top-k", "1"]) == 0
+    piped = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [len(r["explanations"]) for r in piped] == [1] * len(texts)
+    # the clusters' features too
+    assert main([*args, "--output", str(out), "--k", "1", "--node-features"]) == 0
+    for line in _read_jsonl(out):
+        (e,) = line["explanations"]
+        assert all(n["features"] for n in e["path"][:-1]) and e["path"][-1]["features"] == []
+    assert main([*args, "--features", "-1"]) == 1
+    assert main([*args, "--k", "0"]) == 2
+
+
 def test_old_cli_layout_still_predicts_and_is_replaced_by_fit(jsonl_files, tmp_path, capsys):
     # ranker/ + vectorizer.json: what skxmc fit wrote before it saved a pipeline.
     from skxmc._vectorizers import vectorizer_to_state

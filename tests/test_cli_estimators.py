@@ -167,6 +167,24 @@ def test_fit_predict_info_with_each_estimator(name, data, tiny_bert_dir, tmp_pat
     assert "README.md" in out and "skxmc-model.json" in out and "saved with: skxmc" in out
     assert ("multi-class" if name in MULTI_CLASS else "multi-label") in out
 
+    # explain: XR-Linear by paths and features, KNN-BERT by neighbours, the others not
+    why = tmp_path / "why.jsonl"
+    argv = ["explain", "--model-dir", str(model), "--input", str(train), "--output", str(why)]
+    if name not in ("xrlinear", "knnbert"):
+        assert main([*argv, "--k", "2"]) == 1
+        assert "has no explain" in capsys.readouterr().err
+        return
+    assert main([*argv, "--k", "2"]) == 0
+    lines = _read_jsonl(why)
+    assert [[e["label"] for e in r["explanations"]] for r in lines] == [
+        r["labels"] for r in _read_jsonl(preds)
+    ]
+    field = "path" if name == "xrlinear" else "neighbors"
+    assert all(field in e for r in lines for e in r["explanations"])
+    if name == "knnbert":
+        assert main([*argv, "--features", "2"]) == 1
+        assert "--features does not apply" in capsys.readouterr().err
+
 
 def test_multi_class_estimator_refuses_multi_label_records(data, tiny_bert_dir, tmp_path, capsys):
     _, _, multi = data

@@ -139,6 +139,21 @@ def test_example_plot_xrlinear_beam_runs(tmp_path: Path) -> None:
     assert recall[10] > recall[1] and recall[10] > 10.0
 
 
+@pytest.mark.slow  # about 5 s: a TF-IDF + XR-Linear fit on 3,000 demo texts
+def test_example_plot_explain_xrlinear_runs(tmp_path: Path) -> None:
+    """The explanation example prints three labels, each with its path and named terms,
+    the first of them one of the record's true labels."""
+    lines = _run_example("plot_explain_xrlinear.py", tmp_path)
+    labels = [line.split()[0].strip("'") for line in lines if line.startswith("'gnd:")]
+    paths = [line for line in lines if line.startswith("  path: ")]
+    features = [line for line in lines if line.startswith("  features: ")]
+    assert len(labels) == len(paths) == len(features) == 3
+    assert all(len(line.split(" > ")) >= 2 for line in paths)
+    assert all(line.count(": ") == 9 for line in features)  # "features: " + 8 named terms
+    true = next(line for line in lines if line.startswith("true labels:"))
+    assert labels[0] in true
+
+
 @pytest.mark.slow
 def test_example_plot_matchxml_stages_runs(tmp_path: Path) -> None:
     """The MatchXML example trains the three models and prints their P@k (minutes on CPU)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import warnings
 
@@ -547,3 +548,30 @@ def test_stopped_fit_resumes_with_the_key_side_and_queue(tiny_bert_dir, tmp_path
     assert resumed.n_steps_ == full.n_steps_
     np.testing.assert_array_equal(resumed.memory_features_, full.memory_features_)
     np.testing.assert_array_equal(resumed.predict_proba(X), full.predict_proba(X))
+
+
+def test_explain_gives_probabilities_votes_and_neighbors(fitted):
+    clf, X, y = fitted
+    proba = clf.predict_proba(X[:4])
+    sims, rows, labels = clf.kneighbors(X[:4], return_labels=True)
+    explained = clf.explain(X[:4], k=2)
+    assert len(explained) == 4
+    for i, row in enumerate(explained):
+        assert len(row) == 2
+        order = np.argsort(-proba[i], kind="stable")[:2]
+        assert [e.label for e in row] == list(clf.classes_[order])
+        for e in row:
+            c = list(clf.classes_).index(e.label)
+            assert e.score == pytest.approx(proba[i, c], rel=1e-5, abs=1e-7)
+            phi = clf.knn_weight
+            assert e.score == pytest.approx(phi * e.vote + (1 - phi) * e.classifier, rel=1e-6)
+            # its neighbours are the voters of its class, nearest first
+            same = labels[i] == e.label
+            assert [n.training_row for n in e.neighbors] == rows[i][same].tolist()
+            assert [n.similarity for n in e.neighbors] == pytest.approx(sims[i][same].tolist())
+            assert e.vote == pytest.approx(len(e.neighbors) / clf.n_neighbors)
+            assert all(y[n.training_row] == e.label for n in e.neighbors)
+            assert json.loads(json.dumps(e.to_dict()))["label"] == e.label
+    with pytest.raises(ValueError, match="k must be a positive int"):
+        clf.explain(X[:1], k=0)
+    assert len(clf.explain(X[:1], k=50)[0]) == len(clf.classes_)

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from ._explain import FeatureContribution, LabelExplanation, NodeScore
 from ._problem import LayerGroups
 from ._solver import fit_layer
 from ._xrlinear import XRLinearClassifier
 
-__all__ = ["LayerGroups", "XRLinearClassifier", "fit_layer"]
+__all__ = [
+    "FeatureContribution",
+    "LabelExplanation",
+    "LayerGroups",
+    "NodeScore",
+    "XRLinearClassifier",
+    "fit_layer",
+]
