@@ -164,7 +164,7 @@ def _cluster_session(label: str) -> Any:
 # predict-only model raises when one of them is asked for.
 _TRAINING_ONLY = {
     "weights_": "the node weight matrices (the beam search reads the same weights from its "
-    "own layout); to_pecos and inspecting the node models need them",
+    "own layout); explain, to_pecos and inspecting the node models need them",
     "fit_time_per_layer_": "training diagnostics",
     "fit_bytes_per_layer_": "training diagnostics",
 }
@@ -763,7 +763,8 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         parameters, ``classes_``, ``tree_``'s cluster chain, ``n_features_in_``, and so
         ``predict``, ``predict_topk``, ``predict_proba``, ``decision_function``,
         ``score``, pickling and :func:`skxmc.save` / :func:`skxmc.load` (memory-mapped
-        too). Lost: reading ``weights_`` (the error names this method) and
+        too). Lost: reading ``weights_`` (the error names this method),
+        :meth:`explain`, which reads the node weights per feature, and
         :func:`skxmc.io.to_pecos`, which writes them. ``fit`` trains a full model again
         (the dropped state comes back only that way); ``clone`` gives an unfitted copy
         as usual. :func:`skxmc.save` with ``predict_only=True`` saves a compacted copy
@@ -1093,6 +1094,8 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         >>> why.path[-1].path_score == why.score  # the last node is the label
         True
         """
+        check_is_fitted(self)
+        weights = self.weights_  # a predict-only model raises here, naming compact()
         X = self._validate_X(X)
         names = check_explain_args(
             n_features,
@@ -1114,7 +1117,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             idx,
             LabelSpace(cache.classes).labels_of(idx),
             val.astype(np.float32),
-            weights=self.weights_,
+            weights=weights,
             chain=self.tree_.cluster_chain_,
             bias=self.bias,
             post_processor=self.post_processor,

@@ -178,6 +178,16 @@ def test_explain_bad_input(demo_pipeline):
     assert all(e.features == () for e in clf.explain(X, k=1, n_features=0)[0])
 
 
+def test_explain_predict_only_model_names_the_cause(demo_pipeline):
+    # compact() drops the node weights that explain reads; the error says so
+    pipe, texts = demo_pipeline
+    X = pipe[0].transform(texts[:2])
+    compacted = pipe[-1]._predict_only_copy()
+    with pytest.raises(AttributeError, match=r"predict-only.*explain"):
+        compacted.explain(X)
+    assert pipe[-1].explain(X, k=1)[0]  # the full model is left whole
+
+
 def test_pipeline_explain_edge_cases(demo_pipeline):
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import FunctionTransformer
