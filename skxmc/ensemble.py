@@ -226,13 +226,16 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
 
     Parameters
     ----------
-    estimators : list of (str, estimator) tuples
+    estimators : list of (str, estimator) tuples or None, default=None
         The members, by name: skxmc multi-label rankers (``XRLinearClassifier``,
         ``SNMClassifier``...) or pipelines ending with one (a member with features of its
         own, e.g. ``make_pipeline(TfidfVectorizer(analyzer="char_wb"), XRLinearClassifier())``
         in an ensemble that takes raw text). Their parameters are reachable as
         ``<name>__<parameter>`` (``set_params``, ``GridSearchCV``), and a member set to
-        ``"drop"`` is left out.
+        ``"drop"`` is left out. None: three ``XRLinearClassifier`` whose label trees
+        differ by their seed, ``[("xr0", XRLinearClassifier(random_state=0)), ("xr1",
+        ...(random_state=1)), ("xr2", ...(random_state=2))]`` (PECOS's ensemble of
+        trees); pass that list explicitly to reach the members' parameters.
     combine : {"mean", "rank", "softmax"}, default="mean"
         How the members' scores are combined (above).
     weights : array-like of shape (n_estimators,), default=None
@@ -280,8 +283,8 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
     >>> from skxmc.pipeline import make_pipeline
     >>> texts, labels = load_demo()
     >>> ensemble = RankerEnsemble(
-    ...     [("xr0", XRLinearClassifier(random_state=0)),
-    ...      ("xr1", XRLinearClassifier(random_state=1))],
+    ...     estimators=[("xr0", XRLinearClassifier(random_state=0)),
+    ...                 ("xr1", XRLinearClassifier(random_state=1))],
     ...     combine="rank", top_k=3)
     >>> clf = make_pipeline(TfidfVectorizer(), ensemble).fit(texts, labels)
     >>> top_labels, top_scores = clf.predict_topk(texts[:2])
@@ -292,7 +295,7 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
     """
 
     _parameter_constraints: dict = {
-        "estimators": [list],
+        "estimators": [list, None],
         "combine": [StrOptions(set(COMBINE_METHODS))],
         "weights": ["array-like", None],
         "candidates": [Interval(Integral, 1, None, closed="left")],
@@ -311,8 +314,8 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
 
     def __init__(
         self,
-        estimators: list,
         *,
+        estimators: list | None = None,
         combine: str = "mean",
         weights: Any = None,
         candidates: int = 100,
@@ -349,10 +352,18 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
         self._set_params("estimators", **params)
         return self
 
+    def _estimator_list(self) -> Any:
+        """``estimators``, or the default members when None."""
+        if self.estimators is not None:
+            return self.estimators
+        from .linear import XRLinearClassifier  # the default members only
+
+        return [(f"xr{seed}", XRLinearClassifier(random_state=seed)) for seed in range(3)]
+
     @property
     def named_estimators(self) -> Bunch:
         """The (unfitted) members by name."""
-        return Bunch(**dict(self.estimators))
+        return Bunch(**dict(self._estimator_list()))
 
     @property
     def named_estimators_(self) -> Bunch:
@@ -361,29 +372,30 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
         return Bunch(**dict(zip(self._member_names(), self.estimators_)))
 
     def _member_names(self) -> list[str]:
-        return [name for name, est in self.estimators if not _is_drop(est)]
+        return [name for name, est in self._estimator_list() if not _is_drop(est)]
 
     def _checked_members(self) -> tuple[list[str], list[Any], np.ndarray]:
         """Names, estimators and weights of the members that are not dropped."""
-        if not isinstance(self.estimators, list) or not self.estimators:
+        estimators = self._estimator_list()
+        if not isinstance(estimators, list) or not estimators:
             raise ValueError(
                 "estimators must be a non-empty list of (name, estimator) tuples, e.g. "
                 "[('xr0', XRLinearClassifier(random_state=0)), ('xr1', "
-                f"XRLinearClassifier(random_state=1))]; got {self.estimators!r}."
+                f"XRLinearClassifier(random_state=1))]; got {estimators!r}."
             )
-        for item in self.estimators:
+        for item in estimators:
             if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
                 raise ValueError(
                     f"estimators must be (name, estimator) tuples with str names; got {item!r}."
                 )
-        names = [name for name, _ in self.estimators]
+        names = [name for name, _ in estimators]
         self._validate_names(names)  # duplicates, "__" in names, clashes with parameters
         weights = _check_weights(self.weights, len(names))
-        kept = [i for i, (_, est) in enumerate(self.estimators) if not _is_drop(est)]
+        kept = [i for i, (_, est) in enumerate(estimators) if not _is_drop(est)]
         if not kept:
             raise ValueError("every estimator of the ensemble is 'drop'; keep at least one.")
         for i in kept:
-            name, est = self.estimators[i]
+            name, est = estimators[i]
             ranker = _final_ranker(est)
             if not (hasattr(est, "fit") and isinstance(ranker, MultiLabelRankerMixin)):
                 raise ValueError(
@@ -393,7 +405,7 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
                 )
         if weights[kept].sum() <= 0:
             raise ValueError("the weights of the members that are not dropped are all 0.")
-        return [names[i] for i in kept], [self.estimators[i][1] for i in kept], weights[kept]
+        return [names[i] for i in kept], [estimators[i][1] for i in kept], weights[kept]
 
     # ------------------------------------------------------------------ fit
 
@@ -466,8 +478,9 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
     # -------------------------------------------------------------- scoring
 
     def _member_weights(self) -> np.ndarray:
-        return _check_weights(self.weights, len(self.estimators))[
-            [i for i, (_, est) in enumerate(self.estimators) if not _is_drop(est)]
+        estimators = self._estimator_list()
+        return _check_weights(self.weights, len(estimators))[
+            [i for i, (_, est) in enumerate(estimators) if not _is_drop(est)]
         ]
 
     def _rank_scores(
@@ -539,6 +552,7 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         estimators = self.estimators if isinstance(self.estimators, list) else []
+        # (None: XR-Linear members, whose tags are the defaults set above)
         members = [e for item in estimators if isinstance(item, tuple) for e in item[1:]]
         members = [e for e in members if hasattr(e, "__sklearn_tags__")]
         if members:
