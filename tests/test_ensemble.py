@@ -233,9 +233,13 @@ def test_members_with_their_own_features(demo):
 
 
 def test_parallel_fit_gives_the_sequential_model(xmc):
+    import joblib
+
     X, Y, X_te = xmc
     one = RankerEnsemble(estimators=_members(), n_jobs=1).fit(X, Y)
-    two = RankerEnsemble(estimators=_members(), n_jobs=2).fit(X, Y)
+    # Threads: loky's worker processes would each load numba's kernels (a minute on CI)
+    with joblib.parallel_config(backend="threading"):
+        two = RankerEnsemble(estimators=_members(), n_jobs=2).fit(X, Y)
     for a, b in zip(one.predict_topk(X_te), two.predict_topk(X_te)):
         np.testing.assert_array_equal(a, b)
 
