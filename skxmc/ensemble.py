@@ -251,9 +251,8 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
     {ranker_output_params}
     n_jobs : int or None, default=None
         Members fitted at once (joblib's ``Parallel``; None: one at a time unless in a
-        ``joblib.parallel_config`` context). Inside
-        ``joblib.parallel_config(backend="dask")`` the members are fitted on the workers of
-        that context's ``distributed.Client``, one task per member.
+        ``joblib.parallel_config`` context). Dask's joblib backend is untested and known
+        to hang with an in-process ``LocalCluster``; use joblib's own backends.
     verbose : int, default=0
         joblib's progress messages while fitting the members.
 
@@ -427,17 +426,19 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
         self : RankerEnsemble
         """
         names, members, _ = self._checked_members()
-        _, classes, target_type = encode_target(
-            Y, classes=self.classes, name="Y", n_samples=_num_samples(X)
-        )
         clones = []
         for est in members:
             est = clone(est)
             if self.classes is not None:
-                _set_member_classes(est, classes)
+                _set_member_classes(est, self.classes)
             clones.append(est)
+        # The members check X (which only they know how to read: features or texts), so
+        # they fit before the ensemble reads Y; its classes_ are the labels they share.
         fitted = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(
             delayed(_fit_member)(est, X, Y, sample_weight) for est in clones
+        )
+        _, classes, target_type = encode_target(
+            Y, classes=self.classes, name="Y", n_samples=_num_samples(X)
         )
         space = LabelSpace(classes)
         for name, est in zip(names, fitted):

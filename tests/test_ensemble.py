@@ -244,22 +244,6 @@ def test_parallel_fit_gives_the_sequential_model(xmc):
         np.testing.assert_array_equal(a, b)
 
 
-def test_dask_backend_fits_the_members_on_the_cluster(xmc):
-    distributed = pytest.importorskip("distributed")
-    joblib = pytest.importorskip("joblib")
-    X, Y, X_te = xmc
-    local = RankerEnsemble(estimators=_members()).fit(X, Y)
-    with (
-        distributed.LocalCluster(
-            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
-        ) as cluster,
-        distributed.Client(cluster),
-        joblib.parallel_config(backend="dask"),
-    ):
-        remote = RankerEnsemble(estimators=_members(), n_jobs=2).fit(X, Y)
-    np.testing.assert_array_equal(local.predict_topk(X_te)[0], remote.predict_topk(X_te)[0])
-
-
 def test_dropped_member_and_its_weight(xmc):
     X, Y, X_te = xmc
     ens = RankerEnsemble(estimators=_members(3), weights=[1, 5, 1])
