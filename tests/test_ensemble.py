@@ -88,7 +88,7 @@ def test_get_and_set_params_route_to_members():
 
 
 def test_default_members_are_three_tree_seeds(xmc):
-    X, Y, X_te = xmc
+    X, Y, _ = xmc
     ens = RankerEnsemble().fit(X, Y)
     assert list(ens.named_estimators_) == ["xr0", "xr1", "xr2"]
     assert [e.random_state for e in ens.estimators_] == [0, 1, 2]
@@ -245,7 +245,7 @@ def test_parallel_fit_gives_the_sequential_model(xmc):
 
 
 def test_dropped_member_and_its_weight(xmc):
-    X, Y, X_te = xmc
+    X, Y, _ = xmc
     ens = RankerEnsemble(estimators=_members(3), weights=[1, 5, 1])
     ens.set_params(xr1="drop").fit(X, Y)
     assert list(ens.named_estimators_) == ["xr0", "xr2"]
