@@ -56,6 +56,8 @@ PAGES: dict[str, tuple[Section, ...]] = {
         Section("Label trees", "skxmc", ("HierarchicalLabelTree", "Label2VecTransformer")),
         Section("Label trees' building blocks (skxmc.tree)", "skxmc.tree"),
         Section("label2vec (skxmc.label2vec)", "skxmc.label2vec"),
+        Section("Ensembles of rankers", "skxmc", ("RankerEnsemble",)),
+        Section("Ensembles' building blocks (skxmc.ensemble)", "skxmc.ensemble"),
         Section("Compiled kernels", "skxmc", ("warmup",)),
     ),
     "labels": (
@@ -107,6 +109,7 @@ CANONICAL_ORDER = (
     "skxmc.linear",
     "skxmc.tree",
     "skxmc.label2vec",
+    "skxmc.ensemble",
     "skxmc.matchxml",
     "skxmc.sharprecl",
     "skxmc.knnbert",

@@ -22,6 +22,7 @@ __all__ = [
     "LabelSet",
     "MatchXMLClassifier",
     "MultiStageMatcher",
+    "RankerEnsemble",
     "SNMClassifier",
     "SharpReCLClassifier",
     "XRLinearClassifier",

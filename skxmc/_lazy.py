@@ -19,6 +19,7 @@ LAZY = {
     "MatchXMLClassifier": ".matchxml",
     "MultiStageMatcher": ".matchxml",
     "SNMClassifier": ".snm",
+    "RankerEnsemble": ".ensemble",
     "SharpReCLClassifier": ".sharprecl",
     "XRLinearClassifier": ".linear",
     "as_label_sets": ".labels",

@@ -23,6 +23,7 @@ SUITES: dict[str, tuple[str, str]] = {
     "reliability": ("reliability", "bad inputs and interrupted fits: clear errors, no crash"),
     "startup": ("startup", "import cost and first vs second fit in fresh interpreters"),
     "thresholds": ("thresholds", "top_k vs global vs per-label thresholds, chosen on dev"),
+    "ensemble": ("ensemble", "RankerEnsemble of XR-Linear trees vs its best member, dev-chosen"),
     "persistence": ("persistence", "saved models: long label names, and skops.io vs skxmc"),
 }
 
