@@ -4,7 +4,8 @@ Every name that skxmc takes from scikit-learn and that scikit-learn may rename, 
 change without a deprecation cycle comes from here: the ``_fit_context`` decorator, the
 parameter-validation constraints of ``sklearn.utils._param_validation``, ``validate_data``
 (a function only since scikit-learn 1.6; earlier, the method ``BaseEstimator._validate_data``)
-and ``_num_samples``. When a scikit-learn release moves one of them, the fix goes here,
+``_num_samples`` and ``_BaseComposition`` (the parameter routing of meta-estimators).
+When a scikit-learn release moves one of them, the fix goes here,
 once, and ``tests/test_compat.py`` keeps the rest of the package from importing them
 directly. ``make test-oldest`` runs part of the test suite on the oldest scikit-learn that
 ``pyproject.toml`` claims; ``make test`` runs all of it on the newest.
@@ -31,6 +32,7 @@ from sklearn.utils._param_validation import (
     StrOptions,
     validate_params,
 )
+from sklearn.utils.metaestimators import _BaseComposition
 from sklearn.utils.validation import _num_samples, validate_data
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "HasMethods",
     "Interval",
     "StrOptions",
+    "_BaseComposition",
     "_fit_context",
     "_num_samples",
     "_safe_indexing",

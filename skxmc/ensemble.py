@@ -22,11 +22,10 @@ import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.base import ClassifierMixin, clone
 from sklearn.utils import Bunch
-from sklearn.utils.metaestimators import _BaseComposition
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import THRESHOLD_CONSTRAINT, MultiLabelRankerMixin, _keep_best
-from ._compat import Interval, StrOptions, _fit_context, _num_samples
+from ._compat import Interval, StrOptions, _BaseComposition, _fit_context, _num_samples
 from ._ranking import topk_from_sparse
 from .io import PersistenceMixin, persistent
 from .labels import LabelSpace, encode_target
@@ -113,10 +112,10 @@ def combine_scores(
     >>> import scipy.sparse as sp
     >>> a = sp.csr_matrix([[0.9, 0.5, 0.0]])
     >>> b = sp.csr_matrix([[0.0, 0.7, 0.1]])
-    >>> combine_scores([a, b]).toarray().round(2)
-    array([[0.45, 0.6 , 0.05]])
-    >>> combine_scores([a, b], combine="rank", n_candidates=2).toarray()
-    array([[0.5 , 0.75, 0.25]])
+    >>> print(combine_scores([a, b]).toarray().round(2))
+    [[0.45 0.6  0.05]]
+    >>> print(combine_scores([a, b], combine="rank", n_candidates=2).toarray())
+    [[0.5  0.75 0.25]]
     """
     if not scores:
         raise ValueError("scores must hold at least one sparse matrix; got an empty list.")
@@ -280,7 +279,8 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
     >>> from skxmc import RankerEnsemble, XRLinearClassifier
     >>> from skxmc.datasets import load_demo
     >>> from skxmc.pipeline import make_pipeline
-    >>> texts, labels = load_demo()
+    >>> demo = load_demo()
+    >>> texts, labels = demo.train_texts, demo.train_labels
     >>> ensemble = RankerEnsemble(
     ...     estimators=[("xr0", XRLinearClassifier(random_state=0)),
     ...                 ("xr1", XRLinearClassifier(random_state=1))],
