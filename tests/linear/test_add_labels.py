@@ -188,6 +188,34 @@ def test_save_load_add_labels_and_save_in_place(data, base, added, tmp_path):
     )
 
 
+def test_a_saved_pipeline_is_updated_in_place(tmp_path):
+    # the recipe of the docs: load, add_labels on the last step, save over the folder
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from skxmc.pipeline import make_pipeline
+
+    texts = [
+        "cheap flights rome",
+        "rome hotel deals",
+        "python sparse matrix",
+        "numpy matrix product",
+        "hotel in paris",
+        "flights to paris",
+    ] * 3
+    labels = [["travel"], ["travel"], ["code"], ["code"], ["travel"], ["travel"]] * 3
+    path = tmp_path / "pipe"
+    skxmc.save(
+        make_pipeline(TfidfVectorizer(), XRLinearClassifier(top_k=2)).fit(texts, labels), path
+    )
+    model = skxmc.load(path)
+    new = [["france"] if "paris" in t else [] for t in texts]
+    model[-1].add_labels(model[:-1].transform(texts), new)
+    skxmc.save(model, path, overwrite=True)
+    again = skxmc.load(path)
+    assert again[-1].classes_.tolist() == ["code", "france", "travel"]
+    assert "france" in again.predict_topk(["hotel in paris"], k=2)[0][0].tolist()
+
+
 def test_verbose_prints_the_drift(data, base, capsys):
     X, _, new_sets, _ = data
     clf = pickle.loads(pickle.dumps(base))
