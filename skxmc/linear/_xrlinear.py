@@ -800,7 +800,9 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
         label) and the rows whose best leaf cluster (the top of their beam) it is, the
         counterpart of the rows positive for the cluster that teacher forcing trains a
         label on (wider negatives score new labels below old ones, which were trained
-        against the cluster's rows only). No existing node is retrained: the inner
+        against the cluster's rows only), with twice the positive cost ``Cp`` (their
+        cluster's node was not trained on their rows, so their path scores start lower
+        than an old label's). No existing node is retrained: the inner
         nodes already lead the label's rows to its cluster, and the old labels' scores
         stay bit-identical, so the top-k of a row changes only where a new label enters
         it. ``classes_`` grows
