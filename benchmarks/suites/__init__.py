@@ -24,6 +24,7 @@ SUITES: dict[str, tuple[str, str]] = {
     "startup": ("startup", "import cost and first vs second fit in fresh interpreters"),
     "thresholds": ("thresholds", "top_k vs global vs per-label thresholds, chosen on dev"),
     "ensemble": ("ensemble", "RankerEnsemble of XR-Linear trees vs its best member, dev-chosen"),
+    "add-labels": ("add_labels", "add_labels on a fitted XR-Linear vs a full refit (tibkat)"),
     "persistence": ("persistence", "saved models: long label names, and skops.io vs skxmc"),
 }
 
