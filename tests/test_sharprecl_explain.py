@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import skxmc
+from skxmc.cli import main
 from skxmc.sharprecl import Neighbor, NeighborExplanation
 
 from ._helpers import make_sharprecl as make_clf
@@ -97,7 +98,7 @@ def test_rows_are_positions_in_fit_X_and_weights_are_kept(tiny_bert_dir):
     assert clf.train_weights_[0] > clf.train_weights_[1]
 
 
-def test_save_load_keeps_explanations_and_old_models_say_how(fitted, tmp_path):
+def test_save_load_keeps_explanations_and_old_models_say_how(fitted, tmp_path, capsys):
     clf, X, _ = fitted
     assert clf.train_embeddings_.shape == (len(X), clf.module_.hidden_size)
     assert clf.train_embeddings_.dtype == np.float32
@@ -118,3 +119,10 @@ def test_save_load_keeps_explanations_and_old_models_say_how(fitted, tmp_path):
     np.testing.assert_allclose(restored.predict_proba(X[:2]), lean.predict_proba(X[:2]), atol=1e-6)
     with pytest.raises(AttributeError, match="store_embeddings=True"):
         restored.explain(X[:1])
+    # skxmc explain: the same advice as an error message, not a traceback
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text(json.dumps({"text": X[0]}) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["explain", "--model-dir", str(old), "--input", str(texts)]) == 1
+    err = capsys.readouterr().err
+    assert "skxmc explain: error:" in err and "store_embeddings=True" in err
