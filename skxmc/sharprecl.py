@@ -142,6 +142,11 @@ class _SharpReCLModule(EncoderModule):
     def embed(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.features(inputs)
 
+    def logits_and_embed(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``logits`` and ``embed`` side by side, from one encoder pass (explain)."""
+        features = self.features(inputs)
+        return torch.cat([self.classify(features).float(), features], dim=1)
+
     def prototypes(self) -> torch.Tensor:
         """Class prototypes: the prototype head applied to the classifier weights (eq. 5)."""
         return nn.functional.normalize(self.prototype_head(self.classifier.weight.float()), dim=1)
@@ -626,10 +631,13 @@ class SharpReCLClassifier(TransformerClassifierBase):
             or n_neighbors < 1
         ):
             raise ValueError(f"n_neighbors must be a positive int, got {n_neighbors!r}.")
-        features = self._embeddings(X)
-        if len(features) == 0:
+        # one encoder pass for the scores and the neighbours, the logits computed as
+        # decision_function computes them (same precision, same backend)
+        out = self._forward_all(X, "logits_and_embed", "explaining")
+        if len(out) == 0:
             return []
-        logits = self._classify(features)
+        n_classes = len(self.classes_)
+        logits, features = out[:, :n_classes], out[:, n_classes:]
         proba = softmax(logits)
         queries = _unit_rows(features)
         members = [np.flatnonzero(self.train_targets_ == c) for c in range(len(self.classes_))]
@@ -657,18 +665,6 @@ class SharpReCLClassifier(TransformerClassifierBase):
                     )
                 out.append(row)
         return out
-
-    def _classify(self, features: np.ndarray) -> np.ndarray:
-        """The logits of :meth:`decision_function` from text embeddings (one encoder pass
-        serves both the neighbours and the scores)."""
-        classifier = self.module_.classifier
-        with torch.no_grad():
-            weight = classifier.weight.detach().float().cpu()
-            bias = classifier.bias.detach().float().cpu()
-            logits = torch.as_tensor(features, dtype=torch.float32) @ weight.T + bias
-            if self.normalize_logits:
-                logits = nn.functional.normalize(logits, dim=1)
-        return logits.numpy()
 
     # Hooks of TransformerClassifierBase -----------------------------------------------
 

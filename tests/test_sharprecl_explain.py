@@ -126,3 +126,21 @@ def test_save_load_keeps_explanations_and_old_models_say_how(fitted, tmp_path, c
     assert main(["explain", "--model-dir", str(old), "--input", str(texts)]) == 1
     err = capsys.readouterr().err
     assert "skxmc explain: error:" in err and "store_embeddings=True" in err
+
+
+def test_onnx_backend_explains_as_torch(fitted, tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    clf, X, _ = fitted
+    want = clf.explain(X[:3], k=2, n_neighbors=2)
+    path = clf.export_onnx(tmp_path / "model.onnx")
+    clf.set_inference_backend("onnx", onnx_path=path)
+    try:
+        got = clf.explain(X[:3], k=2, n_neighbors=2)
+    finally:
+        clf.set_inference_backend("torch")
+    for row_want, row_got in zip(want, got):
+        assert [e.label for e in row_got] == [e.label for e in row_want]
+        for a, b in zip(row_got, row_want):
+            assert a.score == pytest.approx(b.score, abs=1e-5)
+            assert [n.training_row for n in a.neighbors] == [n.training_row for n in b.neighbors]
