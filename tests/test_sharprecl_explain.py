@@ -89,9 +89,13 @@ def test_rows_are_positions_in_fit_X_and_weights_are_kept(tiny_bert_dir):
     weights = np.ones(len(X))
     weights[0] = 0.0  # dropped before training: positions must still be those of X
     weights[1] = 3.0
-    clf = make_clf(tiny_bert_dir, n_views=1, max_epochs=1).fit(X, y, sample_weight=weights)
+    # two views: the augmented copies train, but only the original texts are kept
+    clf = make_clf(tiny_bert_dir, n_views=2, max_epochs=1).fit(X, y, sample_weight=weights)
     assert 0 not in clf.train_indices_.tolist()
     np.testing.assert_array_equal(clf.train_indices_, np.arange(1, len(X)))
+    emb = clf.transform(X[1:])
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    np.testing.assert_allclose(clf.train_embeddings_, emb, atol=1e-5)
     row = next(e for e in clf.explain([X[1]], k=3, n_neighbors=1)[0] if e.label == y[1])
     assert row.neighbors[0].training_row == 1
     assert row.neighbors[0].weight == pytest.approx(clf.train_weights_[0])
