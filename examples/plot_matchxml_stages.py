@@ -11,7 +11,8 @@ static sentence embeddings as features of the XR-Linear ranker.
 Here it runs on 400 Reuters-21578 stories with all-MiniLM-L6-v2 and a tiny CPU budget
 (32 tokens, 10 steps per stage). We plot the training loss of every stage and compare
 P@k of TF-IDF + XR-Linear, of a model fine-tuned on the first stage only, and of the
-full multi-stage model. ``python -m benchmarks matchxml`` runs the real protocol.
+full multi-stage model, then split the scores of one story's top labels over the ranker's
+feature blocks (``explain``). ``python -m benchmarks matchxml`` runs the real protocol.
 """
 
 # %%
@@ -121,6 +122,33 @@ if available:
     ax.set_xticks(ks)
     ax.set_xlabel("k")
     ax.set_ylabel("P@k (test)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    plt.show()
+
+# %%
+# Why a label
+# -----------
+# ``explain`` gives, for each predicted label, the ranker's path through its tree, the
+# features with the largest contributions (TF-IDF terms by name, embedding dimensions as
+# ``sentence[i]`` and ``fine_tuned[i]``), and how the label's linear score splits over
+# the feature blocks: what the words, the static sentence embedding and the fine-tuned
+# embedding each add.
+if available:
+    explained = models["MatchXML, all stages"].explain(X_test[:1], k=3, n_features=5)[0]
+    for e in explained:
+        print(e)
+    parts = [*explained[0].blocks, "bias"]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    width = 0.8 / len(parts)
+    positions = np.arange(len(explained))
+    for j, part in enumerate(parts):
+        values = [e.bias_contribution if part == "bias" else e.blocks[part] for e in explained]
+        ax.bar(positions + j * width, values, width, label=part)
+    ax.axhline(0, color="black", lw=0.5)
+    ax.set_xticks(positions + width * (len(parts) - 1) / 2, [str(e.label) for e in explained])
+    ax.set_ylabel("share of the label's linear score")
+    ax.set_title("Top labels of the first test story, by feature block")
     ax.legend(fontsize=7)
     fig.tight_layout()
     plt.show()

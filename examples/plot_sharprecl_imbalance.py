@@ -7,7 +7,8 @@ training set. :class:`~skxmc.sharprecl.SharpReCLClassifier` adds logit compensat
 class prior and a contrastive loss in which every class gets the same number of targets.
 Here both train for one short epoch on a 50:1 imbalanced slice of TREC question types
 (made with :func:`skxmc.datasets.make_imbalanced`), and we compare per-class F1 against
-class size, then look at the test embeddings in 2-D.
+class size, look at the test embeddings in 2-D, and at the training questions behind one
+prediction (``explain``).
 
 The settings are tiny so that the example runs in under a minute on a CPU; see
 ``python -m benchmarks sharprecl`` for the full protocol.
@@ -121,5 +122,41 @@ if available:
         ax.set_xticks([])
         ax.set_yticks([])
     axes[1].legend(fontsize=7, markerscale=2)
+    fig.tight_layout()
+    plt.show()
+
+# %%
+# The training questions behind a prediction
+# ------------------------------------------
+# ``explain`` gives, for each of a question's most probable classes, its probability and
+# the training questions of that class nearest to it (cosine of the ``transform``
+# embeddings, which the model keeps for this). Here: a test question of the smallest
+# class, and the similarities of each class's three nearest training questions.
+if available:
+    model = models["SharpReCL"]
+    # the first test question of the smallest training class in the test slice
+    rare = next(c for c in classes[np.argsort(sizes)] if np.any(y_test == c))
+    question = X_test[int(np.flatnonzero(y_test == rare)[0])]
+    explained = model.explain([question], k=2, n_neighbors=3)[0]
+    print(f"{question!r}")
+    for e in explained:
+        print(f"  {e.label}: probability {e.score:.3f}")
+        for n in e.neighbors:
+            print(f"    {n.similarity:.3f}  {X[n.training_row]}")
+    fig, ax = plt.subplots(figsize=(7, 3))
+    rows = [(e.label, n) for e in explained for n in e.neighbors]
+    ax.barh(
+        np.arange(len(rows)),
+        [n.similarity for _, n in rows],
+        color=[f"C{k}" for k, e in enumerate(explained) for _ in e.neighbors],
+    )
+    ax.set_yticks(
+        np.arange(len(rows)),
+        [f"{label}: {X[n.training_row][:40]}" for label, n in rows],
+        fontsize=7,
+    )
+    ax.invert_yaxis()
+    ax.set_xlabel("cosine similarity to the test question")
+    ax.set_title("Nearest training questions of the two most probable classes", fontsize=9)
     fig.tight_layout()
     plt.show()

@@ -377,28 +377,50 @@ _EXPLAIN_BATCH = 1_000
 def _explain(args: argparse.Namespace) -> int:
     if args.features is not None and args.features < 0:
         raise ValueError(f"--features must be >= 0, got {args.features}.")
+    if args.neighbors is not None and args.neighbors < 1:
+        raise ValueError(f"--neighbors must be >= 1, got {args.neighbors}.")
     _check_output(args.output, args.input)
     model = _load_model(args.model_dir)
     if not hasattr(model, "explain"):
         raise ValueError(
             f"--model-dir {args.model_dir!r} holds a {type(model).__name__}, which has no "
-            f"explain; save a pipeline ending in an XRLinearClassifier (skxmc fit's default) "
-            f"or a KNNBertClassifier."
+            f"explain; save a pipeline ending in an XRLinearClassifier (skxmc fit's "
+            f"default), a MatchXMLClassifier, a SharpReCLClassifier or a KNNBertClassifier."
         )
     options: dict[str, Any] = {} if args.features is None else {"n_features": args.features}
     if args.node_features:
         options["node_features"] = True
-    if options and not _explains_features(model):
+    if options and not _explain_takes(model, "n_features"):
         option = "--features" if args.features is not None else "--node-features"
         raise ValueError(
             f"{option} does not apply to a {type(model).__name__}: it explains a class by "
             f"its nearest training texts, not by features."
         )
+    if args.neighbors is not None:
+        if not _explain_takes(model, "n_neighbors"):
+            what = (
+                "by features, not by training texts"
+                if _explain_takes(model, "n_features")
+                else "by the neighbours that vote for a text (n_neighbors, set in fit)"
+            )
+            raise ValueError(
+                f"--neighbors does not apply to a {type(model).__name__}: it explains a "
+                f"label {what}."
+            )
+        options["n_neighbors"] = args.neighbors
     batches = _text_batches(args.input, _EXPLAIN_BATCH)
+
+    def explain(texts: list) -> list:
+        try:
+            return model.explain(texts, args.top_k, **options)
+        except AttributeError as exc:
+            # a model without what explain reads (a predict-only XR-Linear, a SharpReCL
+            # fitted without its training embeddings): the message says how to get it
+            raise ValueError(str(exc)) from exc
 
     def write_all(out: Any) -> None:
         for texts in batches:
-            for row in model.explain(texts, args.top_k, **options):
+            for row in explain(texts):
                 record = {"explanations": [item.to_dict() for item in row]}
                 out.write(json.dumps(record, default=_json_default) + "\n")
         out.flush()
@@ -407,10 +429,12 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _explains_features(model: Any) -> bool:
-    """Whether the model (or a pipeline's final step) explains labels by features."""
+def _explain_takes(model: Any, option: str) -> bool:
+    """Whether the ``explain`` of the model (or of a pipeline's final step) takes
+    ``option`` (``n_features``: it explains labels by features; ``n_neighbors``: by the
+    nearest training texts of each class)."""
     final = model.steps[-1][1] if hasattr(model, "steps") else model
-    return "n_features" in inspect.signature(final.explain).parameters
+    return option in inspect.signature(final.explain).parameters
 
 
 def _json_default(value: Any) -> Any:
@@ -710,7 +734,7 @@ def _add_explain_parser(sub: Any) -> None:
     explain = sub.add_parser(
         "explain",
         help="write, per text, its top-k labels with their tree paths and top features "
-        "(XR-Linear) or nearest training texts (KNN-BERT) as JSON lines",
+        "(XR-Linear, MatchXML) or nearest training texts (SharpReCL, KNN-BERT) as JSON lines",
     )
     explain.add_argument("--model-dir", required=True, help="directory of skxmc fit or skxmc.save")
     explain.add_argument(
@@ -724,12 +748,18 @@ def _add_explain_parser(sub: Any) -> None:
         "--features",
         type=int,
         default=None,
-        help="features listed per label of an XR-Linear model (default 5)",
+        help="features listed per label of an XR-Linear or MatchXML model (default 5)",
+    )
+    explain.add_argument(
+        "--neighbors",
+        type=int,
+        default=None,
+        help="training texts listed per class of a SharpReCL model (default 5)",
     )
     explain.add_argument(
         "--node-features",
         action="store_true",
-        help="also list the top features of every cluster on a label's path (XR-Linear)",
+        help="also list the top features of every cluster on a label's path (XR-Linear, MatchXML)",
     )
     explain.add_argument("-v", "--verbose", action="count", default=0)
     explain.set_defaults(func=_explain)

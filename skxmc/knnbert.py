@@ -6,7 +6,7 @@ import copy
 import dataclasses
 from collections.abc import Iterator
 from numbers import Integral, Real
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -27,27 +27,10 @@ from .text._config import TrainingConfig
 from .text._device import resolve_device
 from .text._encoder import batched_inference, encoder_forward, eval_mode
 from .text._estimator import FitTask, fill_engine_docs
+from .text._explain import Neighbor, check_explain_k
 from .text._optim import momentum_update
 
 __all__ = ["ClassExplanation", "KNNBertClassifier", "Neighbor"]
-
-
-class Neighbor(NamedTuple):
-    """A memory entry among the ``n_neighbors`` that vote for a text.
-
-    Attributes
-    ----------
-    training_row : int
-        Its training text: a position in the ``X`` given to ``fit``.
-    similarity : float
-        Cosine similarity to the text (larger is closer).
-    weight : float
-        Its vote (the text's scaled ``sample_weight``; 1 after an unweighted fit).
-    """
-
-    training_row: int
-    similarity: float
-    weight: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -818,9 +801,7 @@ class KNNBertClassifier(TransformerClassifierBase):
             row in ``fit``'s ``X`` (the model does not keep the texts).
         """
         check_is_fitted(self, "memory_features_")
-        if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
-            raise ValueError(f"k must be a positive int, got {k!r}.")
-        k = min(int(k), len(self.classes_))
+        k = check_explain_k(k, len(self.classes_))
         logits, emb = self._logits_and_embeddings(X)
         if len(logits) == 0:
             return []

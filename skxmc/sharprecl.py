@@ -7,6 +7,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from ._optional import require_extra
 
@@ -28,13 +29,65 @@ from .losses import (
     rebalanced_contrastive_loss,
     rebalanced_targets,
 )
-from .text._classifier import EncoderModule, TransformerClassifierBase, check_class_labels
+from .text._classifier import (
+    EncoderModule,
+    TransformerClassifierBase,
+    check_class_labels,
+    softmax,
+)
 from .text._config import TrainingConfig
 from .text._device import resolve_device
+from .text._encoder import batched_inference, eval_mode
 from .text._estimator import FitTask, fill_engine_docs
+from .text._explain import Neighbor, check_explain_k, nearest_of_class
 from .text._tokenize import check_texts
 
-__all__ = ["SharpReCLClassifier"]
+__all__ = ["Neighbor", "NeighborExplanation", "SharpReCLClassifier"]
+
+# Query texts whose similarities to every training text are held at once in explain
+# (a block of 256 x 100,000 training texts is 100 MB of float32).
+_EXPLAIN_BLOCK = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class NeighborExplanation:
+    """Why a class got its probability for a text (:meth:`SharpReCLClassifier.explain`):
+    its score and the training texts of the class nearest to the text.
+
+    Attributes
+    ----------
+    label : object
+        The class (an element of ``classes_``).
+    score : float
+        Its ``predict_proba``.
+    logit : float
+        Its ``decision_function`` (the linear classifier's logit).
+    neighbors : tuple of Neighbor
+        The ``n_neighbors`` training texts of this class nearest to the text (cosine of
+        the embeddings that :meth:`~SharpReCLClassifier.transform` gives, the features the
+        classifier reads), nearest first.
+    """
+
+    label: Any
+    score: float
+    logit: float
+    neighbors: tuple[Neighbor, ...]
+
+    def to_dict(self) -> dict:
+        """The explanation as plain Python values (JSON-ready when the label is).
+
+        Returns
+        -------
+        dict
+            The fields, ``neighbors`` as a list of dicts.
+        """
+        label = self.label.item() if isinstance(self.label, np.generic) else self.label
+        return {
+            "label": label,
+            "score": self.score,
+            "logit": self.logit,
+            "neighbors": [n._asdict() for n in self.neighbors],
+        }
 
 
 _ABLATABLE = ("simple_sampling", "hard_mixup", "prior_weighting")
@@ -89,6 +142,11 @@ class _SharpReCLModule(EncoderModule):
     def embed(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.features(inputs)
 
+    def logits_and_embed(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``logits`` and ``embed`` side by side, from one encoder pass (explain)."""
+        features = self.features(inputs)
+        return torch.cat([self.classify(features).float(), features], dim=1)
+
     def prototypes(self) -> torch.Tensor:
         """Class prototypes: the prototype head applied to the classifier weights (eq. 5)."""
         return nn.functional.normalize(self.prototype_head(self.classifier.weight.float()), dim=1)
@@ -113,6 +171,17 @@ class _PairedBatches:
             # Both views in one forward pass: rows [originals, augmented].
             rows = np.concatenate([idx, idx + self.n]) if self.two_views else idx
             yield self.tokens.collate(rows)
+
+
+def _unit_rows(A: np.ndarray) -> np.ndarray:
+    """Rows of ``A`` scaled to unit norm, in float32 (a zero row stays zero)."""
+    A = np.asarray(A, dtype=np.float32)
+    norms = np.linalg.norm(A, axis=1, keepdims=True)
+    return np.divide(A, norms, out=np.zeros_like(A), where=norms > 0)
+
+
+# The fitted state behind explain (store_embeddings=True).
+_TRAIN_MEMORY = ("train_embeddings_", "train_targets_", "train_indices_", "train_weights_")
 
 
 @dataclasses.dataclass
@@ -242,6 +311,19 @@ class SharpReCLClassifier(TransformerClassifierBase):
         same model; :meth:`predict_proba` is the softmax of the bounded logits, so its
         probabilities stay away from 0 and 1. Keep the paper's default unless a dev split
         says otherwise (the SharpReCL page of the documentation compares both).
+    store_embeddings : bool, default=True
+        Keep the embeddings of the training texts (``train_embeddings_``), so that
+        :meth:`explain` can show, for each predicted class, the training texts nearest
+        to a text. The model learns no neighbours of its own (its prototypes are one
+        vector per class), so an explanation by examples needs them; kept as fitted
+        state rather than re-embedded from texts passed to ``explain``, because the
+        texts a model was trained on are seldom at hand where it predicts. They cost
+        ``4 x hidden size + 16`` bytes per training text, in memory and in the saved
+        model (TREC's 5,452 training texts: 8.5 MB with all-MiniLM-L6-v2, whose weights
+        are 91 MB; 16.8 MB with bert-base, 440 MB; 100,000 texts with bert-base: 309
+        MB), and one more inference pass over the training texts at the end of ``fit``
+        (a forward pass without the backward one: about a third of a single-view
+        epoch). False drops them, and :meth:`explain` raises.
     {training_params}
         Each text of a batch is encoded twice with ``n_views=2``; the paper's batch size
         is 128.
@@ -258,6 +340,17 @@ class SharpReCLClassifier(TransformerClassifierBase):
     {fit_attributes}
     text_pairs_ : bool
         Whether the model was trained on text pairs.
+    train_embeddings_ : numpy.ndarray of float32 of shape (n_train, hidden_size)
+        The L2-normalised embeddings of the training texts (those the model trained on:
+        without a validation split's texts and texts of weight 0), by the final model;
+        only with ``store_embeddings=True``.
+    train_targets_ : numpy.ndarray of int64 of shape (n_train,)
+        Their classes (indices into ``classes_``); with ``store_embeddings=True``.
+    train_indices_ : numpy.ndarray of int64 of shape (n_train,)
+        Their positions in the ``X`` given to ``fit``; with ``store_embeddings=True``.
+    train_weights_ : numpy.ndarray of float64 of shape (n_train,)
+        Their scaled sample weights; only after a fit with ``sample_weight`` and
+        ``store_embeddings=True``.
 
     See Also
     --------
@@ -318,6 +411,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         "classifier_loss": [StrOptions({"ce", "focal", "dice", "linear_probe"})],
         "prototype_norm": [StrOptions({"batch", "none"})],
         "normalize_logits": ["boolean"],
+        "store_embeddings": ["boolean"],
     }
 
     def __init__(
@@ -342,6 +436,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         classifier_loss: str = "ce",
         prototype_norm: str = "batch",
         normalize_logits: bool = False,
+        store_embeddings: bool = True,
         training: TrainingConfig | None = None,
     ) -> None:
         self.encoder = encoder
@@ -363,6 +458,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         self.classifier_loss = classifier_loss
         self.prototype_norm = prototype_norm
         self.normalize_logits = normalize_logits
+        self.store_embeddings = store_embeddings
         self.training = training
 
     def fit(
@@ -455,6 +551,120 @@ class SharpReCLClassifier(TransformerClassifierBase):
         with torch.no_grad():
             classifier.weight.copy_(weight.detach())
             classifier.bias.copy_(bias.detach())
+
+    # Explanations ---------------------------------------------------------------------
+
+    def explain(
+        self, X: Any, k: int = 5, *, n_neighbors: int = 5
+    ) -> list[list[NeighborExplanation]]:
+        """Why each text got its most probable classes: each class's probability and
+        logit, and the training texts of that class nearest to the text.
+
+        The neighbours are searched exactly, by the cosine of the embeddings that
+        :meth:`transform` gives (the features the linear classifier reads) among the
+        stored ``train_embeddings_``: a text resembles the training texts the model
+        placed beside it. A training text is its own nearest neighbour.
+
+        Parameters
+        ----------
+        X : sequence of str or of (str, str)
+        k : int, default=5
+            Classes explained per text (at most the number of classes), most probable
+            first, ties in the order of ``classes_``.
+        n_neighbors : int, default=5
+            Training texts listed per class (fewer when the class has fewer).
+
+        Returns
+        -------
+        list of list of NeighborExplanation
+            Per text, one :class:`NeighborExplanation` per class; its ``score`` is the
+            class's :meth:`predict_proba` and its ``logit`` its
+            :meth:`decision_function`. Training texts are given by their row in
+            ``fit``'s ``X`` (the model does not keep the texts).
+
+        Raises
+        ------
+        AttributeError
+            When the model keeps no training embeddings (fitted with
+            ``store_embeddings=False``, or saved by a skxmc before 0.x): refit with
+            ``store_embeddings=True``.
+
+        Examples
+        --------
+        A tiny randomly initialised BERT keeps the example fast (use a real encoder in
+        practice):
+
+        >>> import tempfile
+        >>> from transformers import BertConfig, BertModel, BertTokenizerFast
+        >>> from skxmc import SharpReCLClassifier
+        >>> from skxmc.text import TrainingConfig
+        >>> d = tempfile.mkdtemp()
+        >>> words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film"]
+        >>> _ = open(f"{d}/vocab.txt", "w").write("\\n".join(words))
+        >>> _ = BertTokenizerFast(f"{d}/vocab.txt").save_pretrained(d)
+        >>> BertModel(BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
+        ...           num_attention_heads=2, intermediate_size=32)).save_pretrained(d)
+        >>> texts = ["good film", "good", "bad film", "bad", "film good", "film bad"]
+        >>> clf = SharpReCLClassifier(encoder=d, max_length=8, n_synthetic_negative=4,
+        ...                           training=TrainingConfig(max_epochs=1, batch_size=6))
+        >>> clf = clf.fit(texts, ["pos", "pos", "neg", "neg", "pos", "neg"])
+        >>> why = clf.explain(["good film"], k=2, n_neighbors=2)[0]
+        >>> [e.label for e in why] == list(clf.classes_[clf.predict_proba(["good film"])[0]
+        ...                                              .argsort()[::-1]])
+        True
+        >>> best = next(e for e in why if e.label == "pos")
+        >>> best.neighbors[0].training_row  # the training text "good film" itself
+        0
+        """
+        check_is_fitted(self, "module_")
+        if "train_embeddings_" not in self.__dict__:
+            raise AttributeError(
+                "this SharpReCLClassifier keeps no training embeddings, so explain cannot "
+                "name the nearest training texts: it was fitted with "
+                "store_embeddings=False or saved by an older skxmc. Refit it with "
+                "store_embeddings=True (the default) to get explanations."
+            )
+        k = check_explain_k(k, len(self.classes_))
+        if (
+            isinstance(n_neighbors, bool)
+            or not isinstance(n_neighbors, Integral)
+            or n_neighbors < 1
+        ):
+            raise ValueError(f"n_neighbors must be a positive int, got {n_neighbors!r}.")
+        # one encoder pass for the scores and the neighbours, the logits computed as
+        # decision_function computes them (same precision, same backend)
+        out = self._forward_all(X, "logits_and_embed", "explaining")
+        if len(out) == 0:
+            return []
+        n_classes = len(self.classes_)
+        logits, features = out[:, :n_classes], out[:, n_classes:]
+        proba = softmax(logits)
+        queries = _unit_rows(features)
+        members = [np.flatnonzero(self.train_targets_ == c) for c in range(len(self.classes_))]
+        weights = self.__dict__.get("train_weights_")
+        out = []
+        for start in range(0, len(queries), _EXPLAIN_BLOCK):
+            sims = queries[start : start + _EXPLAIN_BLOCK] @ self.train_embeddings_.T
+            for j, similarities in enumerate(sims):
+                i = start + j
+                row = []
+                for c in np.argsort(-proba[i], kind="stable")[:k]:
+                    rows, near = nearest_of_class(similarities, members[c], int(n_neighbors))
+                    neighbors = tuple(
+                        Neighbor(
+                            int(self.train_indices_[r]),
+                            float(sim),
+                            1.0 if weights is None else float(weights[r]),
+                        )
+                        for r, sim in zip(rows, near)
+                    )
+                    row.append(
+                        NeighborExplanation(
+                            self.classes_[c], float(proba[i, c]), float(logits[i, c]), neighbors
+                        )
+                    )
+                out.append(row)
+        return out
 
     # Hooks of TransformerClassifierBase -----------------------------------------------
 
@@ -566,6 +776,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
         X_augmented: Any = None,
     ) -> _SharpReCLTask:
         n, n_classes = len(texts), len(self.classes_)
+        for name in _TRAIN_MEMORY:  # a previous fit's (absent when store_embeddings=False)
+            self.__dict__.pop(name, None)
         # Weighted counts, the weights scaled to sum to the number of texts: the prior is
         # that of the repeated texts, and equal weights give the unweighted counts.
         counts = np.bincount(
@@ -612,6 +824,31 @@ class SharpReCLClassifier(TransformerClassifierBase):
             log_prior=torch.as_tensor(np.log(self.class_prior_), dtype=torch.float32),
             class_weights=torch.as_tensor(weights),
         )
+
+    def _finalize_fit(self, task: _SharpReCLTask) -> None:
+        if self.store_embeddings:
+            self._store_train_embeddings(task)
+
+    def _store_train_embeddings(self, task: _SharpReCLTask) -> None:
+        """Embed the training texts with the final model, for :meth:`explain`. The linear
+        probe, fitted after this, does not change the encoder."""
+        rows = np.arange(task.n_train)
+        device = self._inference_device()
+        module = self.module_.to(device)
+        with eval_mode(module):
+            features = batched_inference(
+                module.embed,
+                task.tokens.subset(rows),
+                batch_size=2 * self._train.batch_size,
+                device=device,
+                verbose=self._train.verbose,
+                desc="training embeddings",
+            )
+        self.train_embeddings_ = _unit_rows(features)
+        self.train_targets_ = task.y.numpy().astype(np.int64)
+        self.train_indices_ = task.row_positions(rows)
+        if task.sample_weight is not None:
+            self.train_weights_ = task.sample_weight.numpy().astype(np.float64)
 
     def _training_batches(
         self, task: _SharpReCLTask, epoch: int, rng: np.random.Generator

@@ -220,6 +220,13 @@ def test_explain_writes_paths_and_named_features(
         assert all(n["features"] for n in e["path"][:-1]) and e["path"][-1]["features"] == []
     assert main([*args, "--features", "-1"]) == 1
     assert main([*args, "--k", "0"]) == 2
+    assert main([*args, "--neighbors", "2"]) == 1
+    assert "--neighbors does not apply" in capsys.readouterr().err
+    # a predict-only model keeps no node weights: the reason, not a traceback
+    lean = tmp_path / "lean"
+    skxmc.save(model, lean, predict_only=True)
+    assert main(["explain", "--model-dir", str(lean), "--input", str(small)]) == 1
+    assert "predict-only" in capsys.readouterr().err
 
 
 def test_old_cli_layout_still_predicts_and_is_replaced_by_fit(jsonl_files, tmp_path, capsys):

@@ -167,10 +167,12 @@ def test_fit_predict_info_with_each_estimator(name, data, tiny_bert_dir, tmp_pat
     assert "README.md" in out and "skxmc-model.json" in out and "saved with: skxmc" in out
     assert ("multi-class" if name in MULTI_CLASS else "multi-label") in out
 
-    # explain: XR-Linear by paths and features, KNN-BERT by neighbours, the others not
+    # explain: XR-Linear and MatchXML by paths and features, SharpReCL and KNN-BERT by
+    # neighbours, SNM not
     why = tmp_path / "why.jsonl"
     argv = ["explain", "--model-dir", str(model), "--input", str(train), "--output", str(why)]
-    if name not in ("xrlinear", "knnbert"):
+    by_paths, by_neighbors = ("xrlinear", "matchxml"), ("sharprecl", "knnbert")
+    if name not in by_paths + by_neighbors:
         assert main([*argv, "--k", "2"]) == 1
         assert "has no explain" in capsys.readouterr().err
         return
@@ -179,11 +181,31 @@ def test_fit_predict_info_with_each_estimator(name, data, tiny_bert_dir, tmp_pat
     assert [[e["label"] for e in r["explanations"]] for r in lines] == [
         r["labels"] for r in _read_jsonl(preds)
     ]
-    field = "path" if name == "xrlinear" else "neighbors"
+    field = "path" if name in by_paths else "neighbors"
     assert all(field in e for r in lines for e in r["explanations"])
-    if name == "knnbert":
+    if name == "matchxml":
+        assert all("tfidf" in e["blocks"] for r in lines for e in r["explanations"])
+    if name in by_neighbors:
         assert main([*argv, "--features", "2"]) == 1
         assert "--features does not apply" in capsys.readouterr().err
+    if name == "sharprecl":
+        assert main([*argv, "--k", "1", "--neighbors", "2"]) == 0
+        rows = [r["explanations"][0]["neighbors"] for r in _read_jsonl(why)]
+        assert all(len(n) == 2 for n in rows)
+        # a training text is the nearest of its class's texts to itself (or a copy)
+        records = _read_jsonl(train)
+        own = [
+            i
+            for i, line in enumerate(_read_jsonl(why))
+            if line["explanations"][0]["label"] == records[i]["label"]
+        ]
+        assert own
+        for i in own:
+            assert records[rows[i][0]["training_row"]]["text"] == records[i]["text"]
+            assert rows[i][0]["similarity"] == pytest.approx(1.0, abs=1e-5)
+    else:
+        assert main([*argv, "--neighbors", "2"]) == 1
+        assert "--neighbors does not apply" in capsys.readouterr().err
 
 
 def test_multi_class_estimator_refuses_multi_label_records(data, tiny_bert_dir, tmp_path, capsys):

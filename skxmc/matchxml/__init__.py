@@ -6,12 +6,14 @@ static sentence embeddings (:class:`skxmc.text.SentenceEmbedder`) and the matche
 fine-tuned embeddings, and ranks labels with :class:`~skxmc.XRLinearClassifier`.
 
 The package's modules: ``_stages`` (what one stage trains, the label-table bootstrap,
-the joint features), ``_matcher`` (:class:`MultiStageMatcher`) and ``_classifier``
-(:class:`MatchXMLClassifier`, :func:`make_matchxml`). Saved models name the classes, so
+the joint features), ``_matcher`` (:class:`MultiStageMatcher`), ``_classifier``
+(:class:`MatchXMLClassifier`, :func:`make_matchxml`) and ``_explain``
+(:class:`MatchXMLExplanation`). Saved models name the classes, so
 models saved when this was one module ``skxmc/matchxml.py`` load unchanged.
 """
 
 from ._classifier import MatchXMLClassifier, make_matchxml
+from ._explain import MatchXMLExplanation
 from ._matcher import MultiStageMatcher
 from ._stages import DEFAULT_ENCODER as DEFAULT_ENCODER
 from ._stages import linear_bootstrap, refined_label_embeddings
@@ -20,6 +22,7 @@ from ._stages import linear_bootstrap, refined_label_embeddings
 
 __all__ = [
     "MatchXMLClassifier",
+    "MatchXMLExplanation",
     "MultiStageMatcher",
     "linear_bootstrap",
     "make_matchxml",

@@ -32,6 +32,7 @@ from ..text._classifier import TextTransformerMixin
 from ..text._config import TRAINING_FIELDS, TrainingConfig
 from ..text._sentence import SentenceEmbedder
 from ..tree import HierarchicalLabelTree, pifa_embeddings
+from ._explain import MatchXMLExplanation, block_contributions, with_blocks
 from ._matcher import MultiStageMatcher
 from ._stages import (
     _default_encoder_source,
@@ -520,6 +521,141 @@ class MatchXMLClassifier(
             columns_out, scores = topk_from_sparse(S, k)
             scores = scores.astype(np.float32)
         return LabelSpace(self.classes_).labels_of(columns_out), scores
+
+    # ------------------------------------------------------------------ explain
+
+    def explain(
+        self,
+        X: Any,
+        k: int | None = 5,
+        *,
+        n_features: int = 5,
+        labels: Any = None,
+        node_features: bool = False,
+    ) -> list[list[MatchXMLExplanation]]:
+        """Why each text got its top labels: the ranker's path to each label with every
+        node's score, the features that contribute most, and how the label's score
+        splits over TF-IDF, static sentence and fine-tuned embedding features.
+
+        What MatchXML's matcher matches a text against are learned cluster embeddings,
+        not label texts (labels are identifiers here), and the ranker that scores the
+        labels is linear in the joint features; so a prediction is explained by the
+        ranker (:meth:`skxmc.XRLinearClassifier.explain` on :meth:`transform`'s
+        features), each TF-IDF feature named by its term and each dense dimension
+        ``sentence[i]`` or ``fine_tuned[i]``.
+
+        Parameters
+        ----------
+        X : sequence of str
+        k : int or None, default=5
+            Labels explained per text: the ``k`` that ``predict_topk(X, k)`` returns, in
+            its order; None: ``top_k``.
+        n_features : int, default=5
+            Features listed per label (largest ``|weight * value|`` first); 0 lists none.
+        labels : array-like, default=None
+            Explain these labels (identifiers from ``classes_``) instead of the beam's, as
+            ``predict_topk(X, k, labels=labels)`` ranks them ("why not this label?").
+        node_features : bool, default=False
+            Also list the top features of every inner node of each path.
+
+        Returns
+        -------
+        list of list of MatchXMLExplanation
+            Per text, one :class:`MatchXMLExplanation` per label, best first; its
+            ``blocks`` and ``bias_contribution`` sum to the label's linear score
+            (``path[-1].score``).
+
+        Examples
+        --------
+        A tiny randomly initialised BERT keeps the example fast (use a real encoder such as
+        ``"sentence-transformers/all-MiniLM-L6-v2"`` in practice):
+
+        >>> import tempfile
+        >>> from transformers import BertConfig, BertModel, BertTokenizerFast
+        >>> from skxmc import MatchXMLClassifier, MultiStageMatcher, as_label_sets
+        >>> from skxmc.text import TrainingConfig
+        >>> d = tempfile.mkdtemp()
+        >>> words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cats", "dogs", "fish", "sea"]
+        >>> _ = open(f"{d}/vocab.txt", "w").write("\\n".join(words))
+        >>> _ = BertTokenizerFast(f"{d}/vocab.txt").save_pretrained(d)
+        >>> BertModel(BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
+        ...           num_attention_heads=2, intermediate_size=32)).save_pretrained(d)
+        >>> texts = ["cats and dogs", "dogs", "fish in the sea", "sea fish"] * 5
+        >>> Y = as_label_sets([["pets"], ["pets"], ["ocean"], ["ocean", "food"]] * 5)
+        >>> matcher = MultiStageMatcher(encoder=d, label_embedding="pifa", max_length=8,
+        ...                             training=TrainingConfig(max_epochs=1))
+        >>> clf = MatchXMLClassifier(matcher=matcher, sentence_encoder=None, device="cpu")
+        >>> why = clf.fit(texts, Y).explain(["sea fish"], k=1, n_features=2)[0][0]
+        >>> why.label, [f.name for f in why.features]
+        ('ocean', ['sea fish', 'fish'])
+        >>> sorted(why.blocks)
+        ['fine_tuned', 'tfidf']
+        >>> total = sum(why.blocks.values()) + why.bias_contribution
+        >>> bool(abs(total - why.path[-1].score) < 1e-5)
+        True
+        """
+        check_is_fitted(self, "ranker_")
+        if not isinstance(self.ranker_, XRLinearClassifier):
+            raise TypeError(
+                f"explain reads the ranker's tree and weights: it needs an "
+                f"XRLinearClassifier ranker (the default), not a "
+                f"{type(self.ranker_).__name__}."
+            )
+        columns = self._label_columns(labels)
+        k = self._resolve_k(k, columns)
+        features = self._features(X)
+        if features.shape[0] == 0:
+            return []
+        bounds, names = self._feature_blocks()
+        ranker = self.ranker_
+        explained = ranker.explain(
+            features,
+            k,
+            n_features=n_features,
+            feature_names=names,
+            labels=columns,
+            node_features=node_features,
+        )
+        leaf_weights = ranker.weights_[-1]
+        out = []
+        for i, row in enumerate(explained):
+            x = features[i]
+            out.append(
+                [
+                    with_blocks(
+                        e,
+                        self.classes_[int(e.label)],
+                        block_contributions(x, leaf_weights, e.path[-1].node, ranker.bias, bounds),
+                    )
+                    for e in row
+                ]
+            )
+        return out
+
+    def _feature_blocks(self) -> tuple[dict[str, int], np.ndarray]:
+        """The end column of each block of the ranker features (those in use), and one
+        name per column: the vectoriser's terms, ``sentence[i]``, ``fine_tuned[i]``."""
+        n_sparse = self.vectorizer_.transform([""]).shape[1]
+        n_fine = self.matcher_._n_features_out if self.fine_tuned_weight > 0 else 0
+        n_sentence = self.n_features_ranker_ - n_sparse - n_fine
+        get_names = getattr(self.vectorizer_, "get_feature_names_out", None)
+        sparse_names = (
+            [f"tfidf[{j}]" for j in range(n_sparse)]
+            if get_names is None
+            else [str(name) for name in get_names()]
+        )
+        names = np.asarray(
+            sparse_names
+            + [f"sentence[{j}]" for j in range(n_sentence)]
+            + [f"fine_tuned[{j}]" for j in range(n_fine)],
+            dtype=object,
+        )
+        bounds = {"tfidf": n_sparse}
+        if n_sentence:
+            bounds["sentence"] = n_sparse + n_sentence
+        if n_fine:
+            bounds["fine_tuned"] = self.n_features_ranker_
+        return bounds, names
 
     # ------------------------------------------------------------------ persistence
 
