@@ -262,6 +262,8 @@ def test_health_model_docs_and_page(server, model_dir):
     status, schema = get(server.url + "/openapi.json")
     assert status == 200
     assert {"/predict", "/explain", "/health", "/model"} <= set(schema["paths"])
+    # validation errors are documented as they are answered: 400, not FastAPI's 422
+    assert set(schema["paths"]["/predict"]["post"]["responses"]) == {"200", "400"}
     with urllib.request.urlopen(server.url + "/docs", timeout=30) as response:
         assert response.status == 200 and b"openapi.json" in response.read()
     with urllib.request.urlopen(server.url + "/", timeout=30) as response:
@@ -313,6 +315,37 @@ def test_workers_serve_the_same_answers(model_dir, demo):
         assert srv.stop() == 0, srv.log
 
 
+def test_micro_batcher_groups_requests_without_splitting_them():
+    import asyncio
+
+    from skxmc._serve import MicroBatcher
+
+    calls = []
+
+    def predict(texts, k):
+        calls.append((list(texts), k))
+        return [f"{t}@{k}" for t in texts]
+
+    async def main():
+        with ThreadPoolExecutor(1) as executor:
+            batcher = MicroBatcher(predict, max_batch_size=5, max_wait=0.05, executor=executor)
+            await batcher.start()
+            jobs = [
+                batcher.submit(["a", "b"], 2),
+                batcher.submit(["c"], 2),
+                batcher.submit(["d"], 3),
+                batcher.submit(["e", "f", "g"], 2),  # does not fit: opens the next batch
+            ]
+            answers = await asyncio.gather(*jobs)
+            await batcher.stop()
+            return answers
+
+    answers = asyncio.run(main())
+    assert answers == [["a@2", "b@2"], ["c@2"], ["d@3"], ["e@2", "f@2", "g@2"]]
+    # one call per k within a batch; the request that did not fit came next, whole
+    assert calls == [(["a", "b", "c"], 2), (["d"], 3), (["e", "f", "g"], 2)]
+
+
 def test_serve_refuses_a_missing_model(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
@@ -361,6 +394,9 @@ def test_try_it_page_in_a_headless_browser(server, model_dir, demo):
         ((labels, _),) = _expected(model_dir[1], [text], 4)
         assert shown == labels
         assert len(driver.find_elements(By.CSS_SELECTOR, "td.bar > div")) >= len(labels)
+        # the model explains itself: the terms behind each label are shown under its bar
+        notes = [note.text for note in driver.find_elements(By.CSS_SELECTOR, "div.why")]
+        assert notes and all(note.startswith("features: ") for note in notes), notes
         assert driver.find_element(By.ID, "error").text == ""
     finally:
         driver.quit()
