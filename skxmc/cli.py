@@ -1,5 +1,5 @@
 """The ``skxmc`` command line: ``demo``, ``fit``, ``predict``, ``explain``, ``evaluate``,
-``info``, ``warmup``.
+``info``, ``serve``, ``warmup``.
 
 ``fit`` trains one of skxmc's estimators (``--estimator``: XR-Linear by default, MatchXML,
 SharpReCL, KNN-BERT, SNM; constructor parameters from a ``--params`` JSON file) on a
@@ -23,6 +23,7 @@ import inspect
 import itertools
 import json
 import logging
+import logging.config
 import os
 import sys
 import tempfile
@@ -261,8 +262,8 @@ def _check_output(output: str, input_path: str) -> None:
         )
 
 
-def _load_model(model_dir: str) -> Any:
-    """``skxmc.load`` with errors that name ``--model-dir``."""
+def _load_model(model_dir: str, *, mmap: bool = False, option: str = "--model-dir") -> Any:
+    """``skxmc.load`` with errors that name ``--model-dir`` (``option``)."""
     from .io import load
 
     path = Path(model_dir)
@@ -270,20 +271,20 @@ def _load_model(model_dir: str) -> Any:
     if not path.exists() and old.is_dir():
         # skxmc.save moves the previous model there just before moving the new one in.
         raise FileNotFoundError(
-            f"--model-dir {model_dir!r} does not exist, but {str(old)!r} holds the model "
+            f"{option} {model_dir!r} does not exist, but {str(old)!r} holds the model "
             f"an interrupted save moved aside; rename it back to use it."
         )
     try:
         # load() reads skxmc.save directories, the older ranker/ + vectorizer.json layout,
         # and "user/repo" from the local Hugging Face cache.
-        return load(model_dir)
+        return load(model_dir, mmap=mmap)
     except FileNotFoundError:
         raise
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:
         if model_dir in str(exc):
             raise
         raise ValueError(
-            f"--model-dir {model_dir!r} holds a model that cannot be read "
+            f"{option} {model_dir!r} holds a model that cannot be read "
             f"({type(exc).__name__}: {exc})."
         ) from None
 
@@ -500,6 +501,95 @@ def _info(args: argparse.Namespace) -> int:
     for name, size in sorted(files.items()):
         print(f"  {name:<{width}}  {_size(size):>10}")
     return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    for option in ("port", "workers", "max_batch_size", "max_texts"):
+        value = getattr(args, option)
+        if value < (0 if option == "port" else 1) or (option == "port" and value > 65535):
+            bounds = "between 0 and 65535" if option == "port" else ">= 1"
+            raise ValueError(f"--{option.replace('_', '-')} must be {bounds}, got {value}.")
+    if not args.batch_wait_ms >= 0:
+        raise ValueError(f"--batch-wait-ms must be >= 0, got {args.batch_wait_ms}.")
+    try:
+        from ._serve import ServedModel, log_config, run
+    except ImportError as exc:  # the serve extra is missing: its message names the pip command
+        print(f"skxmc serve: error: {exc}", file=sys.stderr)
+        return 1
+    mmap = not args.no_mmap
+    if args.workers > 1:
+        from .io import describe
+
+        describe(args.model_dir)  # each worker loads the model; a wrong path fails here
+        model: Any = args.model_dir
+    else:
+        # Loaded once, here, with the errors of skxmc predict, before the port opens; the
+        # server's log format from now on (uvicorn applies it again when it starts).
+        logging.config.dictConfig(log_config())
+        loaded = _load_model(args.model_dir, mmap=mmap, option="MODEL_DIR")
+        model = ServedModel(args.model_dir, model=loaded)
+    run(
+        model,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        max_batch_size=args.max_batch_size,
+        max_wait_ms=args.batch_wait_ms,
+        max_texts=args.max_texts,
+        mmap=mmap,
+    )
+    return 0
+
+
+def _add_serve_parser(sub: Any) -> None:
+    """``skxmc serve``: a model behind HTTP (the ``serve`` extra)."""
+    serve = sub.add_parser(
+        "serve",
+        help="serve a model over HTTP: POST /predict, GET /health, GET /model, /docs, and a "
+        "try-it page at / (pip install 'skxmc[serve]')",
+        description="Serve a saved model over HTTP with FastAPI on uvicorn: POST /predict "
+        "(one text or a batch), POST /explain, GET /health, GET /model, the OpenAPI schema "
+        "at /docs and a try-it page at /. Concurrent requests share model calls "
+        "(micro-batching). SIGTERM or Ctrl-C stops it after the requests in flight. Needs "
+        "pip install 'skxmc[serve]'.",
+    )
+    serve.add_argument(
+        "model_dir",
+        metavar="MODEL_DIR",
+        help="directory of skxmc fit or skxmc.save, or user/repo in the Hugging Face cache",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes, each with the model memory-mapped (default 1)",
+    )
+    serve.add_argument(
+        "--max-batch-size",
+        type=int,
+        default=64,
+        help="texts per model call at most when requests are batched together (default 64)",
+    )
+    serve.add_argument(
+        "--batch-wait-ms",
+        type=float,
+        default=5.0,
+        help="milliseconds a request waits for others to share its model call (default 5)",
+    )
+    serve.add_argument(
+        "--max-texts",
+        type=int,
+        default=1000,
+        help="texts per request at most; longer batches get status 400 (default 1000)",
+    )
+    serve.add_argument(
+        "--no-mmap",
+        action="store_true",
+        help="read the model into memory instead of memory-mapping its arrays",
+    )
+    serve.set_defaults(func=_serve)
 
 
 def _warmup(args: argparse.Namespace) -> int:
@@ -817,6 +907,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_explain_parser(sub)
     _add_evaluate_parser(sub)
     _add_model_tools(sub)
+    _add_serve_parser(sub)
     return parser
 
 

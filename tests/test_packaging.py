@@ -134,6 +134,24 @@ def test_missing_transformers_alone_is_named():
     assert "KNNBertClassifier needs transformers, which is not installed" in out, out
 
 
+def test_serve_without_its_extra_names_the_pip_command():
+    out = _run_without(
+        ("fastapi", "uvicorn"),
+        """
+        import contextlib, io
+        from skxmc.cli import main
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            status = main(["serve", "no/such/model"])
+        print("status", status, err.getvalue())
+        expect_import_error("import skxmc._serve", "pip install 'skxmc[serve]'")
+        """,
+    )
+    assert "status 1 skxmc serve: error: skxmc serve needs fastapi and uvicorn" in out, out
+    assert "pip install 'skxmc[serve]'" in out, out
+
+
 def test_require_names_the_extra_and_the_command(tmp_path, monkeypatch):
     monkeypatch.setitem(_optional.EXTRAS, "fake", {"skxmc_fake_missing": "skxmc-fake"})
     with pytest.raises(ImportError) as info:

@@ -1,0 +1,364 @@
+"""The web application of ``skxmc serve``: FastAPI routes over a :class:`ServedModel`.
+
+FastAPI rather than bare Starlette: its request models (pydantic) validate the JSON and
+document it in the same place, so the OpenAPI schema at ``/openapi.json`` and the page at
+``/docs`` describe exactly what is checked. Validation errors are answered with status
+400 (FastAPI's default is 422) and one readable ``detail`` string, like every other
+refusal here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from typing import Any
+
+from .._optional import require_extra
+from .._version import __version__
+from ._batcher import MicroBatcher
+from ._model import ServedModel
+from ._page import PAGE_HTML
+
+with require_extra("serve", "skxmc serve"):
+    from fastapi import FastAPI, HTTPException, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import HTMLResponse, JSONResponse
+    from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+__all__ = [
+    "DEFAULT_MAX_BATCH_SIZE",
+    "DEFAULT_MAX_TEXTS",
+    "DEFAULT_MAX_WAIT_MS",
+    "OPTIONS_ENV",
+    "app_from_environment",
+    "create_app",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_BATCH_SIZE = 64
+DEFAULT_MAX_WAIT_MS = 5.0
+DEFAULT_MAX_TEXTS = 1000
+# Worker processes of ``--workers`` build their app from this variable (JSON of
+# create_app's arguments): uvicorn starts them from an import string, not an object.
+OPTIONS_ENV = "SKXMC_SERVE_OPTIONS"
+
+
+class _Texts(BaseModel):
+    """One text or a batch, as a request gives it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: StrictStr | None = Field(None, description="One text (or give `texts`).")
+    texts: list[StrictStr] | None = Field(
+        None, description="A batch of texts (or give `text`); answered in order."
+    )
+
+    def as_list(self, max_texts: int) -> list[str]:
+        if (self.text is None) == (self.texts is None):
+            raise _bad(
+                "give either 'text' (one string) or 'texts' (a list of strings), "
+                + ("not both." if self.text is not None else "not neither.")
+            )
+        if self.text is not None:
+            return [self.text]
+        assert self.texts is not None
+        if not self.texts:
+            raise _bad("'texts' is an empty list; give at least one text.")
+        if len(self.texts) > max_texts:
+            raise _bad(
+                f"'texts' has {len(self.texts)} texts; at most {max_texts} per request "
+                f"(skxmc serve --max-texts). Split the batch."
+            )
+        return self.texts
+
+
+class PredictRequest(_Texts):
+    """``POST /predict``."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"text": "a history of Bavarian railways", "k": 5}]},
+    )
+
+    k: StrictInt | None = Field(
+        None,
+        ge=1,
+        description="Labels per text, 1 to the number of labels (default: the model's top_k).",
+    )
+    threshold: float | None = Field(
+        None,
+        strict=True,
+        allow_inf_nan=False,
+        description="Leave out labels that score below it.",
+    )
+
+
+class ExplainRequest(_Texts):
+    """``POST /explain``."""
+
+    k: StrictInt = Field(5, ge=1, description="Labels explained per text.")
+
+
+class Prediction(BaseModel):
+    """The labels of one text, best first, with their scores."""
+
+    labels: list[Any]
+    scores: list[float]
+
+
+class PredictResponse(BaseModel):
+    """One prediction per text, in the order of the request."""
+
+    predictions: list[Prediction]
+
+
+class ExplainResponse(BaseModel):
+    """Per text, one explanation per label (see ``skxmc explain``)."""
+
+    explanations: list[list[dict[str, Any]]]
+
+
+class ErrorResponse(BaseModel):
+    """What was wrong with the request."""
+
+    detail: str
+
+
+def _bad(message: str) -> HTTPException:
+    return HTTPException(status_code=400, detail=message)
+
+
+def _validation_message(exc: RequestValidationError, content_type: str) -> str:
+    """pydantic's errors as one sentence per error: ``where: what``."""
+    parts = []
+    for error in exc.errors():
+        kind = error.get("type")
+        if kind == "json_invalid":
+            reason = error.get("ctx", {}).get("error", "")
+            parts.append(f"the body is not valid JSON ({reason})" if reason else "bad JSON")
+            continue
+        where = ""
+        for part in (str(p) for p in error.get("loc", ()) if p != "body"):
+            where += f"[{part}]" if part.isdigit() else (f".{part}" if where else part)
+        message = error.get("msg", "invalid")
+        if kind == "model_attributes_type":
+            message = 'the body must be a JSON object such as {"text": "...", "k": 5}'
+            if "json" not in content_type:
+                message += f" sent as Content-Type: application/json (not {content_type!r})"
+        elif kind == "missing" and not where:
+            message = 'the body is missing: send a JSON object such as {"text": "..."}'
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts) or "invalid request"
+
+
+class _RequestLog:
+    """ASGI middleware: one INFO line per request (method, path, status, texts, time)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+        status = 500
+
+        async def send_status(message: dict) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            client = scope.get("client")
+            n_texts = scope.get("skxmc.n_texts")
+            logger.info(
+                "%s %s %s %d%s %.1f ms",
+                f"{client[0]}:{client[1]}" if client else "-",
+                scope.get("method"),
+                scope.get("path"),
+                status,
+                "" if n_texts is None else f" texts={n_texts}",
+                1000 * (time.perf_counter() - t0),
+            )
+
+
+def _without_422(app: FastAPI) -> Any:
+    """``app.openapi`` without the 422 answers FastAPI documents for every body: this
+    server answers validation errors with 400 (documented by each route)."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            for operations in schema.get("paths", {}).values():
+                for operation in operations.values():
+                    operation.get("responses", {}).pop("422", None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    return openapi
+
+
+def create_app(
+    model: str | os.PathLike | ServedModel,
+    *,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    max_wait_ms: float = DEFAULT_MAX_WAIT_MS,
+    max_texts: int = DEFAULT_MAX_TEXTS,
+    mmap: bool = True,
+) -> FastAPI:
+    """The server's application, with the model loaded (once, here).
+
+    Parameters
+    ----------
+    model : str, path-like or ServedModel
+        A model directory (loaded with ``skxmc.load(..., mmap=mmap)``) or a loaded model.
+    max_batch_size : int, default=64
+        Texts per model call at most (micro-batching).
+    max_wait_ms : float, default=5.0
+        Milliseconds a request waits for others to share its model call.
+    max_texts : int, default=1000
+        Texts per request at most; a longer batch is refused with 400.
+    mmap : bool, default=True
+        Memory-map the model's arrays.
+
+    Returns
+    -------
+    FastAPI
+        The ASGI application.
+    """
+    if max_batch_size < 1:
+        raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}.")
+    if not max_wait_ms >= 0:
+        raise ValueError(f"max_wait_ms must be >= 0, got {max_wait_ms}.")
+    if max_texts < 1:
+        raise ValueError(f"max_texts must be >= 1, got {max_texts}.")
+    served = model if isinstance(model, ServedModel) else ServedModel(model, mmap=mmap)
+    # One thread: one model call at a time (the model has its own threads inside), and the
+    # event loop stays free to accept requests and fill the next batch.
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skxmc-predict")
+    batcher = MicroBatcher(
+        served.predict,
+        max_batch_size=max_batch_size,
+        max_wait=max_wait_ms / 1000,
+        executor=executor,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await batcher.start()
+        logger.info(
+            "serving %s (%s, %d labels) with micro-batches of up to %d texts, %.1f ms wait",
+            served.model_dir,
+            served.info["estimator"],
+            served.n_classes,
+            max_batch_size,
+            max_wait_ms,
+        )
+        try:
+            yield
+        finally:
+            await batcher.stop()
+            executor.shutdown(wait=True)
+            logger.info("stopped")
+
+    app = FastAPI(
+        title="skxmc model server",
+        version=__version__,
+        description=f"Top-k labels of texts from the model in `{served.model_dir}` "
+        f"({served.info['estimator']}, {served.n_classes} labels). Bad requests get status "
+        f'400 and a JSON body `{{"detail": "what was wrong"}}`.',
+        lifespan=lifespan,
+    )
+    app.state.served = served
+    app.state.batcher = batcher
+    app.add_middleware(_RequestLog)
+    app.openapi = _without_422(app)  # type: ignore[method-assign]
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        content_type = request.headers.get("content-type", "")
+        message = _validation_message(exc, content_type)
+        return JSONResponse(status_code=400, content={"detail": message})
+
+    def check_k(k: int) -> int:
+        if k > served.n_classes:
+            raise _bad(f"k must be between 1 and {served.n_classes} (the model's labels), got {k}.")
+        return k
+
+    errors: dict[int | str, dict[str, Any]] = {400: {"model": ErrorResponse}}
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> HTMLResponse:
+        return HTMLResponse(PAGE_HTML)
+
+    @app.get("/health", summary="Liveness: the model is loaded and the server answers")
+    async def health() -> dict[str, Any]:
+        # model_calls: how many batches the model ranked, fewer than the requests under load
+        return {"status": "ok", "model_calls": batcher.n_batches}
+
+    @app.get("/model", summary="What is served: estimator, labels, versions, model card")
+    async def model_info() -> dict[str, Any]:
+        return served.info
+
+    @app.post(
+        "/predict",
+        response_model=PredictResponse,
+        responses=errors,
+        summary="Top-k labels of one text or a batch, with their scores",
+    )
+    async def predict(body: PredictRequest, request: Request) -> dict[str, Any]:
+        texts = body.as_list(max_texts)
+        k = check_k(served.default_k if body.k is None else body.k)
+        request.scope["skxmc.n_texts"] = len(texts)
+        rows = await batcher.submit(texts, k)
+        threshold = body.threshold
+        predictions = []
+        for labels, scores in rows:
+            if threshold is not None:
+                kept = [i for i, s in enumerate(scores) if s >= threshold]
+                labels, scores = [labels[i] for i in kept], [scores[i] for i in kept]
+            predictions.append({"labels": labels, "scores": scores})
+        return {"predictions": predictions}
+
+    @app.post(
+        "/explain",
+        response_model=ExplainResponse,
+        responses=errors,
+        summary="Why each text got its top-k labels (models with explain)",
+    )
+    async def explain(body: ExplainRequest, request: Request) -> dict[str, Any]:
+        if not served.can_explain:
+            raise _bad(f"this model ({served.info['estimator']}) has no explain.")
+        texts = body.as_list(max_texts)
+        k = check_k(body.k)
+        request.scope["skxmc.n_texts"] = len(texts)
+        # On the prediction thread too: one model call at a time.
+        loop = asyncio.get_running_loop()
+        rows = await loop.run_in_executor(executor, served.explain, texts, k)
+        return {"explanations": rows}
+
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """The app of a ``--workers`` process: :func:`create_app` with the arguments in the
+    ``SKXMC_SERVE_OPTIONS`` environment variable (JSON)."""
+    try:
+        options = json.loads(os.environ[OPTIONS_ENV])
+    except KeyError:
+        raise RuntimeError(
+            f"{OPTIONS_ENV} is not set; start the server with skxmc serve."
+        ) from None
+    return create_app(options.pop("model"), **options)
