@@ -27,7 +27,7 @@ from .text._config import TrainingConfig
 from .text._device import resolve_device
 from .text._encoder import batched_inference, encoder_forward, eval_mode
 from .text._estimator import FitTask, fill_engine_docs
-from .text._explain import Neighbor, check_explain_k
+from .text._explain import Neighbor, check_explain_k, explanation_dict
 from .text._optim import momentum_update
 
 __all__ = ["ClassExplanation", "KNNBertClassifier", "Neighbor"]
@@ -68,14 +68,7 @@ class ClassExplanation:
         dict
             The fields, ``neighbors`` as a list of dicts.
         """
-        label = self.label.item() if isinstance(self.label, np.generic) else self.label
-        return {
-            "label": label,
-            "score": self.score,
-            "vote": self.vote,
-            "classifier": self.classifier,
-            "neighbors": [n._asdict() for n in self.neighbors],
-        }
+        return explanation_dict(self)
 
 
 def _head(hidden: int, out: int, dropout: float) -> nn.Sequential:

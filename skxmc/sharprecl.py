@@ -39,7 +39,7 @@ from .text._config import TrainingConfig
 from .text._device import resolve_device
 from .text._encoder import batched_inference, eval_mode
 from .text._estimator import FitTask, fill_engine_docs
-from .text._explain import Neighbor, check_explain_k, nearest_of_class
+from .text._explain import Neighbor, check_explain_k, explanation_dict, nearest_of_class
 from .text._tokenize import check_texts
 
 __all__ = ["Neighbor", "NeighborExplanation", "SharpReCLClassifier"]
@@ -81,13 +81,7 @@ class NeighborExplanation:
         dict
             The fields, ``neighbors`` as a list of dicts.
         """
-        label = self.label.item() if isinstance(self.label, np.generic) else self.label
-        return {
-            "label": label,
-            "score": self.score,
-            "logit": self.logit,
-            "neighbors": [n._asdict() for n in self.neighbors],
-        }
+        return explanation_dict(self)
 
 
 _ABLATABLE = ("simple_sampling", "hard_mixup", "prior_weighting")

@@ -4,12 +4,13 @@ nearest training texts of one class."""
 
 from __future__ import annotations
 
+import dataclasses
 from numbers import Integral
 from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["Neighbor", "check_explain_k", "nearest_of_class"]
+__all__ = ["Neighbor", "check_explain_k", "explanation_dict", "nearest_of_class"]
 
 
 class Neighbor(NamedTuple):
@@ -33,6 +34,16 @@ class Neighbor(NamedTuple):
     training_row: int
     similarity: float
     weight: float
+
+
+def explanation_dict(explanation: Any) -> dict:
+    """A per-class explanation dataclass as plain Python values: its fields, the label as a
+    Python scalar when it is a numpy one, ``neighbors`` as a list of dicts."""
+    out = {f.name: getattr(explanation, f.name) for f in dataclasses.fields(explanation)}
+    if isinstance(out["label"], np.generic):
+        out["label"] = out["label"].item()
+    out["neighbors"] = [n._asdict() for n in out["neighbors"]]
+    return out
 
 
 def check_explain_k(k: Any, n_classes: int) -> int:
