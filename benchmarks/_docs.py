@@ -148,7 +148,8 @@ def _slug(text: str) -> str:
 
 
 def _rst_cell(text: str) -> str:
-    # Escaped, so that ``classes_`` is text, not a reference, and ``*`` not emphasis.
+    # Escaped, so that ``classes_`` is text, not a reference, ``*`` not emphasis and
+    # ``|x|`` not a substitution (cells and captions).
     return re.sub(r"([|_*`\\])", r"\\\1", text) if text else ".."
 
 
@@ -169,6 +170,7 @@ def rst_table(result: dict, table: dict, source: str) -> str:
     if result.get("converted_from"):
         origin += f", converted from ``{result['converted_from']}``"
     caption = table.get("caption", "")
+    caption = _rst_cell(caption) if caption else ""
     commit = str(result.get("commit"))
     commit = commit[:10] if len(commit) == 40 else commit
     caption += f" Source: {source} ({origin}; commit {commit}"
