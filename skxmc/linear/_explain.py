@@ -18,11 +18,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.validation import check_is_fitted
 
 from .._kernels.beam import _combine
+from .._ranking import topk_from_sparse
+from ..labels import LabelSpace
 from ._beam import _POST_CODES
 
 __all__ = [
+    "ExplainMixin",
     "FeatureContribution",
     "LabelExplanation",
     "NodeScore",
@@ -288,3 +292,99 @@ def explain_rows(
             row.append(LabelExplanation(label, float(score), tuple(path), top, float(bias_term)))
         out.append(row)
     return out
+
+
+class ExplainMixin:
+    """:meth:`explain` of XRLinearClassifier."""
+
+    def explain(
+        self,
+        X: Any,
+        k: int = 5,
+        *,
+        n_features: int = 5,
+        feature_names: Any = None,
+        labels: Any = None,
+        node_features: bool = False,
+    ) -> list[list[LabelExplanation]]:
+        """Why each sample got its top labels: the tree path of each label with every
+        node's score, and the features that contribute most to the label's ranker.
+
+        Parameters
+        ----------
+        X : {sparse matrix, ndarray} of shape (n_samples, n_features)
+            Samples.
+        k : int, default=5
+            Labels explained per sample: the ``k`` that ``predict_topk(X, k)`` returns,
+            in its order.
+        n_features : int, default=5
+            Features listed per label: those of the sample with the largest contributions
+            ``weight * value`` (by absolute value) to the label's linear score; 0 lists
+            none.
+        feature_names : array-like of str, default=None
+            One name per column of ``X``, ``n_features_in_`` of them (e.g. a vectoriser's
+            ``get_feature_names_out()``; :meth:`skxmc.pipeline.Pipeline.explain` passes
+            them). None: ``feature_names_in_`` when ``fit`` saw them, else no names.
+        labels : array-like, default=None
+            Explain these labels (identifiers from ``classes_``) instead of the beam's,
+            as ``predict_topk(X, k, labels=labels)`` ranks them: their ``k`` best by
+            exact path score. Answers "why not this label?".
+        node_features : bool, default=False
+            Also list the top ``n_features`` contributions of every inner node of each
+            path (``NodeScore.features``): what led the beam into each cluster.
+
+        Returns
+        -------
+        list of list of LabelExplanation
+            Per sample, one :class:`~skxmc.linear.LabelExplanation` per label, best
+            first (fewer than ``k`` when the beam reached fewer labels). The last node of
+            each ``path`` is the label; its ``path_score`` is the label's ``score``.
+
+        Examples
+        --------
+        A pipeline names the features by the vectoriser's terms:
+
+        >>> from sklearn.feature_extraction.text import TfidfVectorizer
+        >>> from skxmc import XRLinearClassifier
+        >>> from skxmc.pipeline import make_pipeline
+        >>> docs = ["red apple pie", "green apple tart", "fast red car", "old blue car",
+        ...         "ripe pear jam", "new electric bike"]
+        >>> kinds = ["food", "food", "vehicle", "vehicle", "food", "vehicle"]
+        >>> pipe = make_pipeline(TfidfVectorizer(), XRLinearClassifier()).fit(docs, kinds)
+        >>> why = pipe.explain(["green apple pie"], k=1, n_features=2)[0][0]
+        >>> why.label, [f.name for f in why.features]
+        ('food', ['apple', 'pie'])
+        >>> why.path[-1].path_score == why.score  # the last node is the label
+        True
+        """
+        check_is_fitted(self)
+        weights = self.weights_  # a predict-only model raises here, naming compact()
+        X = self._validate_X(X)
+        names = check_explain_args(
+            n_features,
+            feature_names
+            if feature_names is not None
+            else getattr(self, "feature_names_in_", None),
+            self.n_features_in_,
+        )
+        columns = self._label_columns(labels)
+        k = self._resolve_k(k, columns)
+        cache = self._search_cache
+        if columns is None:
+            scores = self._search(X, top_k=k, cache=cache)
+        else:
+            scores = self._selected(X, columns, top_k=k, cache=cache)
+        idx, val = topk_from_sparse(scores, k)
+        return explain_rows(
+            X,
+            idx,
+            LabelSpace(cache.classes).labels_of(idx),
+            val.astype(np.float32),
+            weights=weights,
+            chain=self.tree_.cluster_chain_,
+            bias=self.bias,
+            post_processor=self.post_processor,
+            n_features=int(n_features),
+            feature_names=names,
+            node_features=bool(node_features),
+        )

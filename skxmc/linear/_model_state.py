@@ -3,15 +3,26 @@ saved beam-search layout (written by ``save``, checked and rebuilt at ``skxmc.lo
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.validation import check_is_fitted
 
 from ..io import checks_entries
+from ..tree import HierarchicalLabelTree
 from ._beam import ChunkedWeights, check_blocks
 
-__all__ = ["_check_model_state", "_chunked_from_layout", "_is_block_layout", "_layout_arrays"]
+__all__ = [
+    "ModelStateMixin",
+    "_SearchCache",
+    "_check_model_state",
+    "_chunked_from_layout",
+    "_is_block_layout",
+    "_layout_arrays",
+    "_search_structures",
+]
 
 # The arrays of a ChunkedWeights that a saved model stores (its beam-search layout), so that
 # loading, memory-mapped or not, builds nothing: name -> dtype, or the feature-major copy
@@ -20,6 +31,9 @@ __all__ = ["_check_model_state", "_chunked_from_layout", "_is_block_layout", "_l
 # rebuilt from the weights at load); those of the first block layout stored the blocks of
 # feature-major layers too (not read).
 _LAYOUT_ARRAYS = {"block_start": np.int64, "feat_count": np.int64, "blocks": np.int32}
+
+logger = logging.getLogger(__name__)
+_Model = TypeVar("_Model", bound="ModelStateMixin")
 
 
 def _layout_arrays(chunked: ChunkedWeights) -> dict:
@@ -145,3 +159,203 @@ def _check_weights(weights: Any, chain: Any, n_features: int) -> None:
                 f"inconsistent model: weights_[{t}] has shape {getattr(W, 'shape', None)}, "
                 f"expected (n_features_in_ + 1, nodes of layer {t}) = {expected}"
             )
+
+
+class _SearchCache(NamedTuple):
+    """What a beam search reads, derived from ``tree_`` / ``weights_`` and kept with the
+    ``classes_`` of the same fit, so that a predict never mixes two fits."""
+
+    parents: list
+    chunks: list
+    classes: np.ndarray
+
+
+def _search_structures(tree: HierarchicalLabelTree, weights: list, classes: Any) -> _SearchCache:
+    """Parent maps and parent-grouped weights of the beam search."""
+    parents = []
+    for C in tree.cluster_chain_:
+        P = C.T.tocsr()
+        P.sort_indices()
+        parents.append(P)
+    chunks = [ChunkedWeights(W, P) for W, P in zip(weights, parents)]
+    return _SearchCache(parents, chunks, classes)
+
+
+# What compact() drops: (name, what it is and what needs it), for the docs and the error a
+# predict-only model raises when one of them is asked for.
+_TRAINING_ONLY = {
+    "weights_": "the node weight matrices (the beam search reads the same weights from its "
+    "own layout); explain, to_pecos and inspecting the node models need them",
+    "fit_time_per_layer_": "training diagnostics",
+    "fit_bytes_per_layer_": "training diagnostics",
+}
+
+
+class ModelStateMixin:
+    """XRLinearClassifier's fitted state as one unit: the search structures derived from
+    ``tree_`` / ``weights_``, the checks that the attributes form one complete model,
+    pickling, :func:`skxmc.save` / :func:`skxmc.load` hooks and the predict-only form
+    (:meth:`compact`). A mixin so that ``_xrlinear.py`` reads as the algorithm."""
+
+    def compact(self: _Model) -> _Model:
+        """Drop what only training and inspection need; predictions stay bit-identical.
+
+        The beam search reads the node weights from its own layout (grouped by parent
+        node), so the weight matrices ``weights_`` are a second copy of them: a
+        predict-only model keeps the layout alone and frees the memory of ``weights_``
+        (saved, 0.58 of the full folder's size on tibkat_gnd_en; see the persistence page
+        of the docs). Dropped: ``weights_``, ``fit_time_per_layer_``,
+        ``fit_bytes_per_layer_`` (training diagnostics) and the tree's
+        ``label_embedder_`` (the label2vec model of a ``"label2vec"`` tree). Kept: the
+        parameters, ``classes_``, ``tree_``'s cluster chain, ``n_features_in_``, and so
+        ``predict``, ``predict_topk``, ``predict_proba``, ``decision_function``,
+        ``score``, pickling and :func:`skxmc.save` / :func:`skxmc.load` (memory-mapped
+        too). Lost: reading ``weights_`` (the error names this method),
+        :meth:`explain`, which reads the node weights per feature, and
+        :func:`skxmc.io.to_pecos`, which writes them. ``fit`` trains a full model again
+        (the dropped state comes back only that way); ``clone`` gives an unfitted copy
+        as usual. :func:`skxmc.save` with ``predict_only=True`` saves a compacted copy
+        and leaves this estimator whole.
+
+        Returns
+        -------
+        self : XRLinearClassifier
+            With ``predict_only_`` True.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skxmc import XRLinearClassifier
+        >>> from skxmc.datasets import make_xmc_classification
+        >>> X, Y = make_xmc_classification(200, 300, 40, random_state=0)
+        >>> clf = XRLinearClassifier().fit(X, Y)
+        >>> before = clf.predict_topk(X[:5])
+        >>> clf = clf.compact()
+        >>> after = clf.predict_topk(X[:5])
+        >>> bool(np.array_equal(before[0], after[0]) and np.array_equal(before[1], after[1]))
+        True
+        >>> clf.predict_only_, hasattr(clf, "weights_")
+        (True, False)
+        """
+        check_is_fitted(self)
+        self._check_complete()
+        tree = self.tree_
+        if "label_embedder_" in vars(tree):
+            # a copy: the tree object may be shared (e.g. by a copy made before)
+            tree = type(tree).__new__(type(tree))
+            tree.__dict__.update(self.tree_.__dict__)
+            del tree.__dict__["label_embedder_"]
+        dropped = {name: None for name in _TRAINING_ONLY}
+        state = {k: v for k, v in vars(self).items() if k not in dropped}
+        state.update(tree_=tree, predict_only_=True)
+        # one assignment: a concurrent predict sees the whole model, before or after
+        self.__dict__ = state
+        return self
+
+    def _predict_only_copy(self: _Model) -> _Model:
+        """A compacted copy sharing the arrays (``skxmc.save(..., predict_only=True)``);
+        this estimator is left as it is."""
+        check_is_fitted(self)
+        copy = type(self).__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        return copy.compact()
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only when the attribute is missing: name what compact() dropped.
+        if name in _TRAINING_ONLY and vars(self).get("predict_only_", False):
+            raise AttributeError(
+                f"this XRLinearClassifier is predict-only (made by compact() or saved with "
+                f"skxmc.save(..., predict_only=True)) and no longer holds {name}: "
+                f"{_TRAINING_ONLY[name]}. Fit it again, or use the full model (saved "
+                f"without predict_only), to get it."
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        # Complete models only: the search structures exist once the weights of every
+        # layer do (after fit, unpickling and loading).
+        return "_search_cache" in vars(self)
+
+    def _build_search_structures(self) -> None:
+        """Rebuild ``_search_cache`` from ``tree_`` / ``weights_`` (after unpickling and
+        loading; never during predict, which must leave the estimator unchanged)."""
+        self._search_cache = _search_structures(self.tree_, self.weights_, self.classes_)
+
+    def _check_complete(self) -> None:
+        """Raise if the fitted attributes do not form one complete model (e.g. a model
+        saved by an older version from an interrupted fit)."""
+        try:
+            _check_model_state(vars(self))
+        except ValueError as exc:
+            raise ValueError(f"this XRLinearClassifier holds an {exc}; fit it again.") from None
+
+    def _check_saved_state(self, attributes: dict, arrays: dict) -> None:
+        """The same checks on a saved state, before it is loaded (skxmc.load's hook)."""
+        state = {**attributes, **arrays}
+        # an unfitted template (e.g. MatchXML's ranker) has neither
+        if "weights_" in state or state.get("predict_only_", False):
+            _check_model_state(state)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        if not state.get("predict_only_", False):
+            # derived data, not worth pickling; a predict-only model has no weights_ to
+            # derive it from, and keeps it
+            state.pop("_search_cache", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "weights_" in state:
+            self._check_complete()
+            self._build_search_structures()
+        elif state.get("predict_only_", False):
+            self._check_complete()
+
+    def _save_state(self) -> tuple[dict, dict]:
+        check_is_fitted(self)
+        self._check_complete()
+        attributes, arrays = super()._save_state()
+        # The beam search's layout too (about the weights' size again): loading then builds
+        # nothing, and skxmc.load(mmap=True) predicts from the mapped file.
+        arrays["_search_layout"] = [_layout_arrays(c) for c in self._search_cache.chunks]
+        return attributes, arrays
+
+    def _load_state(self, attributes: dict, arrays: dict) -> None:
+        arrays = dict(arrays)
+        layout = arrays.pop("_search_layout", None)  # absent in older model directories
+        super()._load_state(attributes, arrays)
+        self._check_complete()
+        predict_only = bool(getattr(self, "predict_only_", False))
+        if predict_only and not (
+            isinstance(layout, list) and all(_is_block_layout(lay) for lay in layout)
+        ):
+            raise ValueError(
+                "a predict-only model must hold its beam-search layout (its only copy of "
+                "the weights), and this one does not."
+            )
+        if layout is None or (
+            isinstance(layout, list) and not all(_is_block_layout(lay) for lay in layout)
+        ):
+            if layout is not None:
+                logger.info(
+                    "this model directory holds the beam-search layout of an older skxmc; "
+                    "it is rebuilt in memory (save the model again to load it mapped)."
+                )
+            self._build_search_structures()
+            return
+        parents = [C.T.tocsr() for C in self.tree_.cluster_chain_]
+        for P in parents:
+            P.sort_indices()
+        n_rows = self.n_features_in_ + 1
+        shapes = [(n_rows, C.shape[0]) for C in self.tree_.cluster_chain_]
+        # the weight count of every layer, checked against the layout's (none to check in
+        # a predict-only model: the layout is its only copy of the weights)
+        nnz = [None] * len(shapes) if predict_only else [W.nnz for W in self.weights_]
+        if not isinstance(layout, list) or len(layout) != len(shapes):
+            raise ValueError("the saved beam-search layout does not have one entry per layer.")
+        chunks = [
+            _chunked_from_layout(lay, shape, n, P, t)
+            for t, (lay, shape, n, P) in enumerate(zip(layout, shapes, nnz, parents))
+        ]
+        self._search_cache = _SearchCache(parents, chunks, self.classes_)

@@ -6,7 +6,7 @@ import logging
 import time
 import warnings
 from numbers import Integral, Real
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,15 +23,13 @@ from .._sample_weight import check_sample_weight
 from ..io import PersistenceMixin, persistent
 from ..labels import LabelSpace, encode_target
 from ..tree import HierarchicalLabelTree
-from ._add_labels import encode_new_labels, merge_label_columns, route_new_labels
+from ._add_labels import AddLabelsMixin
 from ._beam import (
     POST_PROCESSORS,
-    ChunkedWeights,
     beam_search,
-    keep_topk,
 )
-from ._explain import LabelExplanation, check_explain_args, explain_rows
-from ._model_state import _check_model_state, _chunked_from_layout, _is_block_layout, _layout_arrays
+from ._explain import ExplainMixin
+from ._model_state import ModelStateMixin, _search_structures, _SearchCache
 from ._problem import LayerGroups, row_squared_norms, solver_view
 from ._select import selected_search
 from ._solver import fit_layer
@@ -87,26 +85,6 @@ _EMPTY_NODE_SHARE = 0.5
 _MAX_BIAS = 1e3
 
 
-class _SearchCache(NamedTuple):
-    """What a beam search reads, derived from ``tree_`` / ``weights_`` and kept with the
-    ``classes_`` of the same fit, so that a predict never mixes two fits."""
-
-    parents: list
-    chunks: list
-    classes: np.ndarray
-
-
-def _search_structures(tree: HierarchicalLabelTree, weights: list, classes: Any) -> _SearchCache:
-    """Parent maps and parent-grouped weights of the beam search."""
-    parents = []
-    for C in tree.cluster_chain_:
-        P = C.T.tocsr()
-        P.sort_indices()
-        parents.append(P)
-    chunks = [ChunkedWeights(W, P) for W, P in zip(weights, parents)]
-    return _SearchCache(parents, chunks, classes)
-
-
 def _empty_node_share(W: sp.csc_matrix, Y_t: sp.csr_matrix) -> float:
     """Share of the nodes with at least one positive whose feature weights were all pruned
     (the bias row ``W[-1]`` does not count: a bias alone ranks every sample alike)."""
@@ -153,31 +131,6 @@ def _blockwise(X: sp.csr_matrix, search: Any, rows: int) -> sp.csr_matrix:
     return sp.vstack([search(X[lo : lo + rows]) for lo in range(0, n, rows)], format="csr")
 
 
-# Label drift (share of the labels added since the last full fit) above which a full fit
-# is due; see the XR-Linear page of the docs for the measurement behind it.
-_REFIT_DRIFT = 0.1
-# add_labels: a new label's negatives are the rows whose best _NEGATIVE_CLUSTERS leaf
-# clusters hold it, and it is placed by the top _ROUTING_CLUSTERS clusters of its rows'
-# beams. Chosen on tibkat_gnd_en's dev split (seed 0, 5% of the labels added): 1 / 3 / 10
-# negative clusters gave recall@5 of the new labels 38.8 / 34.1 (2) / 28.4.
-_NEGATIVE_CLUSTERS = 1
-_ROUTING_CLUSTERS = 10
-# add_labels trains the new labels with a positive cost of Cp times this: the leaf
-# cluster's node was not trained on their rows, so their path scores start from a lower
-# cluster score than an old label's; a larger own score makes up for it. Chosen on the
-# same dev split (seed 0, 5%): Cp x 2 raised their recall@5 from 38.8 to 43.7 with the
-# overall P@5 unchanged (21.11 vs 21.15).
-_NEW_LABEL_CP = 2.0
-
-
-def _pad_columns(M: sp.csr_matrix, n_columns: int) -> sp.csr_matrix:
-    """``M`` with ``n_columns`` columns (a beam search's output has the layer's width)."""
-    M = sp.csr_matrix(M)
-    if M.shape[1] == n_columns:
-        return M
-    return sp.csr_matrix((M.data, M.indices, M.indptr), shape=(M.shape[0], n_columns))
-
-
 def _cluster_session(label: str) -> Any:
     """A :class:`~skxmc.linear._distributed.ClusterSession` on the client of an active
     ``joblib.parallel_config(backend="dask")`` context, else None (dask stays unimported)."""
@@ -185,16 +138,6 @@ def _cluster_session(label: str) -> Any:
 
     client = active_client()
     return None if client is None else ClusterSession(client, label)
-
-
-# What compact() drops: (name, what it is and what needs it), for the docs and the error a
-# predict-only model raises when one of them is asked for.
-_TRAINING_ONLY = {
-    "weights_": "the node weight matrices (the beam search reads the same weights from its "
-    "own layout); explain, to_pecos and inspecting the node models need them",
-    "fit_time_per_layer_": "training diagnostics",
-    "fit_bytes_per_layer_": "training diagnostics",
-}
 
 
 def _check_negatives(negatives: Any, Y: sp.csr_matrix, classes: np.ndarray) -> sp.csr_matrix | None:
@@ -227,7 +170,15 @@ def _check_negatives(negatives: Any, Y: sp.csr_matrix, classes: np.ndarray) -> s
 
 
 @persistent
-class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, BaseEstimator):
+class XRLinearClassifier(
+    AddLabelsMixin,
+    ExplainMixin,
+    ModelStateMixin,
+    MultiLabelRankerMixin,
+    PersistenceMixin,
+    ClassifierMixin,
+    BaseEstimator,
+):
     """Hierarchical linear ranker for extreme multi-label classification (XR-Linear).
 
     A label tree (:class:`~skxmc.HierarchicalLabelTree`, PIFA embeddings by default)
@@ -786,338 +737,7 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
 
     # ----------------------------------------------------------- add labels
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def add_labels(
-        self, X: Any, Y: Any, *, classes: Any = None, sample_weight: Any = None
-    ) -> XRLinearClassifier:
-        """Add new labels to the fitted model without a full refit.
-
-        Each new label joins the leaf cluster that the model's beam reaches most
-        strongly for the rows of ``X`` that carry it (the sum of their leaf-cluster path
-        scores, the rows of weight 0 left out), and only the new labels' own rankers
-        are trained, with the layer solver of ``fit``, on the rows of that cluster's
-        group: the rows that carry a new label of the cluster (positives of their
-        label) and the rows whose best leaf cluster (the top of their beam) it is, the
-        counterpart of the rows positive for the cluster that teacher forcing trains a
-        label on (wider negatives score new labels below old ones, which were trained
-        against the cluster's rows only), with twice the positive cost ``Cp`` (their
-        cluster's node was not trained on their rows, so their path scores start lower
-        than an old label's). No existing node is retrained: the inner
-        nodes already lead the label's rows to its cluster, and the old labels' scores
-        stay bit-identical, so the top-k of a row changes only where a new label enters
-        it. ``classes_`` grows
-        (kept sorted when it was; a user-given order gets the new labels at the end),
-        and ``tree_``, ``weights_`` and the beam search are updated together, at the end
-        (a concurrent predict sees the old model or the new one).
-
-        The tree was built on the labels of the last ``fit``; ``label_drift_``, the share
-        of today's labels added since then, says how far it has drifted. Above about
-        10% a full ``fit`` on all labels is due (see the XR-Linear page of
-        the docs: measured on tibkat_gnd_en). A saved model is updated with
-        ``model = skxmc.load(path); model.add_labels(X, Y);
-        skxmc.save(model, path, overwrite=True)`` (the save replaces the folder
-        atomically).
-
-        Parameters
-        ----------
-        X : {sparse matrix, ndarray} of shape (n_samples, n_features)
-            Training rows with ``n_features_in_`` features, transformed as for ``fit``
-            (the original training rows, new rows, or both). Rows without a new label
-            are negatives of the new labels whose cluster their beam reaches.
-        Y : sparse matrix, ndarray or sequence of label collections
-            The rows' labels among the new classes only (a label of ``classes_`` raises):
-            one collection per row (may be empty), or a 0/1 indicator
-            ``(n_samples, n_new)`` whose columns ``classes`` names. Every new label needs
-            at least one positive row.
-        classes : array-like of shape (n_new,), default=None
-            Names of the columns of an indicator ``Y``. None: the integers that follow
-            ``max(classes_)`` (integer classes only). Not used with label collections.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Per-row weights, as in ``fit``.
-
-        Returns
-        -------
-        self : XRLinearClassifier
-            With the new labels in ``classes_``, ``n_labels_added_`` and ``label_drift_``
-            updated.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from skxmc import XRLinearClassifier
-        >>> from skxmc.datasets import make_xmc_classification
-        >>> X, Y = make_xmc_classification(300, 200, 20, random_state=0)
-        >>> clf = XRLinearClassifier(top_k=5).fit(X, Y[:, :18])  # labels 18, 19 held out
-        >>> old_top = clf.predict_topk(X[:3])
-        >>> clf = clf.add_labels(X, Y[:, 18:])  # indicator: its columns become 18 and 19
-        >>> clf.classes_[-3:].tolist(), clf.n_labels_added_, round(clf.label_drift_, 2)
-        ([17, 18, 19], 2, 0.1)
-        >>> scores = clf.predict_topk(X[:3], labels=range(18))[1]
-        >>> bool(np.array_equal(scores, old_top[1]))  # old labels score as before
-        True
-        """
-        t0 = time.perf_counter()
-        check_is_fitted(self)
-        if vars(self).get("predict_only_", False):
-            raise ValueError(
-                "add_labels needs the node weights (weights_), which this predict-only "
-                "model no longer holds (made by compact() or saved with "
-                "skxmc.save(..., predict_only=True)); add labels to the full model."
-            )
-        self._check_complete()
-        check_not_raw_text(X, type(self).__name__)
-        X = self._validate_X(X)
-        n = X.shape[0]
-        Y_new, new_classes = encode_new_labels(Y, classes, self.classes_, n)
-        sample_weight = check_sample_weight(sample_weight, n)
-        tree, weights, cache = self.tree_, self.weights_, self._search_cache
-        chain = tree.cluster_chain_
-        n_leaves = chain[-1].shape[1]
-        if len(chain) == 1:
-            # one leaf: every row is a candidate of the root, as in fit's first layer
-            beam = negatives = sp.csr_matrix(np.ones((n, 1), dtype=np.float32))
-        else:
-            # the leaf clusters of each row's beam; "noop" path scores are raw and may be
-            # negative: route on [0, 1] scores
-            beam = self._proba_of(self._search(X, top_k=None, n_layers=len(chain) - 1))
-            negatives = _pad_columns(keep_topk(beam, _NEGATIVE_CLUSTERS), n_leaves)
-        Y_vote = Y_new
-        if sample_weight is not None:
-            Y_vote = sp.csr_matrix(Y_new.multiply(sample_weight[:, None]))
-        routing = keep_topk(beam, _ROUTING_CLUSTERS) if len(chain) > 1 else beam
-        leaf = route_new_labels(Y_vote, routing, np.asarray(chain[-1].sum(axis=0)).ravel())
-        C_new = sp.csr_matrix(
-            (np.ones(len(leaf), np.float32), leaf.astype(np.int32), np.arange(len(leaf) + 1)),
-            shape=(len(leaf), n_leaves),
-        )
-        groups = LayerGroups.from_matrices(Y_new, C_new, negatives)
-        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        W_new = self._fit_layer(
-            X,
-            Y_new,
-            groups,
-            seed + len(chain) + len(self.classes_),
-            row_squared_norms(X),
-            None,
-            None,
-            sample_weight,
-            Cp=self.Cp * _NEW_LABEL_CP,
-        )
-        merged, order = merge_label_columns(self.classes_, new_classes)
-        W_last = sp.csc_matrix(sp.hstack([weights[-1], W_new], format="csc")[:, order])
-        W_last.sort_indices()
-        C_last = sp.csr_matrix(sp.vstack([chain[-1], C_new], format="csr")[order])
-        new_tree = type(tree).__new__(type(tree))
-        new_tree.__dict__.update(tree.__dict__)
-        new_tree.__dict__.update(
-            cluster_chain_=[*chain[:-1], C_last],
-            classes_=merged,
-            n_labels_=len(merged),
-            leaf_assignment_=np.concatenate([tree.leaf_assignment_, leaf])[order],
-        )
-        new_weights = [*weights[:-1], W_last]
-        P = C_last.T.tocsr()
-        P.sort_indices()
-        new_cache = _SearchCache(
-            [*cache.parents[:-1], P], [*cache.chunks[:-1], ChunkedWeights(W_last, P)], merged
-        )
-        n_added = int(vars(self).get("n_labels_added_", 0)) + len(new_classes)
-        drift = n_added / len(merged)
-        # one update: a concurrent predict sees the old model or the new one
-        self.__dict__.update(
-            classes_=merged,
-            tree_=new_tree,
-            weights_=new_weights,
-            n_labels_added_=n_added,
-            label_drift_=drift,
-            _search_cache=new_cache,
-        )
-        progress(
-            logger,
-            self.verbose,
-            "add_labels: %d new labels into %d leaf clusters, %d weights, %.2f s; label "
-            "drift %.3f (share of the labels the tree was not built on; fit again above %.2f)",
-            len(new_classes),
-            len(np.unique(leaf)),
-            W_new.nnz,
-            time.perf_counter() - t0,
-            drift,
-            _REFIT_DRIFT,
-        )
-        if drift > _REFIT_DRIFT:
-            logger.info(
-                "label drift %.3f exceeds %.2f: a full fit on all labels is due.",
-                drift,
-                _REFIT_DRIFT,
-            )
-        return self
-
-    # -------------------------------------------------------- predict-only
-
-    def compact(self) -> XRLinearClassifier:
-        """Drop what only training and inspection need; predictions stay bit-identical.
-
-        The beam search reads the node weights from its own layout (grouped by parent
-        node), so the weight matrices ``weights_`` are a second copy of them: a
-        predict-only model keeps the layout alone and frees the memory of ``weights_``
-        (saved, 0.58 of the full folder's size on tibkat_gnd_en; see the persistence page
-        of the docs). Dropped: ``weights_``, ``fit_time_per_layer_``,
-        ``fit_bytes_per_layer_`` (training diagnostics) and the tree's
-        ``label_embedder_`` (the label2vec model of a ``"label2vec"`` tree). Kept: the
-        parameters, ``classes_``, ``tree_``'s cluster chain, ``n_features_in_``, and so
-        ``predict``, ``predict_topk``, ``predict_proba``, ``decision_function``,
-        ``score``, pickling and :func:`skxmc.save` / :func:`skxmc.load` (memory-mapped
-        too). Lost: reading ``weights_`` (the error names this method),
-        :meth:`explain`, which reads the node weights per feature, and
-        :func:`skxmc.io.to_pecos`, which writes them. ``fit`` trains a full model again
-        (the dropped state comes back only that way); ``clone`` gives an unfitted copy
-        as usual. :func:`skxmc.save` with ``predict_only=True`` saves a compacted copy
-        and leaves this estimator whole.
-
-        Returns
-        -------
-        self : XRLinearClassifier
-            With ``predict_only_`` True.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from skxmc import XRLinearClassifier
-        >>> from skxmc.datasets import make_xmc_classification
-        >>> X, Y = make_xmc_classification(200, 300, 40, random_state=0)
-        >>> clf = XRLinearClassifier().fit(X, Y)
-        >>> before = clf.predict_topk(X[:5])
-        >>> clf = clf.compact()
-        >>> after = clf.predict_topk(X[:5])
-        >>> bool(np.array_equal(before[0], after[0]) and np.array_equal(before[1], after[1]))
-        True
-        >>> clf.predict_only_, hasattr(clf, "weights_")
-        (True, False)
-        """
-        check_is_fitted(self)
-        self._check_complete()
-        tree = self.tree_
-        if "label_embedder_" in vars(tree):
-            # a copy: the tree object may be shared (e.g. by a copy made before)
-            tree = type(tree).__new__(type(tree))
-            tree.__dict__.update(self.tree_.__dict__)
-            del tree.__dict__["label_embedder_"]
-        dropped = {name: None for name in _TRAINING_ONLY}
-        state = {k: v for k, v in vars(self).items() if k not in dropped}
-        state.update(tree_=tree, predict_only_=True)
-        # one assignment: a concurrent predict sees the whole model, before or after
-        self.__dict__ = state
-        return self
-
-    def _predict_only_copy(self) -> XRLinearClassifier:
-        """A compacted copy sharing the arrays (``skxmc.save(..., predict_only=True)``);
-        this estimator is left as it is."""
-        check_is_fitted(self)
-        copy = type(self).__new__(type(self))
-        copy.__dict__.update(self.__dict__)
-        return copy.compact()
-
-    def __getattr__(self, name: str) -> Any:
-        # Called only when the attribute is missing: name what compact() dropped.
-        if name in _TRAINING_ONLY and vars(self).get("predict_only_", False):
-            raise AttributeError(
-                f"this XRLinearClassifier is predict-only (made by compact() or saved with "
-                f"skxmc.save(..., predict_only=True)) and no longer holds {name}: "
-                f"{_TRAINING_ONLY[name]}. Fit it again, or use the full model (saved "
-                f"without predict_only), to get it."
-            )
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     # -------------------------------------------------------------- predict
-
-    def __sklearn_is_fitted__(self) -> bool:
-        # Complete models only: the search structures exist once the weights of every
-        # layer do (after fit, unpickling and loading).
-        return "_search_cache" in vars(self)
-
-    def _build_search_structures(self) -> None:
-        """Rebuild ``_search_cache`` from ``tree_`` / ``weights_`` (after unpickling and
-        loading; never during predict, which must leave the estimator unchanged)."""
-        self._search_cache = _search_structures(self.tree_, self.weights_, self.classes_)
-
-    def _check_complete(self) -> None:
-        """Raise if the fitted attributes do not form one complete model (e.g. a model
-        saved by an older version from an interrupted fit)."""
-        try:
-            _check_model_state(vars(self))
-        except ValueError as exc:
-            raise ValueError(f"this XRLinearClassifier holds an {exc}; fit it again.") from None
-
-    def _check_saved_state(self, attributes: dict, arrays: dict) -> None:
-        """The same checks on a saved state, before it is loaded (skxmc.load's hook)."""
-        state = {**attributes, **arrays}
-        # an unfitted template (e.g. MatchXML's ranker) has neither
-        if "weights_" in state or state.get("predict_only_", False):
-            _check_model_state(state)
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        if not state.get("predict_only_", False):
-            # derived data, not worth pickling; a predict-only model has no weights_ to
-            # derive it from, and keeps it
-            state.pop("_search_cache", None)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if "weights_" in state:
-            self._check_complete()
-            self._build_search_structures()
-        elif state.get("predict_only_", False):
-            self._check_complete()
-
-    def _save_state(self) -> tuple[dict, dict]:
-        check_is_fitted(self)
-        self._check_complete()
-        attributes, arrays = super()._save_state()
-        # The beam search's layout too (about the weights' size again): loading then builds
-        # nothing, and skxmc.load(mmap=True) predicts from the mapped file.
-        arrays["_search_layout"] = [_layout_arrays(c) for c in self._search_cache.chunks]
-        return attributes, arrays
-
-    def _load_state(self, attributes: dict, arrays: dict) -> None:
-        arrays = dict(arrays)
-        layout = arrays.pop("_search_layout", None)  # absent in older model directories
-        super()._load_state(attributes, arrays)
-        self._check_complete()
-        predict_only = bool(getattr(self, "predict_only_", False))
-        if predict_only and not (
-            isinstance(layout, list) and all(_is_block_layout(lay) for lay in layout)
-        ):
-            raise ValueError(
-                "a predict-only model must hold its beam-search layout (its only copy of "
-                "the weights), and this one does not."
-            )
-        if layout is None or (
-            isinstance(layout, list) and not all(_is_block_layout(lay) for lay in layout)
-        ):
-            if layout is not None:
-                logger.info(
-                    "this model directory holds the beam-search layout of an older skxmc; "
-                    "it is rebuilt in memory (save the model again to load it mapped)."
-                )
-            self._build_search_structures()
-            return
-        parents = [C.T.tocsr() for C in self.tree_.cluster_chain_]
-        for P in parents:
-            P.sort_indices()
-        n_rows = self.n_features_in_ + 1
-        shapes = [(n_rows, C.shape[0]) for C in self.tree_.cluster_chain_]
-        # the weight count of every layer, checked against the layout's (none to check in
-        # a predict-only model: the layout is its only copy of the weights)
-        nnz = [None] * len(shapes) if predict_only else [W.nnz for W in self.weights_]
-        if not isinstance(layout, list) or len(layout) != len(shapes):
-            raise ValueError("the saved beam-search layout does not have one entry per layer.")
-        chunks = [
-            _chunked_from_layout(lay, shape, n, P, t)
-            for t, (lay, shape, n, P) in enumerate(zip(layout, shapes, nnz, parents))
-        ]
-        self._search_cache = _SearchCache(parents, chunks, self.classes_)
 
     def _search(
         self,
@@ -1237,98 +857,6 @@ class XRLinearClassifier(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixi
             scores = self._selected(X, columns, top_k=k, cache=cache)
         idx, val = topk_from_sparse(scores, k)
         return LabelSpace(cache.classes).labels_of(idx), val.astype(np.float32)
-
-    def explain(
-        self,
-        X: Any,
-        k: int = 5,
-        *,
-        n_features: int = 5,
-        feature_names: Any = None,
-        labels: Any = None,
-        node_features: bool = False,
-    ) -> list[list[LabelExplanation]]:
-        """Why each sample got its top labels: the tree path of each label with every
-        node's score, and the features that contribute most to the label's ranker.
-
-        Parameters
-        ----------
-        X : {sparse matrix, ndarray} of shape (n_samples, n_features)
-            Samples.
-        k : int, default=5
-            Labels explained per sample: the ``k`` that ``predict_topk(X, k)`` returns,
-            in its order.
-        n_features : int, default=5
-            Features listed per label: those of the sample with the largest contributions
-            ``weight * value`` (by absolute value) to the label's linear score; 0 lists
-            none.
-        feature_names : array-like of str, default=None
-            One name per column of ``X``, ``n_features_in_`` of them (e.g. a vectoriser's
-            ``get_feature_names_out()``; :meth:`skxmc.pipeline.Pipeline.explain` passes
-            them). None: ``feature_names_in_`` when ``fit`` saw them, else no names.
-        labels : array-like, default=None
-            Explain these labels (identifiers from ``classes_``) instead of the beam's,
-            as ``predict_topk(X, k, labels=labels)`` ranks them: their ``k`` best by
-            exact path score. Answers "why not this label?".
-        node_features : bool, default=False
-            Also list the top ``n_features`` contributions of every inner node of each
-            path (``NodeScore.features``): what led the beam into each cluster.
-
-        Returns
-        -------
-        list of list of LabelExplanation
-            Per sample, one :class:`~skxmc.linear.LabelExplanation` per label, best
-            first (fewer than ``k`` when the beam reached fewer labels). The last node of
-            each ``path`` is the label; its ``path_score`` is the label's ``score``.
-
-        Examples
-        --------
-        A pipeline names the features by the vectoriser's terms:
-
-        >>> from sklearn.feature_extraction.text import TfidfVectorizer
-        >>> from skxmc import XRLinearClassifier
-        >>> from skxmc.pipeline import make_pipeline
-        >>> docs = ["red apple pie", "green apple tart", "fast red car", "old blue car",
-        ...         "ripe pear jam", "new electric bike"]
-        >>> kinds = ["food", "food", "vehicle", "vehicle", "food", "vehicle"]
-        >>> pipe = make_pipeline(TfidfVectorizer(), XRLinearClassifier()).fit(docs, kinds)
-        >>> why = pipe.explain(["green apple pie"], k=1, n_features=2)[0][0]
-        >>> why.label, [f.name for f in why.features]
-        ('food', ['apple', 'pie'])
-        >>> why.path[-1].path_score == why.score  # the last node is the label
-        True
-        """
-        check_is_fitted(self)
-        weights = self.weights_  # a predict-only model raises here, naming compact()
-        X = self._validate_X(X)
-        names = check_explain_args(
-            n_features,
-            feature_names
-            if feature_names is not None
-            else getattr(self, "feature_names_in_", None),
-            self.n_features_in_,
-        )
-        columns = self._label_columns(labels)
-        k = self._resolve_k(k, columns)
-        cache = self._search_cache
-        if columns is None:
-            scores = self._search(X, top_k=k, cache=cache)
-        else:
-            scores = self._selected(X, columns, top_k=k, cache=cache)
-        idx, val = topk_from_sparse(scores, k)
-        return explain_rows(
-            X,
-            idx,
-            LabelSpace(cache.classes).labels_of(idx),
-            val.astype(np.float32),
-            weights=weights,
-            chain=self.tree_.cluster_chain_,
-            bias=self.bias,
-            post_processor=self.post_processor,
-            n_features=int(n_features),
-            feature_names=names,
-            node_features=bool(node_features),
-        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
