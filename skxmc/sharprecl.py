@@ -174,7 +174,7 @@ def _unit_rows(A: np.ndarray) -> np.ndarray:
     return np.divide(A, norms, out=np.zeros_like(A), where=norms > 0)
 
 
-# The fitted state behind explain (store_embeddings=True).
+# The fitted state behind explain.
 _TRAIN_MEMORY = ("train_embeddings_", "train_targets_", "train_indices_", "train_weights_")
 
 
@@ -305,19 +305,6 @@ class SharpReCLClassifier(TransformerClassifierBase):
         same model; :meth:`predict_proba` is the softmax of the bounded logits, so its
         probabilities stay away from 0 and 1. Keep the paper's default unless a dev split
         says otherwise (the SharpReCL page of the documentation compares both).
-    store_embeddings : bool, default=True
-        Keep the embeddings of the training texts (``train_embeddings_``), so that
-        :meth:`explain` can show, for each predicted class, the training texts nearest
-        to a text. The model learns no neighbours of its own (its prototypes are one
-        vector per class), so an explanation by examples needs them; kept as fitted
-        state rather than re-embedded from texts passed to ``explain``, because the
-        texts a model was trained on are seldom at hand where it predicts. They cost
-        ``4 x hidden size + 16`` bytes per training text, in memory and in the saved
-        model (TREC's 5,452 training texts: 8.5 MB with all-MiniLM-L6-v2, whose weights
-        are 91 MB; 16.8 MB with bert-base, 440 MB; 100,000 texts with bert-base: 309
-        MB), and one more inference pass over the training texts at the end of ``fit``
-        (a forward pass without the backward one: about a third of a single-view
-        epoch). False drops them, and :meth:`explain` raises.
     {training_params}
         Each text of a batch is encoded twice with ``n_views=2``; the paper's batch size
         is 128.
@@ -336,15 +323,20 @@ class SharpReCLClassifier(TransformerClassifierBase):
         Whether the model was trained on text pairs.
     train_embeddings_ : numpy.ndarray of float32 of shape (n_train, hidden_size)
         The L2-normalised embeddings of the training texts (those the model trained on:
-        without a validation split's texts and texts of weight 0), by the final model;
-        only with ``store_embeddings=True``.
+        without a validation split's texts and texts of weight 0), by the final model,
+        for :meth:`explain`: the model learns no neighbours of its own (one prototype
+        per class), so an explanation by examples needs them; kept rather than
+        re-embedded from texts given to ``explain``, because the training texts are
+        seldom at hand where a model predicts. They cost ``4 x hidden size + 16`` bytes
+        per training text in memory and in the saved model (TREC's 5,452 texts: 8.5 MB
+        with all-MiniLM-L6-v2, whose weights are 91 MB) and one inference pass over the
+        training texts at the end of ``fit``.
     train_targets_ : numpy.ndarray of int64 of shape (n_train,)
-        Their classes (indices into ``classes_``); with ``store_embeddings=True``.
+        Their classes (indices into ``classes_``).
     train_indices_ : numpy.ndarray of int64 of shape (n_train,)
-        Their positions in the ``X`` given to ``fit``; with ``store_embeddings=True``.
+        Their positions in the ``X`` given to ``fit``.
     train_weights_ : numpy.ndarray of float64 of shape (n_train,)
-        Their scaled sample weights; only after a fit with ``sample_weight`` and
-        ``store_embeddings=True``.
+        Their scaled sample weights; only after a fit with ``sample_weight``.
 
     See Also
     --------
@@ -405,7 +397,6 @@ class SharpReCLClassifier(TransformerClassifierBase):
         "classifier_loss": [StrOptions({"ce", "focal", "dice", "linear_probe"})],
         "prototype_norm": [StrOptions({"batch", "none"})],
         "normalize_logits": ["boolean"],
-        "store_embeddings": ["boolean"],
     }
 
     def __init__(
@@ -430,7 +421,6 @@ class SharpReCLClassifier(TransformerClassifierBase):
         classifier_loss: str = "ce",
         prototype_norm: str = "batch",
         normalize_logits: bool = False,
-        store_embeddings: bool = True,
         training: TrainingConfig | None = None,
     ) -> None:
         self.encoder = encoder
@@ -452,7 +442,6 @@ class SharpReCLClassifier(TransformerClassifierBase):
         self.classifier_loss = classifier_loss
         self.prototype_norm = prototype_norm
         self.normalize_logits = normalize_logits
-        self.store_embeddings = store_embeddings
         self.training = training
 
     def fit(
@@ -579,9 +568,8 @@ class SharpReCLClassifier(TransformerClassifierBase):
         Raises
         ------
         AttributeError
-            When the model keeps no training embeddings (fitted with
-            ``store_embeddings=False``, or saved by a skxmc before 0.x): refit with
-            ``store_embeddings=True``.
+            When the model keeps no training embeddings (saved by a skxmc from before
+            explanations): fit it again.
 
         Examples
         --------
@@ -614,9 +602,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
         if "train_embeddings_" not in self.__dict__:
             raise AttributeError(
                 "this SharpReCLClassifier keeps no training embeddings, so explain cannot "
-                "name the nearest training texts: it was fitted with "
-                "store_embeddings=False or saved by an older skxmc. Refit it with "
-                "store_embeddings=True (the default) to get explanations."
+                "name the nearest training texts: it was saved by a skxmc from before "
+                "explanations. Fit it again to get them (fit keeps the training "
+                "embeddings)."
             )
         k = check_explain_k(k, len(self.classes_))
         if (
@@ -770,7 +758,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         X_augmented: Any = None,
     ) -> _SharpReCLTask:
         n, n_classes = len(texts), len(self.classes_)
-        for name in _TRAIN_MEMORY:  # a previous fit's (absent when store_embeddings=False)
+        for name in _TRAIN_MEMORY:  # a previous fit's
             self.__dict__.pop(name, None)
         # Weighted counts, the weights scaled to sum to the number of texts: the prior is
         # that of the repeated texts, and equal weights give the unweighted counts.
@@ -820,8 +808,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         )
 
     def _finalize_fit(self, task: _SharpReCLTask) -> None:
-        if self.store_embeddings:
-            self._store_train_embeddings(task)
+        self._store_train_embeddings(task)
 
     def _store_train_embeddings(self, task: _SharpReCLTask) -> None:
         """Embed the training texts with the final model, for :meth:`explain`. The linear
