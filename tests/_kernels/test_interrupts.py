@@ -65,7 +65,8 @@ def test_interruptible_is_a_no_op_in_other_threads():
     assert errors == []
 
 
-@pytest.mark.parametrize("fraction", [0.3, 0.6])
+# one landing point in the default run (each case fits three times, ~5-15 s); both slow
+@pytest.mark.parametrize("fraction", [pytest.param(0.3, marks=pytest.mark.slow), 0.6])
 def test_ctrl_c_during_a_fit_is_a_keyboard_interrupt(fraction):
     """Before interruptible, a SIGINT landing in the solver's kernels raised
     SystemError ("returned a result with an exception set"), crashed or was lost."""
