@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import inspect
 import itertools
 import json
@@ -44,6 +45,7 @@ from ._cli_estimators import (
     label_lists,
     tfidf_vectorizer,
 )
+from ._cli_serve import add_serve_parser, serve
 from ._version import __version__
 
 __all__ = ["build_parser", "main"]
@@ -503,95 +505,6 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(args: argparse.Namespace) -> int:
-    for option in ("port", "workers", "max_batch_size", "max_texts"):
-        value = getattr(args, option)
-        if value < (0 if option == "port" else 1) or (option == "port" and value > 65535):
-            bounds = "between 0 and 65535" if option == "port" else ">= 1"
-            raise ValueError(f"--{option.replace('_', '-')} must be {bounds}, got {value}.")
-    if not args.batch_wait_ms >= 0:
-        raise ValueError(f"--batch-wait-ms must be >= 0, got {args.batch_wait_ms}.")
-    try:
-        from ._serve import ServedModel, log_config, run
-    except ImportError as exc:  # the serve extra is missing: its message names the pip command
-        print(f"skxmc serve: error: {exc}", file=sys.stderr)
-        return 1
-    mmap = not args.no_mmap
-    if args.workers > 1:
-        from .io import describe
-
-        describe(args.model_dir)  # each worker loads the model; a wrong path fails here
-        model: Any = args.model_dir
-    else:
-        # Loaded once, here, with the errors of skxmc predict, before the port opens; the
-        # server's log format from now on (uvicorn applies it again when it starts).
-        logging.config.dictConfig(log_config())
-        loaded = _load_model(args.model_dir, mmap=mmap, option="MODEL_DIR")
-        model = ServedModel(args.model_dir, model=loaded)
-    run(
-        model,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        max_batch_size=args.max_batch_size,
-        max_wait_ms=args.batch_wait_ms,
-        max_texts=args.max_texts,
-        mmap=mmap,
-    )
-    return 0
-
-
-def _add_serve_parser(sub: Any) -> None:
-    """``skxmc serve``: a model behind HTTP (the ``serve`` extra)."""
-    serve = sub.add_parser(
-        "serve",
-        help="serve a model over HTTP: POST /predict, GET /health, GET /model, /docs, and a "
-        "try-it page at / (pip install 'skxmc[serve]')",
-        description="Serve a saved model over HTTP with FastAPI on uvicorn: POST /predict "
-        "(one text or a batch), POST /explain, GET /health, GET /model, the OpenAPI schema "
-        "at /docs and a try-it page at /. Concurrent requests share model calls "
-        "(micro-batching). SIGTERM or Ctrl-C stops it after the requests in flight. Needs "
-        "pip install 'skxmc[serve]'.",
-    )
-    serve.add_argument(
-        "model_dir",
-        metavar="MODEL_DIR",
-        help="directory of skxmc fit or skxmc.save, or user/repo in the Hugging Face cache",
-    )
-    serve.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
-    serve.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="processes, each with the model memory-mapped (default 1)",
-    )
-    serve.add_argument(
-        "--max-batch-size",
-        type=int,
-        default=64,
-        help="texts per model call at most when requests are batched together (default 64)",
-    )
-    serve.add_argument(
-        "--batch-wait-ms",
-        type=float,
-        default=5.0,
-        help="milliseconds a request waits for others to share its model call (default 5)",
-    )
-    serve.add_argument(
-        "--max-texts",
-        type=int,
-        default=1000,
-        help="texts per request at most; longer batches get status 400 (default 1000)",
-    )
-    serve.add_argument(
-        "--no-mmap",
-        action="store_true",
-        help="read the model into memory instead of memory-mapping its arrays",
-    )
-    serve.set_defaults(func=_serve)
-
-
 def _warmup(args: argparse.Namespace) -> int:
     import inspect
 
@@ -907,7 +820,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_explain_parser(sub)
     _add_evaluate_parser(sub)
     _add_model_tools(sub)
-    _add_serve_parser(sub)
+    add_serve_parser(sub, functools.partial(serve, load_model=_load_model))
     return parser
 
 

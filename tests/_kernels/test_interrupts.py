@@ -65,7 +65,7 @@ def test_interruptible_is_a_no_op_in_other_threads():
     assert errors == []
 
 
-# one landing point in the default run (each case fits three times, ~5-15 s); both slow
+# one landing point in the default run, the other slow (each case fits three times)
 @pytest.mark.parametrize("fraction", [pytest.param(0.3, marks=pytest.mark.slow), 0.6])
 def test_ctrl_c_during_a_fit_is_a_keyboard_interrupt(fraction):
     """Before interruptible, a SIGINT landing in the solver's kernels raised
