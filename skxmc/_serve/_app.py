@@ -210,6 +210,73 @@ def _without_422(app: FastAPI) -> Any:
     return openapi
 
 
+def _add_routes(
+    app: FastAPI,
+    served: ServedModel,
+    batcher: MicroBatcher,
+    executor: ThreadPoolExecutor,
+    max_texts: int,
+) -> None:
+    """The page, ``/health``, ``/model``, ``/predict`` and ``/explain`` on ``app``."""
+
+    def check_k(k: int) -> int:
+        if k > served.n_classes:
+            raise _bad(f"k must be between 1 and {served.n_classes} (the model's labels), got {k}.")
+        return k
+
+    errors: dict[int | str, dict[str, Any]] = {400: {"model": ErrorResponse}}
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> HTMLResponse:
+        return HTMLResponse(PAGE_HTML)
+
+    @app.get("/health", summary="Liveness: the model is loaded and the server answers")
+    async def health() -> dict[str, Any]:
+        # model_calls: how many batches the model ranked, fewer than the requests under load
+        return {"status": "ok", "model_calls": batcher.n_batches}
+
+    @app.get("/model", summary="What is served: estimator, labels, versions, model card")
+    async def model_info() -> dict[str, Any]:
+        return served.info
+
+    @app.post(
+        "/predict",
+        response_model=PredictResponse,
+        responses=errors,
+        summary="Top-k labels of one text or a batch, with their scores",
+    )
+    async def predict(body: PredictRequest, request: Request) -> dict[str, Any]:
+        texts = body.as_list(max_texts)
+        k = check_k(served.default_k if body.k is None else body.k)
+        request.scope["skxmc.n_texts"] = len(texts)
+        rows = await batcher.submit(texts, k)
+        threshold = body.threshold
+        predictions = []
+        for labels, scores in rows:
+            if threshold is not None:
+                kept = [i for i, s in enumerate(scores) if s >= threshold]
+                labels, scores = [labels[i] for i in kept], [scores[i] for i in kept]
+            predictions.append({"labels": labels, "scores": scores})
+        return {"predictions": predictions}
+
+    @app.post(
+        "/explain",
+        response_model=ExplainResponse,
+        responses=errors,
+        summary="Why each text got its top-k labels (models with explain)",
+    )
+    async def explain(body: ExplainRequest, request: Request) -> dict[str, Any]:
+        if not served.can_explain:
+            raise _bad(f"this model ({served.info['estimator']}) has no explain.")
+        texts = body.as_list(max_texts)
+        k = check_k(body.k)
+        request.scope["skxmc.n_texts"] = len(texts)
+        # On the prediction thread too: one model call at a time.
+        loop = asyncio.get_running_loop()
+        rows = await loop.run_in_executor(executor, served.explain, texts, k)
+        return {"explanations": rows}
+
+
 def create_app(
     model: str | os.PathLike | ServedModel,
     *,
@@ -292,63 +359,7 @@ def create_app(
         message = _validation_message(exc, content_type)
         return JSONResponse(status_code=400, content={"detail": message})
 
-    def check_k(k: int) -> int:
-        if k > served.n_classes:
-            raise _bad(f"k must be between 1 and {served.n_classes} (the model's labels), got {k}.")
-        return k
-
-    errors: dict[int | str, dict[str, Any]] = {400: {"model": ErrorResponse}}
-
-    @app.get("/", include_in_schema=False)
-    async def page() -> HTMLResponse:
-        return HTMLResponse(PAGE_HTML)
-
-    @app.get("/health", summary="Liveness: the model is loaded and the server answers")
-    async def health() -> dict[str, Any]:
-        # model_calls: how many batches the model ranked, fewer than the requests under load
-        return {"status": "ok", "model_calls": batcher.n_batches}
-
-    @app.get("/model", summary="What is served: estimator, labels, versions, model card")
-    async def model_info() -> dict[str, Any]:
-        return served.info
-
-    @app.post(
-        "/predict",
-        response_model=PredictResponse,
-        responses=errors,
-        summary="Top-k labels of one text or a batch, with their scores",
-    )
-    async def predict(body: PredictRequest, request: Request) -> dict[str, Any]:
-        texts = body.as_list(max_texts)
-        k = check_k(served.default_k if body.k is None else body.k)
-        request.scope["skxmc.n_texts"] = len(texts)
-        rows = await batcher.submit(texts, k)
-        threshold = body.threshold
-        predictions = []
-        for labels, scores in rows:
-            if threshold is not None:
-                kept = [i for i, s in enumerate(scores) if s >= threshold]
-                labels, scores = [labels[i] for i in kept], [scores[i] for i in kept]
-            predictions.append({"labels": labels, "scores": scores})
-        return {"predictions": predictions}
-
-    @app.post(
-        "/explain",
-        response_model=ExplainResponse,
-        responses=errors,
-        summary="Why each text got its top-k labels (models with explain)",
-    )
-    async def explain(body: ExplainRequest, request: Request) -> dict[str, Any]:
-        if not served.can_explain:
-            raise _bad(f"this model ({served.info['estimator']}) has no explain.")
-        texts = body.as_list(max_texts)
-        k = check_k(body.k)
-        request.scope["skxmc.n_texts"] = len(texts)
-        # On the prediction thread too: one model call at a time.
-        loop = asyncio.get_running_loop()
-        rows = await loop.run_in_executor(executor, served.explain, texts, k)
-        return {"explanations": rows}
-
+    _add_routes(app, served, batcher, executor, max_texts)
     return app
 
 
