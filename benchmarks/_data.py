@@ -65,6 +65,21 @@ def text_split(name: str, quick: bool = False) -> dict[str, Any]:
     return {"X_train": list(X_tr), "y_train": y_tr, "X_test": list(X_te), "y_test": y_te}
 
 
+def text_parts(
+    name: str, parts: tuple[str, ...] = ("train", "dev", "test"), quick: bool = False
+) -> dict[str, tuple[list, Any]]:
+    """``(texts, labels)`` of each named part (``train.jsonl.gz``, ``dev.jsonl.gz``...) of a
+    text set with an official dev split (``quick``: the first rows of each)."""
+    from skxmc.datasets import load_text_jsonl
+
+    out = {}
+    for part in parts:
+        X, y = load_text_jsonl(data_dir() / name / f"{part}.jsonl.gz")
+        n = (QUICK_TRAIN if part == "train" else QUICK_TEST) if quick else len(X)
+        out[part] = (list(X[:n]), y[:n])
+    return out
+
+
 def xmc_features(name: str, quick: bool = False) -> tuple[sp.csr_matrix, ...]:
     """``X_train, Y_train, X_test, Y_test`` (CSR, float32) of a reference set, cached in
     ``benchmarks/results/cache`` (git-ignored) by the files' sizes and dates."""

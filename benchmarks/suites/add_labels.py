@@ -65,18 +65,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _split(quick: bool) -> dict[str, Any]:
-    from skxmc.datasets import load_text_jsonl
-
-    folder = _data.data_dir() / DATASET
-    out = {}
-    for part in ("train", "dev"):
-        X, y = load_text_jsonl(folder / f"{part}.jsonl.gz")
-        n = (_data.QUICK_TRAIN if part == "train" else _data.QUICK_TEST) if quick else len(X)
-        out[part] = (list(X[:n]), [list(labels) for labels in y[:n]])
-    return out
-
-
 def _scores(clf: Any, X: Any, y_true: list, held_out: set) -> dict[str, float]:
     """old P@5, new R@5 and P@5 (x100) of ``clf`` on ``(X, y_true)``."""
     top, _ = clf.predict_topk(X, k=OLD_K)
@@ -107,7 +95,10 @@ def run(args: argparse.Namespace) -> dict:
         print(f"{DATASET}: data absent, skipped")
         return {"config": {}, "tables": [], "runs": []}
     seeds = args.seeds[:1] if args.quick else args.seeds
-    d = _split(args.quick)
+    d = {
+        part: (X, [list(labels) for labels in y])
+        for part, (X, y) in _data.text_parts(DATASET, ("train", "dev"), args.quick).items()
+    }
     (tr_x, tr_y), (dv_x, dv_y) = d["train"], d["dev"]
     vec = TfidfVectorizer(**_data.TFIDF, dtype=np.float32)
     X_tr = vec.fit_transform(tr_x)

@@ -67,18 +67,6 @@ def member(name: str, seed: int, threads: int) -> Any:
     return XRLinearClassifier(tree=tree, n_jobs=threads, random_state=tree_seed)
 
 
-def _split(quick: bool) -> dict[str, Any]:
-    from skxmc.datasets import load_text_jsonl
-
-    folder = _data.data_dir() / DATASET
-    out = {}
-    for part in ("train", "dev", "test"):
-        X, y = load_text_jsonl(folder / f"{part}.jsonl.gz")
-        n = (_data.QUICK_TRAIN if part == "train" else _data.QUICK_TEST) if quick else len(X)
-        out[part] = (list(X[:n]), y[:n])
-    return out
-
-
 def _metrics(y_true: Any, clf: Any, X: Any, inv_prop: Any) -> dict[str, float]:
     from skxmc.metrics import evaluate
 
@@ -176,7 +164,7 @@ def run(args: argparse.Namespace) -> dict:
         print(f"{DATASET}: data absent, skipped")
         return {"config": {}, "tables": [], "runs": []}
     seeds = args.seeds[:1] if args.quick else args.seeds
-    d = _split(args.quick)
+    d = _data.text_parts(DATASET, quick=args.quick)
     (tr_x, tr_y), (dv_x, dv_y), (te_x, te_y) = d["train"], d["dev"], d["test"]
     vec = TfidfVectorizer(**_data.TFIDF, dtype=np.float32)
     X_tr = vec.fit_transform(tr_x)

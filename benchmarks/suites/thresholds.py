@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -134,18 +133,6 @@ def per_label_thresholds(
     return thresholds
 
 
-def _split(name: str, quick: bool) -> dict[str, Any]:
-    from skxmc.datasets import load_text_jsonl
-
-    folder = _data.data_dir() / name
-    out = {}
-    for part in ("train", "dev", "test"):
-        X, y = load_text_jsonl(folder / f"{part}.jsonl.gz")
-        n = (_data.QUICK_TRAIN if part == "train" else _data.QUICK_TEST) if quick else len(X)
-        out[part] = (list(X[:n]), y[:n])
-    return out
-
-
 def run(args: argparse.Namespace) -> dict:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -155,7 +142,7 @@ def run(args: argparse.Namespace) -> dict:
     if _data.data_dir() is None or not (_data.data_dir() / DATASET / "dev.jsonl.gz").is_file():
         print(f"{DATASET}: data absent, skipped")
         return {"config": {}, "tables": [], "runs": []}
-    d = _split(DATASET, args.quick)
+    d = _data.text_parts(DATASET, quick=args.quick)
     (tr_x, tr_y), (dv_x, dv_y), (te_x, te_y) = d["train"], d["dev"], d["test"]
     start = time.perf_counter()
     vec = TfidfVectorizer(**_data.TFIDF, dtype=np.float32)
