@@ -105,6 +105,15 @@ def _use(skxmc_root: str | None) -> None:
         sys.path.insert(0, skxmc_root)
 
 
+def _relative_to_tree(path: str, skxmc_root: str | None) -> str:
+    """``path`` inside the measured tree, so that results name no machine's folders; an
+    absolute path left in a result says that another skxmc was imported."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(skxmc_root or ROOT).resolve()))
+    except ValueError:
+        return path
+
+
 def _reset_peak() -> None:
     """Reset this process's ``VmHWM`` to its current resident memory (Linux)."""
     with open("/proc/self/clear_refs", "w") as fh:
@@ -150,7 +159,7 @@ def fit_and_save(n_labels: int, length: int, seed: int, path: str, skxmc_root=No
         "fit_peak_growth_mb": fit_peak - base,
         "rss_before_fit_mb": base,
         "fit_save_peak_mb": max(start_peak, _rss_mb("VmHWM:")),
-        "skxmc_file": skxmc.__file__,
+        "skxmc_file": _relative_to_tree(skxmc.__file__, skxmc_root),
     }
 
 
