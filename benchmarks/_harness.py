@@ -77,13 +77,20 @@ class Clock:
         self.cpu_s = time.process_time() - self._cpu
 
 
-def in_child(target: str, timeout: float | None = None, env: dict | None = None, **kwargs) -> dict:
-    """Run ``module:function(**kwargs)`` in a fresh interpreter; returns its dict with the
-    child's ``peak_rss_mb`` and ``process_wall_s`` (interpreter start to exit) added.
+def in_child(
+    target: str,
+    timeout: float | None = None,
+    env: dict | None = None,
+    python: str | None = None,
+    **kwargs,
+) -> dict:
+    """Run ``module:function(**kwargs)`` in a fresh interpreter (``python``, default this
+    one: a peer library's own environment); returns its dict with the child's
+    ``peak_rss_mb`` and ``process_wall_s`` (interpreter start to exit) added.
 
     ``kwargs`` must be JSON values, and so must the function's result.
     """
-    cmd = [sys.executable, "-m", "benchmarks._child", target, json.dumps(kwargs)]
+    cmd = [python or sys.executable, "-m", "benchmarks._child", target, json.dumps(kwargs)]
     start = time.perf_counter()
     proc = subprocess.run(
         cmd,

@@ -140,3 +140,26 @@ def test_training_settings_follow_the_estimator(monkeypatch: pytest.MonkeyPatch)
     new = training_settings(New, max_epochs=3, batch_size=4, device="cpu", random_state=1)
     assert new == {"training": Config(3, 4), "device": "cpu", "random_state": 1}
     assert training_settings(Old, max_epochs=3, device="cpu") == {"max_epochs": 3, "device": "cpu"}
+
+
+@pytest.mark.slow  # about 15 s: libpecos fine-tunes a tiny encoder in its own interpreter
+def test_matchxml_quick_runs_pecos_xtransformer_as_peer(tmp_path: Path) -> None:
+    """Issue 50 item 2: XR-Transformer beside TF-IDF + XR-Linear on the same data; without
+    a libpecos interpreter the row is skipped and the results say so."""
+    from skxmc.datasets import get_data_dir
+
+    data = get_data_dir()
+    if data is None or not (data / "reuters21578_allcats").is_dir():
+        pytest.skip("reuters21578_allcats not found (set SKXMC_DATA)")
+    rows = ("--rows", "TF-IDF + XR-Linear", "PECOS XR-Transformer", "--out", str(tmp_path))
+    python = os.environ.get("SKXMC_PECOS_PYTHON")
+    _run("matchxml", "--quick", *rows, *(["--pecos-python", python] if python else []))
+    result = json.loads((tmp_path / "matchxml.json").read_text())
+    measured = {row["row"]: row for row in result["tables"][0]["rows"]}
+    if not python:
+        assert set(measured) == {"TF-IDF + XR-Linear"}
+        assert "PECOS XR-Transformer" in result["config"]["skipped"][0]
+        return
+    peer = measured["PECOS XR-Transformer"]
+    assert 0 < peer["P@1"] <= 100 and peer["fit_s"] > 0 and peer["predict_s"] > 0
+    assert abs(peer["P@1"] - measured["TF-IDF + XR-Linear"]["P@1"]) < 30  # same labels

@@ -3,7 +3,10 @@ with the same TF-IDF and ranker in every row.
 
 Rows: ``TF-IDF + XR-Linear`` (the ranker alone), ``MatchXML`` (fine-tuned encoder,
 refined tree, static sentence embeddings), ``PIFA tree`` (the ranker on PIFA's tree),
-``hinge final loss``, ``no sentence embeddings``. P@1/3/5, nDCG@5, PSP@5 (x100, mean ±
+``hinge final loss``, ``no sentence embeddings``, and ``PECOS XR-Transformer`` (libpecos's
+XR-Transformer with the same encoder, texts, TF-IDF and budget, run in libpecos's own
+interpreter: ``--pecos-python`` or ``$SKXMC_PECOS_PYTHON``; see ``_xtransformer.py``;
+skipped, and said so, without one). P@1/3/5, nDCG@5, PSP@5 (x100, mean ±
 sample std over the seeds), fit and predict seconds. ``--quick`` uses a tiny random
 encoder and no sentence embeddings on the first 800 texts of reuters21578_allcats.
 Replaces ``matchxml.py``, ``matchxml_dev.py`` and ``matchxml_final_features.py`` (the
@@ -18,6 +21,7 @@ from typing import Any
 
 from benchmarks import _data
 from benchmarks._harness import fit_complete, summarise
+from benchmarks.suites import _xtransformer
 
 SEEDS = (0, 1, 2)
 DATASETS = ("reuters21578_allcats", "tibkat_gnd_en")
@@ -28,18 +32,20 @@ ROWS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "hinge final loss": ({}, {"final_loss": "hinge"}),
     "no sentence embeddings": ({"sentence_encoder": None}, {}),
 }
+BASELINE, PEER = "TF-IDF + XR-Linear", "PECOS XR-Transformer"
 METRICS = ("P@1", "P@3", "P@5", "nDCG@5", "PSP@5", "fit_s", "predict_s")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--datasets", nargs="+", help=f"default: {' '.join(DATASETS)}")
-    parser.add_argument("--rows", nargs="+", choices=["TF-IDF + XR-Linear", *ROWS])
+    parser.add_argument("--rows", nargs="+", choices=[BASELINE, *ROWS, PEER])
     parser.add_argument("--encoder", help="encoder folder (default: the bundled MiniLM)")
     parser.add_argument("--steps", type=int, default=150, help="fine-tuning steps per stage")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--pecos-python", help="libpecos's interpreter (XR-Transformer row)")
 
 
 def make_ranker(seed: int, threads: int) -> Any:
@@ -94,6 +100,26 @@ def make_estimator(encoder: str, args: argparse.Namespace, seed: int, row: str) 
     return MatchXMLClassifier(**{**params, **outer})
 
 
+def make_peer(encoder: str, args: argparse.Namespace, seed: int, python: str) -> Any:
+    """libpecos's XR-Transformer at MatchXML's budget: the same encoder, TF-IDF, token
+    limit, batch size and learning rate, ``--steps`` per level as MatchXML's per stage."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from skxmc import MultiStageMatcher
+
+    settings = {
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "max_length": args.max_length,
+        "learning_rate": MultiStageMatcher._training_defaults["learning_rate"],
+        "seed": seed,
+        "threads": args.threads,
+    }
+    return _xtransformer.PecosXTransformer(
+        TfidfVectorizer(**_data.TFIDF), encoder, settings, python
+    )
+
+
 def _score(clf: Any, X_test: Any, y_test: Any, y_train: Any) -> dict[str, float]:
     from sklearn.preprocessing import MultiLabelBinarizer
 
@@ -101,7 +127,8 @@ def _score(clf: Any, X_test: Any, y_test: Any, y_train: Any) -> dict[str, float]
 
     start = time.perf_counter()
     labels, scores = clf.predict_topk(X_test, k=10)
-    seconds = time.perf_counter() - start
+    # The peer's own prediction time, without its child interpreter's start and load.
+    seconds = getattr(clf, "predict_s_", time.perf_counter() - start)
     mlb = MultiLabelBinarizer(classes=list(clf.classes_), sparse_output=True)
     import warnings
 
@@ -120,9 +147,12 @@ def run(args: argparse.Namespace) -> dict:
     if args.quick:
         args.steps = 3
     names = args.datasets or (DATASETS[:1] if args.quick else DATASETS)
-    rows = args.rows or (
-        ["TF-IDF + XR-Linear", "MatchXML"] if args.quick else ["TF-IDF + XR-Linear", *ROWS]
-    )
+    rows = args.rows or ([BASELINE, "MatchXML"] if args.quick else [BASELINE, *ROWS, PEER])
+    python, skipped = _xtransformer.pecos_python(args.pecos_python), []
+    if PEER in rows and python is None:
+        rows = [r for r in rows if r != PEER]
+        skipped.append(f"{PEER} (no libpecos interpreter: --pecos-python or SKXMC_PECOS_PYTHON)")
+        print(f"skipped: {skipped[-1]}")
     runs = []
     encoder_name = None
     for name in names:
@@ -133,8 +163,10 @@ def run(args: argparse.Namespace) -> dict:
         encoder, encoder_name = _data.encoder_for(args, d["X_train"])
         for seed in args.seeds:
             for row in rows:
-                if row == "TF-IDF + XR-Linear":
+                if row == BASELINE:
                     clf = TfidfRanker(make_ranker(seed, args.threads))
+                elif row == PEER:
+                    clf = make_peer(encoder, args, seed, python)
                 else:
                     clf = make_estimator(encoder, args, seed, row)
                 start = time.perf_counter()
@@ -152,6 +184,7 @@ def run(args: argparse.Namespace) -> dict:
             "max_length": args.max_length,
             "threads": args.threads,
             "ranker": "XRLinearClassifier(Cp=2, beam_size=10)",
+            "skipped": skipped,
         },
         "tables": [
             {
