@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--texts", type=int, default=2000, help="test texts (default 2000)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument(
+        "--workers", type=int, nargs="+", default=[1, 2], help="skxmc serve --workers rows"
+    )
 
 
 def fit_pipeline(dataset: str, quick: bool, work: str, seed: int, n_texts: int) -> dict:
@@ -117,8 +120,16 @@ def _free_port() -> int:
 
 
 def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of process ``pid`` and its children (``--workers``), from ``/proc``."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if stat.parent.name == str(pid) or fields[1] == str(pid):
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def _request(conn: http.client.HTTPConnection, method: str, path: str, body: Any = None) -> Any:
@@ -257,17 +268,20 @@ def _measure(args: argparse.Namespace, skipped: list[str]) -> list[dict]:
             local = in_child(
                 "benchmarks.suites.serve_throughput:in_process", env=ONE_THREAD, work=tmp
             )
-            served = through_server(work, args.concurrency, [])
-            row = {"kind": "serve", "dataset": dataset, "seed": seed, "round": r}
-            row.update(n_texts=fit["n_texts"], concurrency=args.concurrency)
-            row.update({k: v for k, v in local.items() if k != "steps_us_per_text"})
-            row.update({f"{k} us/text": v for k, v in local["steps_us_per_text"].items()})
-            row.update(served)
-            row["vs batch_all"] = served["texts_per_s"] / local["batch_all_texts_per_s"]
-            row["vs batch_64"] = served["texts_per_s"] / local["batch_64_texts_per_s"]
-            print(f"serve round {r + 1}: {served['texts_per_s']:.0f} texts/s, "
-                  f"{row['vs batch_all']:.2f} of in-process", flush=True)  # fmt: skip
-            runs.append(row)
+            for workers in args.workers:
+                served = through_server(work, args.concurrency, ["--workers", str(workers)])
+                row = {"kind": "serve", "dataset": dataset, "seed": seed, "round": r}
+                row.update(workers=workers, n_texts=fit["n_texts"], concurrency=args.concurrency)
+                row.update({k: v for k, v in local.items() if k != "steps_us_per_text"})
+                steps = local["steps_us_per_text"]
+                row.update({f"{k} us/text": v for k, v in steps.items()})
+                row.update(served)
+                row["rest us/text"] = served["server_cpu_us_per_text"] - sum(steps.values())
+                row["vs batch_all"] = served["texts_per_s"] / local["batch_all_texts_per_s"]
+                row["vs batch_64"] = served["texts_per_s"] / local["batch_64_texts_per_s"]
+                print(f"serve round {r + 1}, {workers} worker(s): {served['texts_per_s']:.0f} "
+                      f"texts/s, {row['vs batch_all']:.2f} of in-process", flush=True)  # fmt: skip
+                runs.append(row)
     return runs
 
 
@@ -282,6 +296,7 @@ SERVE_METRICS = (
     "vectorise us/text",
     "beam search + top-k us/text",
     "to Python lists us/text",
+    "rest us/text",
 )
 
 
@@ -290,7 +305,7 @@ def tables(runs: list[dict]) -> list[dict]:
 
     if not runs:
         return []
-    rows = summarise(runs, ["dataset", "concurrency"], SERVE_METRICS)
+    rows = summarise(runs, ["dataset", "concurrency", "workers"], SERVE_METRICS)
     return [
         {
             "id": "serve-throughput",
@@ -299,9 +314,11 @@ def tables(runs: list[dict]) -> list[dict]:
             "micro-batches of up to 64 texts, 5 ms wait) to concurrent callers posting one "
             "text per request, against the served model's own predict in process on the same "
             "texts (one batch; batches of 64), vectorising included both sides; mean ± std "
-            "over alternating rounds (n_seeds: rounds). Server CPU per text, and the "
-            "in-process CPU per text of each step on batches of 64.",
-            "columns": ["dataset", "concurrency", *SERVE_METRICS, "n_seeds"],
+            "over alternating rounds (n_seeds: rounds). Where the time goes: the server's "
+            "CPU microseconds per text (all its processes), the in-process CPU per text of "
+            "each step of the model on batches of 64, and the rest of the server's CPU "
+            "(HTTP, FastAPI, JSON, micro-batching).",
+            "columns": ["dataset", "concurrency", "workers", *SERVE_METRICS, "n_seeds"],
             "rows": rows,
             "digits": {"vs batch_all": 2, "vs batch_64": 2, "mean_batch": 1},
         }
