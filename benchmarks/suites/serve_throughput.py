@@ -143,7 +143,7 @@ def _request(conn: http.client.HTTPConnection, method: str, path: str, body: Any
     return json.loads(data)
 
 
-def through_server(work: Path, concurrency: int, extra: list[str]) -> dict:
+def through_server(work: Path, concurrency: int, workers: int) -> dict:
     """Texts per second of ``skxmc serve`` with ``concurrency`` callers posting one text
     each, and the server's CPU seconds per text."""
     texts = json.loads((work / "texts.json").read_text())
@@ -151,7 +151,7 @@ def through_server(work: Path, concurrency: int, extra: list[str]) -> dict:
     cmd = [sys.executable, "-m", "skxmc", "serve", str(work / "model"), "--port", str(port)]
     log = open(work / "server.log", "w")
     proc = subprocess.Popen(
-        [*cmd, *extra],
+        [*cmd, "--workers", str(workers)],
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -174,7 +174,16 @@ def through_server(work: Path, concurrency: int, extra: list[str]) -> dict:
         ]
         for c in conns:
             _request(c, "POST", "/predict", {"text": texts[0], "k": TOP_K})
-        calls_before = _request(conn, "GET", "/health")["model_calls"]
+        conn.close()  # idle during the run: uvicorn would close it (keep-alive 5 s)
+
+        def model_calls() -> int:  # one worker's count (the one that answers)
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            try:
+                return int(_request(c, "GET", "/health")["model_calls"])
+            finally:
+                c.close()
+
+        calls_before = model_calls()
         cpu_before = _cpu_s(proc.pid)
         next_text = iter(range(len(texts)))
         lock = threading.Lock()
@@ -202,11 +211,12 @@ def through_server(work: Path, concurrency: int, extra: list[str]) -> dict:
         if errors:
             raise RuntimeError(f"{len(errors)} requests failed: {errors[0]!r}")
         server_cpu = _cpu_s(proc.pid) - cpu_before
-        calls = _request(conn, "GET", "/health")["model_calls"] - calls_before
+        calls = model_calls() - calls_before
         return {
             "texts_per_s": len(texts) / wall,
             "server_cpu_us_per_text": 1e6 * server_cpu / len(texts),
-            "mean_batch": len(texts) / max(calls, 1),
+            # texts per model call; with several workers /health counts one worker's
+            "mean_batch": len(texts) / max(calls, 1) if workers == 1 else None,
             "wall_s": wall,
         }
     finally:
@@ -269,7 +279,7 @@ def _measure(args: argparse.Namespace, skipped: list[str]) -> list[dict]:
                 "benchmarks.suites.serve_throughput:in_process", env=ONE_THREAD, work=tmp
             )
             for workers in args.workers:
-                served = through_server(work, args.concurrency, ["--workers", str(workers)])
+                served = through_server(work, args.concurrency, workers)
                 row = {"kind": "serve", "dataset": dataset, "seed": seed, "round": r}
                 row.update(workers=workers, n_texts=fit["n_texts"], concurrency=args.concurrency)
                 row.update({k: v for k, v in local.items() if k != "steps_us_per_text"})
