@@ -52,6 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", type=int, nargs="+", default=[1, 2], help="skxmc serve --workers rows"
     )
+    parser.add_argument(
+        "--baseline-checkout",
+        help="another checkout whose skxmc serve (1 worker) runs in every round too, "
+        "alternating with this one's (its skxmc/ on PYTHONPATH): a before/after row",
+    )
 
 
 def fit_pipeline(dataset: str, quick: bool, work: str, seed: int, n_texts: int) -> dict:
@@ -143,7 +148,7 @@ def _request(conn: http.client.HTTPConnection, method: str, path: str, body: Any
     return json.loads(data)
 
 
-def through_server(work: Path, concurrency: int, workers: int) -> dict:
+def through_server(work: Path, concurrency: int, workers: int, checkout: str | None = None) -> dict:
     """Texts per second of ``skxmc serve`` with ``concurrency`` callers posting one text
     each, and the server's CPU seconds per text."""
     texts = json.loads((work / "texts.json").read_text())
@@ -155,7 +160,7 @@ def through_server(work: Path, concurrency: int, workers: int) -> dict:
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
-        env={**os.environ, **ONE_THREAD},
+        env={**os.environ, **ONE_THREAD, **({"PYTHONPATH": checkout} if checkout else {})},
     )
     try:
         deadline = time.monotonic() + 120
@@ -241,10 +246,25 @@ def run(args: argparse.Namespace) -> dict:
             "top_k": TOP_K,
             "server": "skxmc serve defaults: 1 worker, mmap, --max-batch-size 64, "
             "--batch-wait-ms 5",
+            "baseline_checkout": _describe_checkout(args.baseline_checkout),
         },
         "note": ("Skipped: " + "; ".join(skipped) + ".") if skipped else "",
         "tables": tables(runs),
         "runs": runs,
+    }
+
+
+def _describe_checkout(path: str | None) -> dict | None:
+    """The baseline checkout's commit and the files of ``skxmc/_serve`` that differ."""
+    if not path:
+        return None
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=path, capture_output=True, text=True).stdout.strip()
+
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "changed": git("status", "--porcelain", "--untracked-files=no").splitlines(),
     }
 
 
@@ -278,18 +298,24 @@ def _measure(args: argparse.Namespace, skipped: list[str]) -> list[dict]:
             local = in_child(
                 "benchmarks.suites.serve_throughput:in_process", env=ONE_THREAD, work=tmp
             )
-            for workers in args.workers:
-                served = through_server(work, args.concurrency, workers)
+            servers = [("this checkout", None, w) for w in args.workers]
+            if args.baseline_checkout:
+                servers.insert(0, ("baseline", args.baseline_checkout, 1))
+            for server, checkout, workers in servers:
+                served = through_server(work, args.concurrency, workers, checkout)
                 row = {"kind": "serve", "dataset": dataset, "seed": seed, "round": r}
-                row.update(workers=workers, n_texts=fit["n_texts"], concurrency=args.concurrency)
+                row.update(server=server, workers=workers, concurrency=args.concurrency)
+                row["n_texts"] = fit["n_texts"]
                 row.update({k: v for k, v in local.items() if k != "steps_us_per_text"})
                 steps = local["steps_us_per_text"]
                 row.update({f"{k} us/text": v for k, v in steps.items()})
                 row.update(served)
                 row["rest us/text"] = served["server_cpu_us_per_text"] - sum(steps.values())
+                row["cpu ratio"] = sum(steps.values()) / served["server_cpu_us_per_text"]
                 row["vs batch_all"] = served["texts_per_s"] / local["batch_all_texts_per_s"]
                 row["vs batch_64"] = served["texts_per_s"] / local["batch_64_texts_per_s"]
-                print(f"serve round {r + 1}, {workers} worker(s): {served['texts_per_s']:.0f} "
+                rate = served["texts_per_s"]
+                print(f"serve round {r + 1}, {server}, {workers} worker(s): {rate:.0f} "
                       f"texts/s, {row['vs batch_all']:.2f} of in-process", flush=True)  # fmt: skip
                 runs.append(row)
     return runs
@@ -301,6 +327,7 @@ SERVE_METRICS = (
     "batch_64_texts_per_s",
     "vs batch_all",
     "vs batch_64",
+    "cpu ratio",
     "mean_batch",
     "server_cpu_us_per_text",
     "vectorise us/text",
@@ -315,7 +342,8 @@ def tables(runs: list[dict]) -> list[dict]:
 
     if not runs:
         return []
-    rows = summarise(runs, ["dataset", "concurrency", "workers"], SERVE_METRICS)
+    keys = ["dataset", "concurrency", "server", "workers"]
+    rows = summarise(runs, keys, SERVE_METRICS)
     return [
         {
             "id": "serve-throughput",
@@ -323,13 +351,15 @@ def tables(runs: list[dict]) -> list[dict]:
             "caption": "Texts per second answered by skxmc serve (defaults: one worker, "
             "micro-batches of up to 64 texts, 5 ms wait) to concurrent callers posting one "
             "text per request, against the served model's own predict in process on the same "
-            "texts (one batch; batches of 64), vectorising included both sides; mean ± std "
-            "over alternating rounds (n_seeds: rounds). Where the time goes: the server's "
+            "texts (one batch; batches of 64), vectorising included both sides; cpu ratio: "
+            "the model's in-process CPU per text over the server's (less sensitive to the "
+            "machine's load); baseline: the server of --baseline-checkout; mean ± std over "
+            "alternating rounds (n_seeds: rounds). Where the time goes: the server's "
             "CPU microseconds per text (all its processes), the in-process CPU per text of "
             "each step of the model on batches of 64, and the rest of the server's CPU "
             "(HTTP, FastAPI, JSON, micro-batching).",
-            "columns": ["dataset", "concurrency", "workers", *SERVE_METRICS, "n_seeds"],
+            "columns": [*keys, *SERVE_METRICS, "n_seeds"],
             "rows": rows,
-            "digits": {"vs batch_all": 2, "vs batch_64": 2, "mean_batch": 1},
+            "digits": {"vs batch_all": 2, "vs batch_64": 2, "cpu ratio": 2, "mean_batch": 1},
         }
     ]
