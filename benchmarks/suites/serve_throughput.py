@@ -157,7 +157,7 @@ def through_server(work: Path, concurrency: int, workers: int, checkout: str | N
     log = open(work / "server.log", "w")
     proc = subprocess.Popen(
         [*cmd, "--workers", str(workers)],
-        cwd=ROOT,
+        cwd=checkout or ROOT,  # python -m puts the working folder first on sys.path
         stdout=log,
         stderr=subprocess.STDOUT,
         env={**os.environ, **ONE_THREAD, **({"PYTHONPATH": checkout} if checkout else {})},
