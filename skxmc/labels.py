@@ -798,9 +798,41 @@ def indices_to_labels(
         value. Metrics also take a slot whose score is
         ``-inf`` as empty, whatever its label.
     """
-    indices = np.asarray(indices)
+    return _label_gather_plan(classes, fill_value=fill_value)(indices)
+
+
+class _LabelGather:
+    """``indices -> labels`` with the classes and the empty-slot value settled once (see
+    :func:`_label_gather_plan`)."""
+
+    __slots__ = ("classes", "fill_value")
+
+    def __init__(self, classes: np.ndarray, fill_value: Any) -> None:
+        self.classes, self.fill_value = classes, fill_value
+
+    def __call__(self, indices: np.ndarray) -> np.ndarray:
+        indices = np.asarray(indices)
+        classes, fill_value = self.classes, self.fill_value
+        missing = indices < 0
+        if len(classes) == 0:
+            out = np.empty(indices.shape, dtype=object if fill_value is None else classes.dtype)
+            out[...] = fill_value
+            return out
+        labels = classes[np.where(missing, 0, indices)]
+        if not missing.any():
+            return labels
+        if fill_value is None or (classes.dtype.kind in "US"):
+            labels = labels.astype(object)
+        labels[missing] = fill_value
+        return labels
+
+
+def _label_gather_plan(classes: np.ndarray, *, fill_value: Any = None) -> _LabelGather:
+    """:func:`indices_to_labels` for fixed ``classes``, as a callable ``indices -> labels``:
+    what depends only on the classes (their gatherable dtype, the empty-slot value, a scan
+    of the classes for integer labels) is settled once, for callers that map many small
+    index arrays with the same classes (a model answering single texts)."""
     classes = _gatherable(np.asarray(classes))
-    missing = indices < 0
     if fill_value is None:
         if classes.dtype.kind in "iu":
             fill_value = _int_fill(classes)
@@ -812,14 +844,4 @@ def indices_to_labels(
                     classes = classes.astype(np.int64)
         elif classes.dtype.kind == "f":
             fill_value = np.nan
-    if len(classes) == 0:
-        out = np.empty(indices.shape, dtype=object if fill_value is None else classes.dtype)
-        out[...] = fill_value
-        return out
-    labels = classes[np.where(missing, 0, indices)]
-    if not missing.any():
-        return labels
-    if fill_value is None or (classes.dtype.kind in "US"):
-        labels = labels.astype(object)
-    labels[missing] = fill_value
-    return labels
+    return _LabelGather(classes, fill_value)

@@ -99,13 +99,19 @@ class MicroBatcher:
         size = len(batch[0].texts)
         deadline = time.monotonic() + self.max_wait
         while size < self.max_batch_size:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
+            # Requests already waiting are taken at once: under load the queue is full
+            # and a wait_for (a task and a timer per request) would cost more than the
+            # request's share of the model call.
             try:
-                request = await asyncio.wait_for(self._queue.get(), remaining)
-            except asyncio.TimeoutError:
-                break
+                request = self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    request = await asyncio.wait_for(self._queue.get(), remaining)
+                except asyncio.TimeoutError:
+                    break
             if size + len(request.texts) > self.max_batch_size:
                 self._next = request  # requests are never split: it opens the next batch
                 break

@@ -152,6 +152,11 @@ class ChunkedWeights:
             self.blocks = np.empty(int(self.block_start[-1]), dtype=np.int32)
             layout(False, self.blocks)
 
+    def __getstate__(self) -> dict:
+        # what the few-row predict path prepared from this layer (_fast_predict) is
+        # rebuilt where it is needed, never pickled
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_fast")}
+
     @classmethod
     def from_arrays(
         cls,

@@ -29,6 +29,7 @@ from ._beam import (
     beam_search,
 )
 from ._explain import ExplainMixin
+from ._fast_predict import fast_rows, search_few, topk_labels
 from ._model_state import ModelStateMixin, _search_structures, _SearchCache
 from ._problem import LayerGroups, row_squared_norms, solver_view
 from ._select import selected_search
@@ -138,6 +139,13 @@ def _cluster_session(label: str) -> Any:
 
     client = active_client()
     return None if client is None else ClusterSession(client, label)
+
+
+def _cluster_session_absent() -> bool:
+    """No ``joblib.parallel_config(backend="dask")`` context is active."""
+    from ._distributed import active_client
+
+    return active_client() is None
 
 
 def _check_negatives(negatives: Any, Y: sp.csr_matrix, classes: np.ndarray) -> sp.csr_matrix | None:
@@ -847,6 +855,23 @@ class XRLinearClassifier(
         scores : ndarray of shape (n_samples, k)
             Path scores; ``-inf`` in empty slots.
         """
+        rows = fast_rows(self, X) if labels is None else None
+        # a few valid rows (the same result; anything else, or a dask context, which
+        # searches on its cluster, takes the full path below)
+        if rows is not None and self.post_processor in POST_PROCESSORS:
+            if _cluster_session_absent():
+                k = self._resolve_k(k)
+                cache = self._search_cache
+                path = search_few(
+                    rows,
+                    X.shape[1],
+                    cache,
+                    bias=self.bias,
+                    beam_size=self.beam_size,
+                    top_k=k,
+                    post_processor=self.post_processor,
+                )
+                return topk_labels(path, k, cache)
         X = self._validate_X(X)
         columns = self._label_columns(labels)
         k = self._resolve_k(k, columns)
