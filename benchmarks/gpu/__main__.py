@@ -88,15 +88,16 @@ def _run(args: argparse.Namespace, method: object, argv: list[str]) -> int:
     args.device = args.device or ("cpu" if args.tiny else "cuda")
     args.seeds = args.seeds or list(method.SEEDS)
     out = args.out or Path(os.environ.get("OUT") or _kit.GPU / "out")
-    recorder = _kit.Recorder(args.method, argv, out, args.seeds)
+    recorder = _kit.Recorder(args.method, argv, out, args.seeds, gpu=args.device != "cpu")
     recorder.config.update({"tiny": args.tiny, "budget_s": args.budget, "device": args.device})
-    print(f"{args.method}: unpacked in {budget.elapsed():.1f} s; GPU {_kit.gpu_name()}", flush=True)
-    with budget:
-        try:
+    gpu = recorder.head["machine"].get("gpu", "none")
+    print(f"{args.method}: unpacked in {budget.elapsed():.1f} s; GPU {gpu}", flush=True)
+    try:
+        with budget:  # inside: the watchdog may fire as the timer starts or stops
             method.run(args, budget, recorder)
-            recorder.finished = True
-        except KeyboardInterrupt:
-            recorder.skip(f"the rest: the {args.budget:.0f} s budget ran out")
+        recorder.finished = not budget.expired  # the interrupt may have been swallowed
+    except KeyboardInterrupt:
+        recorder.skip(f"the rest: the {args.budget:.0f} s budget ran out")
     path = recorder.write()
     print(f"wrote {path} and {path.with_suffix('.md')} in {budget.elapsed():.1f} s")
     return 0

