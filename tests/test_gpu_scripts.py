@@ -150,3 +150,24 @@ def test_the_watchdog_stops_a_run_and_keeps_what_finished(
     assert result["finished"] is False and "budget ran out" in result["note"]
     assert len(result["runs"]) >= 2 and all(r["left_s"] > -0.5 for r in result["runs"])
     assert (tmp_path / "snm" / "MANIFEST.json").is_file()  # unpacked beside the pack
+
+
+def test_unpack_makes_folders_of_folder_entries_and_gzips_text_parts(tmp_path: Path) -> None:
+    """Wheels hold folder entries (``gensim/``): they become folders, not files, and the
+    files under them unpack; text parts come out as the ``.jsonl.gz`` the loaders read."""
+    import gzip
+    import zipfile
+
+    from benchmarks.gpu import _kit
+
+    pack = tmp_path / "m.zip"
+    with zipfile.ZipFile(pack, "w") as z:
+        z.writestr("site/pkg/", b"")
+        z.writestr("site/pkg/__init__.py", b"X = 1\n")
+        z.writestr("data/s/train.jsonl", b'{"text": "a", "labels": ["x"]}\n', zipfile.ZIP_LZMA)
+        z.writestr("MANIFEST.json", json.dumps({"gensim": True}))
+    assert _kit.unpack(pack, tmp_path / "m") == {"gensim": True}
+    assert (tmp_path / "m" / "site" / "pkg" / "__init__.py").read_text() == "X = 1\n"
+    with gzip.open(tmp_path / "m" / "data" / "s" / "train.jsonl.gz", "rt") as fh:
+        assert json.loads(fh.read())["labels"] == ["x"]
+    assert _kit.unpack(pack, tmp_path / "m") == {"gensim": True}  # a second time: no-op

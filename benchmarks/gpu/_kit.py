@@ -159,6 +159,9 @@ def unpack(pack_file: Path, target: Path) -> dict[str, Any]:
     with zipfile.ZipFile(pack_file) as z:
         for info in z.infolist():
             out = target / info.filename
+            if info.is_dir():  # the wheels' folder entries
+                out.mkdir(parents=True, exist_ok=True)
+                continue
             out.parent.mkdir(parents=True, exist_ok=True)
             if info.filename.endswith(".jsonl"):
                 with z.open(info) as src, gzip.open(f"{out}.gz", "wb", compresslevel=1) as dst:
