@@ -82,6 +82,13 @@ def test_matchxml_dry_run_chooses_lambda_on_dev_and_runs_table_xii(tmp_path: Pat
         if run["row"] != matchxml.BASELINE:
             assert run["stage_steps"] and all(n == 3 for n in run["stage_steps"])
     assert {r["split"] for r in result["runs"]} == {"dev", "test"}
+    logs = (tmp_path / "out" / "gpu-matchxml-logs.txt").read_text()
+    assert logs.count("### s0-") == len(result["runs"]) // 2  # one tail per child
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "gpu-matchxml-logs.txt",
+        "gpu-matchxml.json",
+        "gpu-matchxml.md",
+    ]
 
 
 @pytest.mark.slow

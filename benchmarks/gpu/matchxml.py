@@ -33,13 +33,14 @@ import argparse
 import json
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from benchmarks._harness import ROOT, fit_complete, summarise
-from benchmarks.gpu._kit import Budget, Recorder
+from benchmarks.gpu._kit import GPU, Budget, Recorder
 
 __all__ = ["ENCODER", "GENSIM", "PACK", "PACK_TINY", "SEEDS", "fit_one", "run"]
 
@@ -118,9 +119,9 @@ def fit_one(
     return out
 
 
-def _child(job: dict, timeout: float, logs: Path) -> dict | None:
-    """``fit_one(**job)`` in a fresh interpreter, its log in ``logs``; None when it failed
-    or ran past ``timeout`` (then killed)."""
+def _child(job: dict, timeout: float, logs: Path, summary: Path) -> dict | None:
+    """``fit_one(**job)`` in a fresh interpreter, its log in ``logs`` and the log's tail
+    appended to ``summary``; None when it failed or ran past ``timeout`` (then killed)."""
     name = f"s{job['seed']}-{job['row'].split(':')[0].replace(' ', '_')}"
     if "matcher__matching_weight" in job["params"]:
         name += f"-lambda{job['params']['matcher__matching_weight']}"
@@ -134,9 +135,16 @@ def _child(job: dict, timeout: float, logs: Path) -> dict | None:
             proc.kill()
             proc.communicate()
             print(f"{name}: killed at its phase's deadline", flush=True)
-            return None
+            stdout = None
+    # One file of every child's log tail: a device call returns few files.
+    summary.parent.mkdir(parents=True, exist_ok=True)
+    with open(summary, "a") as out:
+        lines = (logs / f"{name}.log").read_text(errors="replace").splitlines()
+        out.write(f"\n### {name} (rc {proc.returncode})\n" + "\n".join(lines[-150:]) + "\n")
+    if stdout is None:
+        return None
     if proc.returncode != 0:
-        print(f"{name}: failed (rc {proc.returncode}), see {logs / name}.log", flush=True)
+        print(f"{name}: failed (rc {proc.returncode}), see gpu-matchxml-logs.txt", flush=True)
         return None
     return json.loads(stdout.strip().splitlines()[-1])
 
@@ -145,11 +153,14 @@ def _phase(jobs: list[dict], seconds: float, workers: int, logs: Path, rec: Reco
     """Run ``jobs`` at most ``workers`` at once, each killed ``seconds`` from now."""
     deadline = time.monotonic() + seconds
     results: list[dict | None] = [None] * len(jobs)
+    lock = threading.Lock()
 
     def one(i: int) -> None:
-        results[i] = _child(jobs[i], deadline - time.monotonic(), logs)
+        summary = rec.out / "gpu-matchxml-logs.txt"
+        results[i] = _child(jobs[i], deadline - time.monotonic(), logs, summary)
         if results[i] is not None:
-            _record(jobs[i], results[i], rec)
+            with lock:  # one writer of the results file at a time
+                _record(jobs[i], results[i], rec)
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         list(pool.map(one, range(len(jobs))))
@@ -237,7 +248,8 @@ def run(args: argparse.Namespace, budget: Budget, rec: Recorder) -> None:
         steps, batch, max_length = STEPS, BATCH, MAX_LENGTH
     lambdas = LAMBDAS_TINY if args.tiny else LAMBDAS
     workers = args.workers or (2 if args.tiny else 6)
-    logs = rec.out / "logs"
+    logs = Path(args.pack or GPU / "matchxml.zip").parent / "matchxml-logs"  # not in $OUT
+    (rec.out / "gpu-matchxml-logs.txt").unlink(missing_ok=True)
     rec.config.update(
         {"steps_per_stage": steps, "batch_size": batch, "max_length": max_length}
         | {"lambdas": list(lambdas), "workers": workers, "pack": PACK_TINY if args.tiny else PACK}
