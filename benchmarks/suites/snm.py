@@ -32,12 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-xrlinear", action="store_true")
 
 
-def make_estimator(sampling: str, k: int, n_sampled: int, epochs: int, seed: int) -> Any:
+def make_estimator(
+    sampling: str, k: int, n_sampled: int, epochs: int, seed: int, device: str = "cpu"
+) -> Any:
     """The only place that builds an SNM estimator (training settings included)."""
     from skxmc import SNMClassifier
 
     training = _data.training_settings(
-        SNMClassifier, max_epochs=epochs, device="cpu", random_state=seed
+        SNMClassifier, max_epochs=epochs, device=device, random_state=seed
     )
     return SNMClassifier(
         negative_sampling=sampling, n_hard_negatives=k, n_sampled=n_sampled, **training
