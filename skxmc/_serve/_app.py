@@ -5,6 +5,11 @@ document it in the same place, so the OpenAPI schema at ``/openapi.json`` and th
 ``/docs`` describe exactly what is checked. Validation errors are answered with status
 400 (FastAPI's default is 422) and one readable ``detail`` string, like every other
 refusal here.
+
+``/docs`` (Swagger UI) and ``/redoc`` load their scripts from this server, not from a CDN
+(FastAPI's default), so they work on machines without internet access: the assets come
+from ``fastapi-offline``, which packages a Swagger UI recent enough for the OpenAPI 3.1
+schema FastAPI writes (``swagger-ui-bundle`` ships 4.x, which cannot read 3.1).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ with require_extra("serve", "skxmc serve"):
     from fastapi import FastAPI, HTTPException, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse
+    from fastapi_offline import FastAPIOffline
     from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 __all__ = [
@@ -414,7 +420,7 @@ def create_app(
             executor.shutdown(wait=True)
             logger.info("stopped")
 
-    app = FastAPI(
+    app = FastAPIOffline(
         title="skxmc model server",
         version=__version__,
         description=f"Top-k labels of texts from the model in `{served.model_dir}` "
