@@ -19,7 +19,7 @@ __all__ = ["add_serve_parser", "serve"]
 
 def serve(args: argparse.Namespace, *, load_model: Callable[..., Any]) -> int:
     """Run ``skxmc serve``; ``load_model`` is the command line's loader (its errors)."""
-    for option in ("port", "workers", "max_batch_size", "max_texts"):
+    for option in ("port", "workers", "max_batch_size", "max_texts", "max_body_bytes"):
         value = getattr(args, option)
         if value < (0 if option == "port" else 1) or (option == "port" and value > 65535):
             bounds = "between 0 and 65535" if option == "port" else ">= 1"
@@ -51,6 +51,7 @@ def serve(args: argparse.Namespace, *, load_model: Callable[..., Any]) -> int:
         max_batch_size=args.max_batch_size,
         max_wait_ms=args.batch_wait_ms,
         max_texts=args.max_texts,
+        max_body_bytes=args.max_body_bytes,
         mmap=mmap,
     )
     return 0
@@ -98,6 +99,12 @@ def add_serve_parser(sub: Any, func: Callable[[argparse.Namespace], int]) -> Non
         type=int,
         default=1000,
         help="texts per request at most; longer batches get status 400 (default 1000)",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=10_000_000,
+        help="bytes of a request body at most; larger ones get status 413 (default 10000000)",
     )
     parser.add_argument(
         "--no-mmap",

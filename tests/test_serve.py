@@ -8,6 +8,7 @@ model's own ``predict_topk``. The try-it page is tested in a real headless brows
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -164,7 +165,9 @@ def model_dir(tmp_path_factory, demo):
 def server(model_dir):
     # A longer wait window than the default, so that the concurrent test sees batching
     # even on a busy machine.
-    srv = Server(model_dir[0], "--batch-wait-ms", "20", "--max-texts", "50")
+    srv = Server(
+        model_dir[0], "--batch-wait-ms", "20", "--max-texts", "50", "--max-body-bytes", "200000"
+    )
     yield srv
     srv.stop()
 
@@ -224,6 +227,34 @@ def test_bad_input_gets_400_with_what_was_wrong(server, body, words):
         assert word in answer["detail"], answer["detail"]
     # and it keeps serving
     assert request(server.url + "/predict", {"text": "a"})[0] == 200
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_too_large_a_body_gets_413_and_the_server_goes_on(server, chunked):
+    body = json.dumps({"text": "word " * 50000}).encode()  # 250 kB, the limit is 200 kB
+    host, port = server.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        if chunked:  # no Content-Length: the limit applies to the bytes as they come
+            pieces = (body[i : i + 4096] for i in range(0, len(body), 4096))
+            conn.request(
+                "POST",
+                "/predict",
+                pieces,
+                {"Content-Type": "application/json"},
+                encode_chunked=True,
+            )
+        else:
+            conn.request("POST", "/predict", body, {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        answer = json.loads(response.read())
+    finally:
+        conn.close()
+    assert response.status == 413, answer
+    assert "200000 bytes" in answer["detail"] and "--max-body-bytes" in answer["detail"]
+    if not chunked:
+        assert str(len(body)) in answer["detail"]
+    assert request(server.url + "/predict", {"text": "word " * 100})[0] == 200
 
 
 def test_concurrent_clients_get_their_own_answers(server, model_dir, demo):

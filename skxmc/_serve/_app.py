@@ -39,6 +39,7 @@ with require_extra("serve", "skxmc serve"):
 
 __all__ = [
     "DEFAULT_MAX_BATCH_SIZE",
+    "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_TEXTS",
     "DEFAULT_MAX_WAIT_MS",
     "OPTIONS_ENV",
@@ -51,6 +52,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_BATCH_SIZE = 64
 DEFAULT_MAX_WAIT_MS = 5.0
 DEFAULT_MAX_TEXTS = 1000
+# 1000 texts of 10 kB each: a request larger than that is more likely a mistake (or an
+# attack) than a batch, and reading it whole would cost the other callers memory.
+DEFAULT_MAX_BODY_BYTES = 10_000_000
 # Worker processes of ``--workers`` build their app from this variable (JSON of
 # create_app's arguments): uvicorn starts them from an import string, not an object.
 OPTIONS_ENV = "SKXMC_SERVE_OPTIONS"
@@ -205,6 +209,68 @@ def _is_json(headers: list[tuple[bytes, bytes]]) -> bool:
         if name == b"content-type":
             return value.split(b";", 1)[0].strip().lower() == b"application/json"
     return False
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class _BodyLimit:
+    """ASGI middleware: a request body over ``max_bytes`` is answered 413 with a JSON
+    ``detail``, before it is read whole: at once when its ``Content-Length`` says so, else
+    (chunked) as soon as the bytes received pass the limit."""
+
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    def _refuse(self, size: str) -> tuple[dict, dict]:
+        detail = (
+            f"the request body is {size} bytes, more than this server's limit of "
+            f"{self.max_bytes} bytes (skxmc serve --max-body-bytes); send fewer or "
+            f"shorter texts per request."
+        )
+        content = json.dumps({"detail": detail}).encode()
+        headers = [
+            (b"content-length", str(len(content)).encode()),
+            (b"content-type", b"application/json"),
+            (b"connection", b"close"),
+        ]
+        start = {"type": "http.response.start", "status": 413, "headers": headers}
+        return start, {"type": "http.response.body", "body": content}
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_bytes:
+            for message in self._refuse(length.decode()):
+                await send(message)
+            return
+        received = 0
+        started = False
+
+        async def limited_receive() -> dict:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _BodyTooLarge
+            return message
+
+        async def tracked_send(message: dict) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracked_send)
+        except _BodyTooLarge:
+            if started:  # cannot happen for our routes: they read the body first
+                raise
+            for message in self._refuse(f"more than {self.max_bytes}"):
+                await send(message)
 
 
 class _PredictRoute:
@@ -363,6 +429,7 @@ def create_app(
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     max_wait_ms: float = DEFAULT_MAX_WAIT_MS,
     max_texts: int = DEFAULT_MAX_TEXTS,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     mmap: bool = True,
 ) -> FastAPI:
     """The server's application, with the model loaded (once, here).
@@ -377,6 +444,9 @@ def create_app(
         Milliseconds a request waits for others to share its model call.
     max_texts : int, default=1000
         Texts per request at most; a longer batch is refused with 400.
+    max_body_bytes : int, default=10_000_000
+        Bytes of a request body at most; a larger one is refused with 413 before it is
+        read whole.
     mmap : bool, default=True
         Memory-map the model's arrays.
 
@@ -391,6 +461,8 @@ def create_app(
         raise ValueError(f"max_wait_ms must be >= 0, got {max_wait_ms}.")
     if max_texts < 1:
         raise ValueError(f"max_texts must be >= 1, got {max_texts}.")
+    if max_body_bytes < 1:
+        raise ValueError(f"max_body_bytes must be >= 1, got {max_body_bytes}.")
     served = model if isinstance(model, ServedModel) else ServedModel(model, mmap=mmap)
     # One thread: one model call at a time (the model has its own threads inside), and the
     # event loop stays free to accept requests and fill the next batch.
@@ -434,6 +506,7 @@ def create_app(
     # the last added runs first: every request is logged, the fast route's too
     app.add_middleware(_PredictRoute, answer=fast)
     app.add_middleware(_RequestLog)
+    app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
     app.openapi = _without_422(app)  # type: ignore[method-assign]
 
     @app.exception_handler(RequestValidationError)

@@ -88,7 +88,7 @@ def run(
         ``"info"`` logs one line per request.
     **options
         Keywords of :func:`~skxmc._serve.create_app` (``max_batch_size``,
-        ``max_wait_ms``, ``max_texts``, ``mmap``).
+        ``max_wait_ms``, ``max_texts``, ``max_body_bytes``, ``mmap``).
     """
     _stop_on_sigterm()
     settings = {
