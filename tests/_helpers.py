@@ -25,6 +25,29 @@ ROOT = Path(__file__).resolve().parents[1]
 TEST_DATA = ROOT / "tests" / "data"
 
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_module(
+    module: str, *args: str, timeout: float, unset: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
+    """``python -m module *args`` from the repository root (its code first on the path),
+    asserting that it exits 0; ``unset``: environment variables it must not see."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    for name in unset:
+        env.pop(name, None)
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc
+
+
 def run_page_examples(page: str) -> None:
     """Run the ``>>>`` examples of ``docs/<page>`` as doctests (skip without docs/)."""
     import doctest

@@ -6,26 +6,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from ._helpers import run_module
 
 ROOT = Path(__file__).resolve().parents[1]
 pytest.importorskip("benchmarks._docs", reason="run from the repository root")
 
 
 def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
+    return run_module("benchmarks", *args, timeout=timeout)
 
 
 def test_linear_quick_writes_results_with_context(tmp_path: Path) -> None:

@@ -9,12 +9,13 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import time
 import types
 from pathlib import Path
 
 import pytest
+
+from ._helpers import run_module
 
 ROOT = Path(__file__).resolve().parents[1]
 pytest.importorskip("benchmarks.gpu", reason="run from the repository root")
@@ -29,18 +30,8 @@ def _data_or_skip(*names: str) -> None:
 
 
 def _gpu(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("OUT", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.gpu", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    return proc
+    # $OUT is the device tool's return folder: a dry run here must not write into it
+    return run_module("benchmarks.gpu", *args, timeout=timeout, unset=("OUT",))
 
 
 def _dry_run(method: str, tmp_path: Path, *extra: str) -> dict:

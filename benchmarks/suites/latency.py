@@ -69,20 +69,9 @@ def train(library: str, work: str, seed: int) -> dict:
     X_tr, Y_tr = _load_npz(f"{work}/X_train.npz"), _load_npz(f"{work}/Y_train.npz")
     start = time.perf_counter()
     if library == "libpecos":
-        from pecos.xmc import Indexer, LabelEmbeddingFactory
-        from pecos.xmc.xlinear.model import XLinearModel
+        from benchmarks.suites.linear import train_pecos
 
-        feat = LabelEmbeddingFactory.create(Y_tr, X_tr, method="pifa", threads=1)
-        chain = Indexer.gen(
-            feat,
-            indexer_type="hierarchicalkmeans",
-            nr_splits=16,
-            max_leaf_size=100,
-            seed=seed,
-            threads=1,
-        )
-        model = XLinearModel.train(X_tr, Y_tr, C=chain, threads=1)
-        model.save(f"{work}/libpecos")
+        train_pecos(X_tr, Y_tr, seed=seed, threads=1).save(f"{work}/libpecos")
     else:
         import skxmc
 

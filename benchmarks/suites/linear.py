@@ -73,28 +73,35 @@ def measure(dataset: str, library: str, seed: int, quick: bool, threads: int) ->
     return out
 
 
+def train_pecos(X_tr: Any, Y_tr: Any, *, seed: int, threads: int) -> Any:
+    """libpecos's XR-Linear as its users train it: PIFA label features, a hierarchical
+    k-means tree (16 splits, leaves of 100), ``XLinearModel.train`` defaults."""
+    from pecos.xmc import Indexer, LabelEmbeddingFactory
+    from pecos.xmc.xlinear.model import XLinearModel
+
+    feat = LabelEmbeddingFactory.create(Y_tr, X_tr, method="pifa", threads=threads)
+    chain = Indexer.gen(
+        feat,
+        indexer_type="hierarchicalkmeans",
+        nr_splits=16,
+        max_leaf_size=100,
+        seed=seed,
+        threads=threads,
+    )
+    return XLinearModel.train(X_tr, Y_tr, C=chain, threads=threads)
+
+
 def _measure_pecos(X_tr, Y_tr, X_te, Y_te, seed: int, threads: int) -> dict:
     """PIFA -> hierarchical k-means (16 splits, leaves of 100) -> ``XLinearModel.train``
     defaults, in memory; prediction with beam 10, top 10."""
     import scipy.sparse as sp
-    from pecos.xmc import Indexer, LabelEmbeddingFactory
-    from pecos.xmc.xlinear.model import XLinearModel
 
     from skxmc.metrics import evaluate, inverse_propensity
 
     out: dict[str, Any] = {}
     for round_ in ("fresh", "warm"):
         with Clock() as fit:
-            feat = LabelEmbeddingFactory.create(Y_tr, X_tr, method="pifa", threads=threads)
-            chain = Indexer.gen(
-                feat,
-                indexer_type="hierarchicalkmeans",
-                nr_splits=16,
-                max_leaf_size=100,
-                seed=seed,
-                threads=threads,
-            )
-            model = XLinearModel.train(X_tr, Y_tr, C=chain, threads=threads)
+            model = train_pecos(X_tr, Y_tr, seed=seed, threads=threads)
         with Clock() as predict:
             P = model.predict(X_te, beam_size=10, only_topk=TOP_K, threads=threads)
         if round_ == "fresh":
