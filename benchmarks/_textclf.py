@@ -5,6 +5,12 @@ builds its estimator; this module loads the splits (imbalanced versions made wit
 :func:`skxmc.datasets.make_imbalanced`, few-shot samples per class), fits every row for
 every seed, and reports accuracy and macro-F1 (x100, mean ± sample std over the seeds) and
 seconds per epoch.
+
+Long runs by hand (issue 50 item 3): ``--checkpoint-dir DIR --budget SECONDS`` stops the
+command after ``SECONDS`` (the fit in progress at its next optimiser step, through the
+engine's ``max_time``), keeping each finished fit's record in ``DIR/records.jsonl`` and the
+unfinished one's checkpoint under ``DIR``; the same command again resumes there and writes
+the results once every fit has finished. A fit's seconds add up over its sessions.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import gzip
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser, datasets: dict, rows: dict) -
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--learning-rate", type=float, default=2e-5)
+    parser.add_argument("--weight-decay", type=float, help="default: the estimator's")
+    parser.add_argument(
+        "--checkpoint-dir", help="resumable run: finished fits and checkpoints kept here"
+    )
+    parser.add_argument(
+        "--budget", type=float, help="seconds this command may train (with --checkpoint-dir)"
+    )
     parser.add_argument("--shots", type=int, help="training texts per class (few-shot)")
     parser.add_argument("--max-train", type=int)
     parser.add_argument("--max-test", type=int)
@@ -43,6 +57,9 @@ def build(cls: type, encoder: str, args: argparse.Namespace, seed: int, **params
     """A fine-tuned text classifier of class ``cls`` with the suite's training settings
     (passed through :func:`benchmarks._data.training_settings`), mean pooling and
     ``params``."""
+    extra = {}
+    if getattr(args, "weight_decay", None) is not None:
+        extra["weight_decay"] = args.weight_decay
     training = _data.training_settings(
         cls,
         max_epochs=args.epochs,
@@ -50,6 +67,7 @@ def build(cls: type, encoder: str, args: argparse.Namespace, seed: int, **params
         learning_rate=args.learning_rate,
         device=args.device,
         random_state=seed,
+        **extra,
     )
     return cls(encoder=encoder, pooling="mean", max_length=args.max_length, **training, **params)
 
@@ -117,6 +135,7 @@ def run(
     row_names = args.rows or (list(rows)[:2] if args.quick else list(rows))
     texts_for_vocab: list[str] = []
     runs = []
+    resume = _Resume(getattr(args, "checkpoint_dir", None), getattr(args, "budget", None))
     for name in names:
         folder, ratio = datasets[name]
         if not _data.available(folder):
@@ -128,12 +147,21 @@ def run(
                 texts_for_vocab = [t if isinstance(t, str) else " ".join(t) for t in data["X"]]
                 encoder, encoder_name = _data.encoder_for(args, texts_for_vocab)
             for row in row_names:
+                key = f"{name}/{row}/seed{seed}"
+                if key in resume.finished:
+                    runs += resume.finished[key]
+                    continue
                 clf = make_estimator(encoder, args, seed, rows[row])
+                if not resume.prepare(clf, key):
+                    continue
                 start = time.perf_counter()
                 fit_complete(clf, data["X"], data["y"])
-                fit_s = time.perf_counter() - start
+                fit_s = resume.seconds(key, time.perf_counter() - start)
+                if not resume.complete(clf, key, args.epochs):
+                    continue
                 epochs = args.epochs
                 scored = predict_rows(clf, row) if predict_rows else {row: {}}
+                records = []
                 for out_row, params in scored.items():
                     if params:
                         clf.set_params(**params)
@@ -141,12 +169,17 @@ def run(
                     record["s_per_epoch"] = fit_s / max(epochs, 1)
                     record.update(scores(clf, data["X_test"], data["y_test"]))
                     record["n_train"] = len(data["X"])
-                    runs.append(record)
+                    records.append(record)
                     print(f"{name} / {out_row} / seed {seed}: acc {record['accuracy']:.2f}")
+                resume.save(key, records)
+                runs += records
+    resume.finish()
     config = {
         k: getattr(args, k)
         for k in ("epochs", "batch_size", "max_length", "learning_rate", "shots", "device")
     }
+    if getattr(args, "weight_decay", None) is not None:
+        config["weight_decay"] = args.weight_decay
     config["encoder"] = encoder_name if texts_for_vocab else None
     return {
         "config": config,
@@ -160,3 +193,74 @@ def run(
         ],
         "runs": runs,
     }
+
+
+class _Resume:
+    """The bookkeeping of ``--checkpoint-dir`` / ``--budget``: finished fits' records, the
+    seconds of unfinished ones, and the deadline. Without a folder it does nothing."""
+
+    def __init__(self, folder: str | None, budget: float | None) -> None:
+        if budget is not None and folder is None:
+            raise SystemExit("--budget needs --checkpoint-dir (where the run resumes from)")
+        self.folder = None if folder is None else Path(folder)
+        self.deadline = None if budget is None else time.monotonic() + budget
+        self.finished: dict[str, list[dict]] = {}
+        self.spent: dict[str, float] = {}
+        self.pending: list[str] = []
+        self.started = False
+        if self.folder is not None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            records = self.folder / "records.jsonl"
+            if records.exists():
+                for line in records.read_text().splitlines():
+                    entry = json.loads(line)
+                    self.finished[entry["key"]] = entry["records"]
+            spent = self.folder / "seconds.json"
+            if spent.exists():
+                self.spent = json.loads(spent.read_text())
+
+    def prepare(self, clf: Any, key: str) -> bool:
+        """Point ``clf`` at its checkpoint and the time left; False when none is left."""
+        if self.folder is None:
+            return True
+        left = None if self.deadline is None else self.deadline - time.monotonic()
+        if left is not None and left <= 0:
+            if self.started:
+                self.pending.append(key)
+                return False
+            left = 1e-6  # each session trains at least one step: reruns always progress
+        self.started = True
+        clf.set_params(
+            training__checkpoint_dir=str(self.folder / key.replace("/", "__").replace(" ", "_")),
+            training__max_time=left,
+        )
+        return True
+
+    def seconds(self, key: str, wall_s: float) -> float:
+        """This fit's seconds over all its sessions."""
+        if self.folder is None:
+            return wall_s
+        self.spent[key] = self.spent.get(key, 0.0) + wall_s
+        (self.folder / "seconds.json").write_text(json.dumps(self.spent, indent=1))
+        return self.spent[key]
+
+    def complete(self, clf: Any, key: str, epochs: int) -> bool:
+        """Whether the fit ran all its epochs (not stopped by the budget)."""
+        if self.folder is None or len(getattr(clf, "history_", [])) >= epochs:
+            return True
+        self.pending.append(key)
+        print(f"{key}: stopped by --budget after {clf.n_steps_} steps; kept for the next run")
+        return False
+
+    def save(self, key: str, records: list[dict]) -> None:
+        if self.folder is not None:
+            with open(self.folder / "records.jsonl", "a") as fh:
+                fh.write(json.dumps({"key": key, "records": records}) + "\n")
+
+    def finish(self) -> None:
+        if self.pending:
+            raise SystemExit(
+                f"--budget reached with {len(self.pending)} fit(s) unfinished "
+                f"({', '.join(self.pending)}); run the same command again to resume from "
+                f"{self.folder}"
+            )

@@ -155,3 +155,33 @@ def test_matchxml_quick_runs_pecos_xtransformer_as_peer(tmp_path: Path) -> None:
     peer = measured["PECOS XR-Transformer"]
     assert 0 < peer["P@1"] <= 100 and peer["fit_s"] > 0 and peer["predict_s"] > 0
     assert abs(peer["P@1"] - measured["TF-IDF + XR-Linear"]["P@1"]) < 30  # same labels
+
+
+@pytest.mark.slow
+def test_text_suite_resumes_a_run_stopped_by_its_budget(tmp_path: Path) -> None:
+    ck, out = tmp_path / "ck", tmp_path / "out"
+    args = ("sharprecl", "--quick", "--seeds", "0", "--rows", "plain CE")
+    first = run_module(
+        "benchmarks",
+        *args,
+        "--checkpoint-dir",
+        str(ck),
+        "--budget",
+        "0.001",
+        "--out",
+        str(out),
+        timeout=600,
+        check=False,
+    )
+    # the budget stops the fit after its first step, keeps its checkpoint, writes nothing
+    assert first.returncode != 0 and "run the same command again" in first.stderr
+    assert "stopped by --budget after 1 steps" in first.stdout
+    assert not (out / "sharprecl.json").exists() and any(ck.iterdir())
+    run_module("benchmarks", *args, "--checkpoint-dir", str(ck), "--out", str(out), timeout=600)
+    (row,) = json.loads((out / "sharprecl.json").read_text())["tables"][0]["rows"]
+    spent = json.loads((ck / "seconds.json").read_text())
+    # the fit's seconds are those of both sessions
+    assert row["fit_s"] == pytest.approx(sum(spent.values())) and len(spent) == 1
+    assert [json.loads(line)["key"] for line in (ck / "records.jsonl").open()] == [
+        "sharprecl_ohsumed_titles/plain CE/seed0"
+    ]
