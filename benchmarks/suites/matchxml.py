@@ -9,8 +9,10 @@ interpreter: ``--pecos-python`` or ``$SKXMC_PECOS_PYTHON``; see ``_xtransformer.
 skipped, and said so, without one). P@1/3/5, nDCG@5, PSP@5 (in percent, mean ± sample
 std over the seeds; PSP normalised by the best ranking), fit and predict seconds.
 ``--quick`` uses a tiny random encoder and no sentence embeddings on the first 800 texts
-of reuters21578_allcats. ``--dev-fraction``, ``--label-prefix`` and ``--max-train`` make
-the dev study of eq. 4's normalisation (row ``eq. 4 over labelled texts``).
+of reuters21578_allcats. ``--dev-fraction`` scores on a part of train held out (a dev
+split), ``--label-prefix`` keeps some labels only (texts left without one stay in
+training: the case where eq. 4's 1/N_b matters) and ``--max-train`` caps the training
+texts.
 Replaces ``matchxml.py``, ``matchxml_dev.py`` and ``matchxml_final_features.py`` (the
 paper-budget GPU profile, ``gpu_profile.sh``, still runs those from commit 26aef59).
 """
@@ -33,13 +35,7 @@ ROWS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "PIFA tree": ({"ranker_tree": "pifa"}, {}),
     "hinge final loss": ({}, {"final_loss": "hinge"}),
     "no sentence embeddings": ({"sentence_encoder": None}, {}),
-    # eq. 4's text-to-label term over the texts with a positive instead of N_b (skxmc's
-    # form before it followed eq. 4); the two differ only when a training text has no
-    # label, so compare them with --label-prefix (issue 50, item 5)
-    "eq. 4 over labelled texts": ({}, {"matching_normalization": "labelled"}),
 }
-# the rows a plain run fits (the study rows run when --rows names them)
-DEFAULT_ROWS = ("MatchXML", "PIFA tree", "hinge final loss", "no sentence embeddings")
 BASELINE, PEER = "TF-IDF + XR-Linear", "PECOS XR-Transformer"
 METRICS = ("P@1", "P@3", "P@5", "nDCG@5", "PSP@5", "fit_s", "predict_s")
 
@@ -210,7 +206,7 @@ def run(args: argparse.Namespace) -> dict:
     if args.quick:
         args.steps = 3
     names = args.datasets or (DATASETS[:1] if args.quick else DATASETS)
-    rows = args.rows or ([BASELINE, "MatchXML"] if args.quick else [BASELINE, *DEFAULT_ROWS, PEER])
+    rows = args.rows or ([BASELINE, "MatchXML"] if args.quick else [BASELINE, *ROWS, PEER])
     python, skipped = _xtransformer.pecos_python(args.pecos_python), []
     if PEER in rows and python is None:
         rows = [r for r in rows if r != PEER]

@@ -24,13 +24,10 @@ def _masked_multi_positive_nll(
     mask: torch.Tensor,
     targets: torch.Tensor,
     row_weight: torch.Tensor | None = None,
-    *,
-    over_all_rows: bool = True,
 ) -> torch.Tensor:
     """``-mean_p log softmax(logits)[p]`` per row, the softmax running over the row's real
     slots (``mask``), summed over the rows and divided by the number of rows (eq. 4's
-    :math:`1/N_b`: a row without a positive adds 0 and still counts) or, with
-    ``over_all_rows=False``, by the number of rows with a positive. ``row_weight``
+    :math:`1/N_b`): a row without a positive adds 0 and still counts. ``row_weight``
     multiplies each row's term."""
     logits = logits.masked_fill(~mask, float("-inf"))
     log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
@@ -42,7 +39,7 @@ def _masked_multi_positive_nll(
     per_row = -(log_prob.masked_fill(~positives, 0.0).sum(dim=1)[rows] / n_pos[rows])
     if row_weight is not None:
         per_row = per_row * row_weight.to(per_row.device, per_row.dtype)[rows]
-    return per_row.sum() / (logits.shape[0] if over_all_rows else per_row.shape[0])
+    return per_row.sum() / logits.shape[0]
 
 
 def text_label_matching_loss(
@@ -56,7 +53,6 @@ def text_label_matching_loss(
     temperature: float = 0.05,
     matching_weight: float = 0.5,
     sample_weight: torch.Tensor | None = None,
-    normalization: str = "batch",
 ) -> torch.Tensor:
     r"""MatchXML's text-label matching loss (eqs. 4-6 of the paper).
 
@@ -94,10 +90,6 @@ def text_label_matching_loss(
         ``L_lt`` each text's log-probability under a label by its weight (a weighted mean
         over the label's texts, each term divided by the label's number of texts as
         without weights). None: every text weighs 1.
-    normalization : {"batch", "labelled"}, default="batch"
-        What divides the sum of the texts' ``L_tl`` terms: ``"batch"`` the batch size
-        :math:`N_b`, as in eq. 4; ``"labelled"`` the number of texts with a positive
-        candidate (skxmc's form before it followed eq. 4). Equal when every text has one.
 
     Returns
     -------
@@ -122,14 +114,8 @@ def text_label_matching_loss(
         raise ValueError(f"matching_weight must be in [0, 1], got {matching_weight}.")
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}.")
-    if normalization not in ("batch", "labelled"):
-        raise ValueError(f"normalization must be 'batch' or 'labelled', got {normalization!r}.")
     loss_tl = _masked_multi_positive_nll(
-        candidate_scores(text_emb, label_emb) / temperature,
-        mask,
-        targets,
-        sample_weight,
-        over_all_rows=normalization == "batch",
+        candidate_scores(text_emb, label_emb) / temperature, mask, targets, sample_weight
     )
     if matching_weight == 1.0 or batch_label_emb.shape[0] == 0:
         return loss_tl

@@ -124,11 +124,6 @@ class MultiStageMatcher(
     matching_weight : float, default=0.5
         lambda of eq. 6: weight of the text-to-label direction, ``1 - lambda`` of the
         label-to-text one.
-    matching_normalization : {"batch", "labelled"}, default="batch"
-        What divides the text-to-label term's sum over a batch's texts: the batch size
-        (eq. 4) or the number of texts with a positive candidate. They differ only when
-        a training text has no label (see
-        :func:`~skxmc.losses.text_label_matching_loss`).
     negative_sampling : {"tfn+man", "snm", "tfn+man+snm"}, default="tfn+man"
         Hard negatives of each text at every stage. ``"tfn+man"``: the tree shortlist
         described above. ``"snm"``: top-k stochastic negative mining instead (Reddi et
@@ -244,7 +239,6 @@ class MultiStageMatcher(
         "final_loss": [StrOptions({"matching", "hinge", "matching+hinge"})],
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "matching_weight": [Interval(Real, 0, 1, closed="both")],
-        "matching_normalization": [StrOptions({"batch", "labelled"})],
         "negative_sampling": [StrOptions({"tfn+man", "snm", "tfn+man+snm"})],
         "n_sampled": [Interval(Integral, 1, None, closed="left")],
         "n_hard_negatives": [Interval(Integral, 1, None, closed="left")],
@@ -268,7 +262,6 @@ class MultiStageMatcher(
         final_loss: str = "matching",
         temperature: float = 0.05,
         matching_weight: float = 0.5,
-        matching_normalization: str = "batch",
         negative_sampling: str = "tfn+man",
         n_sampled: int = 1024,
         n_hard_negatives: int = 32,
@@ -289,7 +282,6 @@ class MultiStageMatcher(
         self.final_loss = final_loss
         self.temperature = temperature
         self.matching_weight = matching_weight
-        self.matching_normalization = matching_normalization
         self.negative_sampling = negative_sampling
         self.n_sampled = n_sampled
         self.n_hard_negatives = n_hard_negatives
@@ -797,7 +789,6 @@ class MultiStageMatcher(
                 temperature=float(self.temperature),
                 matching_weight=float(self.matching_weight),
                 sample_weight=row_weight,
-                normalization=getattr(self, "matching_normalization", "batch"),
             )
             out["matching"] = matching.detach()
             loss = loss + matching

@@ -452,25 +452,6 @@ def test_each_ablation_switch_changes_the_training_loss(tiny_bert_dir, data, swi
         assert other.matcher_.loss_curve_ != pytest.approx(base.matcher_.loss_curve_)
 
 
-@pytest.mark.slow
-def test_matching_normalization_changes_the_loss_with_unlabelled_texts(tiny_bert_dir, data):
-    """Eq. 4 divides by N_b, the old form by the texts with a positive: with texts
-    without a label the last stage's first loss is smaller under N_b, and the hinge
-    stages before it are the same (equal forms with every text labelled: the loss
-    tests)."""
-    (X, Y), _ = data
-    gaps = [[] if i % 4 == 1 else labels for i, labels in enumerate(Y)]
-    curves = {
-        form: make_clf(tiny_bert_dir, **BASE_SWITCH, matching_normalization=form)
-        .fit(X, gaps)
-        .matcher_.stage_loss_curves_
-        for form in ("batch", "labelled")
-    }
-    before = [v for curve in curves["labelled"][:-1] for v in curve]
-    assert [v for curve in curves["batch"][:-1] for v in curve] == pytest.approx(before)
-    assert curves["batch"][-1][0] < curves["labelled"][-1][0] - 1e-3
-
-
 def test_refined_tree_gets_its_own_shape(tiny_bert_dir, data):
     (X, Y), _ = data
     clf = make_clf(
