@@ -180,13 +180,13 @@ def _split(name: str, args: argparse.Namespace) -> dict[str, Any]:
         n = len(d["X_train"])
         order = np.random.default_rng(0).permutation(n)
         n_dev = round(args.dev_fraction * n)
-        dev, train = sorted(order[:n_dev]), sorted(order[n_dev:])
-        X, y = d["X_train"], list(d["y_train"])
+        dev, train = np.sort(order[:n_dev]), np.sort(order[n_dev:])
+        X, y = d["X_train"], d["y_train"]  # y: the loader's array of label sets
         d = {
             "X_train": [X[i] for i in train],
-            "y_train": [y[i] for i in train],
+            "y_train": y[train],
             "X_test": [X[i] for i in dev],
-            "y_test": [y[i] for i in dev],
+            "y_test": y[dev],
         }
     if getattr(args, "label_prefix", None):
         keep = args.label_prefix
@@ -198,7 +198,6 @@ def _split(name: str, args: argparse.Namespace) -> dict[str, Any]:
         scored = [(x, only(labels)) for x, labels in zip(d["X_test"], d["y_test"])]
         scored = [(x, labels) for x, labels in scored if labels]
         d["X_test"], d["y_test"] = [x for x, _ in scored], [labels for _, labels in scored]
-    d["y_train"], d["y_test"] = list(d["y_train"]), list(d["y_test"])
     return d
 
 
