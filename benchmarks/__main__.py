@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine,
         "seeds": args.seeds,
         "quick": args.quick,
+        "psp": _harness.PSP_SCALE,
         **body,
     }
     path = _harness.write_suite(result, out)

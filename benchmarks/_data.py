@@ -165,7 +165,8 @@ def generated(n_samples: int, n_labels: int, seed: int = 0, test_fraction: float
 
 
 def ranking_metrics(clf: Any, X_test: Any, Y_test: Any, Y_train: Any) -> dict[str, float]:
-    """P@1/3/5, nDCG@5 and PSP@5 (x100) of a fitted ranker's scores."""
+    """P@1/3/5, nDCG@5 and PSP@5 (in percent; PSP normalised) of a fitted ranker's
+    scores."""
     from skxmc.metrics import evaluate, inverse_propensity
 
     scores = (
@@ -173,7 +174,9 @@ def ranking_metrics(clf: Any, X_test: Any, Y_test: Any, Y_train: Any) -> dict[st
         if hasattr(clf, "predict_proba")
         else clf.decision_function(X_test)
     )
-    res = evaluate(Y_test, scores, ks=(1, 3, 5), inv_propensity=inverse_propensity(Y_train))
+    res = evaluate(
+        Y_test, scores, ks=(1, 3, 5), inv_propensity=inverse_propensity(Y_train), normalize=True
+    )
     out = {f"P@{k}": res[f"precision@{k}"] for k in (1, 3, 5)}
     out["nDCG@5"] = res["ndcg@5"]
     out["PSP@5"] = res["psprecision@5"]

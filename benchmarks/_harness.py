@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shlex
 import statistics
 import subprocess
@@ -221,8 +222,45 @@ def cells(row: dict, columns: Sequence[str], digits: dict[str, int] | None = Non
     return [fmt(row.get(c), row.get(f"{c}_std"), digits.get(c, 2)) for c in columns]
 
 
-def markdown_table(rows: list[dict], columns: Sequence[str], digits: dict | None = None) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+# The scale of the ranking metrics in every table: percent, PSP and PSnDCG normalised by
+# the best achievable ranking (``evaluate(..., normalize=True)``), as ``skxmc demo`` and
+# ``skxmc evaluate`` print them. The harness marks the files it writes with
+# ``"psp": "normalised"``; files without the mark (written before issue 50 item 6) hold
+# un-normalised PSP (sums of inverse propensities), and their tables say so.
+PSP_SCALE = "normalised"
+_METRIC = re.compile(r"^(P|R|nDCG|PSP|PSnDCG)@\d+$")
+
+
+def psp_scale(result: dict) -> str:
+    """``"normalised"`` or ``"un-normalised"``: the PSP scale of a results file."""
+    return str(result.get("psp", "un-normalised"))
+
+
+def header_columns(result: dict, columns: Sequence[str]) -> list[str]:
+    """Column headers that name the PSP scale: ``PSP@5 (normalised)``."""
+    scale = psp_scale(result)
+    return [f"{c} ({scale})" if str(c).startswith(("PSP", "PSnDCG")) else c for c in columns]
+
+
+def table_heading(result: dict, table: dict) -> str:
+    """A table's title with the scale of its ranking metrics: ``(metrics in percent;
+    PSP normalised)``; unchanged for a table without P@k, R@k, nDCG@k or PSP@k."""
+    columns = [str(c) for c in table["columns"]]
+    if any(c.startswith(("PSP", "PSnDCG")) for c in columns):
+        return f"{table['title']} (metrics in percent; PSP {psp_scale(result)})"
+    if any(_METRIC.match(c) for c in columns):
+        return f"{table['title']} (metrics in percent)"
+    return str(table["title"])
+
+
+def markdown_table(
+    rows: list[dict],
+    columns: Sequence[str],
+    digits: dict | None = None,
+    headers: Sequence[str] | None = None,
+) -> str:
+    headers = list(columns) if headers is None else list(headers)
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cells(r, columns, digits)) + " |" for r in rows]
     return "\n".join(lines)
 
@@ -248,10 +286,11 @@ def render_markdown(result: dict) -> str:
     if result.get("note"):
         lines += ["", result["note"]]
     for table in result["tables"]:
-        lines += ["", f"## {table['title']}", ""]
+        lines += ["", f"## {table_heading(result, table)}", ""]
         if table.get("caption"):
             lines += [table["caption"], ""]
-        lines.append(markdown_table(table["rows"], table["columns"], table.get("digits")))
+        headers = header_columns(result, table["columns"])
+        lines.append(markdown_table(table["rows"], table["columns"], table.get("digits"), headers))
     return "\n".join(lines) + "\n"
 
 

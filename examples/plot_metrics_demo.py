@@ -69,11 +69,14 @@ normalised = evaluate(
     normalize=True,
 )
 
-print("  k    P@k  nDCG@k   PSP@k  PSP@k (norm.)")
+# Printed in percent, as ``skxmc demo`` and ``skxmc evaluate`` print them; skxmc's tables
+# show normalised PSP, the un-normalised column is here to compare.
+print("In percent:")
+print("  k    P@k  nDCG@k  PSP@k (normalised)  PSP@k (un-normalised)")
 for k in ks:
     print(
-        f"{k:3d} {raw[f'precision@{k}']:6.3f} {raw[f'ndcg@{k}']:7.3f} "
-        f"{raw[f'psprecision@{k}']:7.3f} {normalised[f'psprecision@{k}']:8.3f}"
+        f"{k:3d} {100 * raw[f'precision@{k}']:6.2f} {100 * raw[f'ndcg@{k}']:7.2f} "
+        f"{100 * normalised[f'psprecision@{k}']:19.2f} {100 * raw[f'psprecision@{k}']:22.2f}"
     )
 
 # %%

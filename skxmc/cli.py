@@ -59,10 +59,13 @@ _MULTICLASS_TOP_K = 10
 
 
 def _print_metrics(result: dict[str, float], ks: Sequence[int], *, normalized: bool) -> None:
+    """The metrics as a Markdown table in percent, its header naming the scale and the
+    rows naming the propensity-scored metrics' convention (the one skxmc prints
+    everywhere: percent, PSP / PSnDCG normalised; ``--unnormalized`` says so)."""
     header = " | ".join(f"@{k}" for k in ks)
-    print(f"| metric | {header} |")
+    print(f"| metric (percent) | {header} |")
     print("|---|" + "---|" * len(ks))
-    ps = "" if normalized else " (un-normalised)"
+    ps = " (normalised)" if normalized else " (un-normalised)"
     names = [
         ("P", "precision"),
         ("R", "recall"),

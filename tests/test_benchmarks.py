@@ -36,12 +36,18 @@ def test_linear_quick_writes_results_with_context(tmp_path: Path) -> None:
     assert 0 < row["P@1"] <= 100 and row["fit_s"] > 0
     text = (tmp_path / "linear.md").read_text()
     assert "Commit:" in text and "Machine:" in text and "Seeds: 0" in text
+    # one scale for every table and printout, named in the header: percent, PSP normalised
+    assert result["psp"] == "normalised"
+    assert "## XR-Linear (metrics in percent; PSP normalised)" in text
+    assert "| PSP@5 (normalised) |" in text
 
     # the docs table and the index, from that output, into temporary folders
     out = tmp_path / "generated"
     _run("tables", "--results", str(tmp_path), "--out", str(out))
     (inc,) = out.glob("linear-*.inc")
-    assert ".. list-table:: XR-Linear" in inc.read_text()
+    rst = inc.read_text()
+    assert ".. list-table:: XR-Linear (metrics in percent; PSP normalised)" in rst
+    assert "- PSP@5 (normalised)" in rst
     _run("index", "--results", str(tmp_path))
     assert "`linear.json`" in (tmp_path / "INDEX.md").read_text()
 
@@ -81,12 +87,40 @@ def test_summarise_uses_sample_std() -> None:
     assert row["n_seeds"] == 3 and row["seeds"] == [0, 1, 2]
 
 
+def test_table_headers_name_the_psp_scale_of_old_files() -> None:
+    """Files written before the harness marked them hold un-normalised PSP: their headers
+    say so; tables without ranking metrics keep their title."""
+    from benchmarks._harness import header_columns, render_markdown, table_heading
+
+    table = {"title": "T", "columns": ["row", "P@1", "PSP@5", "PSnDCG@3", "fit_s"], "rows": []}
+    old, new = {}, {"psp": "normalised"}
+    assert header_columns(old, table["columns"]) == [
+        "row",
+        "P@1",
+        "PSP@5 (un-normalised)",
+        "PSnDCG@3 (un-normalised)",
+        "fit_s",
+    ]
+    assert header_columns(new, table["columns"])[2] == "PSP@5 (normalised)"
+    assert table_heading(old, table) == "T (metrics in percent; PSP un-normalised)"
+    assert table_heading(new, {**table, "columns": ["row", "P@1"]}) == "T (metrics in percent)"
+    assert table_heading(new, {**table, "columns": ["row", "accuracy"]}) == "T"
+    result = {"suite": "s", "command": "c", "commit": "x", "date": "d", "machine": {}}
+    text = render_markdown({**result, "tables": [table]})
+    assert "## T (metrics in percent; PSP un-normalised)" in text
+    assert "| row | P@1 | PSP@5 (un-normalised) |" in text
+
+
 def test_docs_tables_are_generated_and_current(tmp_path: Path) -> None:
     """Every committed docs include is what ``python -m benchmarks tables`` writes from the
-    results JSON today, and every include a page names exists."""
+    results JSON today (and every suite's ``.md`` is current), and every include a page
+    names exists."""
     from benchmarks._docs import GENERATED, includes, write_tables
 
-    fresh = {p.name: p.read_text() for p in write_tables(out=tmp_path)}
+    written = write_tables(out=tmp_path)
+    stale = [p.name for p in written if p.suffix == ".md"]
+    assert not stale, f"run: python -m benchmarks tables ({stale})"
+    fresh = {p.name: p.read_text() for p in written}
     committed = {p.name: p.read_text() for p in GENERATED.glob("*.inc")}
     assert fresh == committed, "run: python -m benchmarks tables"
     missing = sorted(set(includes()) - set(committed))

@@ -26,11 +26,12 @@ SKXMC = [sys.executable, "-m", "skxmc"]
 def test_demo_prints_metrics(capsys):
     assert main(["demo", "--n-jobs", "2"]) == 0
     out = capsys.readouterr().out
-    for name in ("| P |", "| nDCG |", "| PSP |", "fit ", "predict ", "XRLinearClassifier"):
+    for name in ("| P |", "| nDCG |", "| PSP (normalised) |", "fit ", "predict "):
         assert name in out
+    assert "| metric (percent) |" in out  # the header names the scale
     p_at_1 = float(out.split("| P |")[1].split("|")[0])
     assert 10 < p_at_1 <= 100  # a real model on real data, in percent
-    psp_at_1 = float(out.split("| PSP |")[1].split("|")[0])
+    psp_at_1 = float(out.split("| PSP (normalised) |")[1].split("|")[0])
     assert 0 < psp_at_1 <= 100 and "normalised by the best achievable ranking" in out
 
 
@@ -106,10 +107,11 @@ def test_fit_predict_evaluate_round_trip(jsonl_files, capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert "| P |" in out and "| PSP |" in out
+    assert "| metric (percent) |" in out and "| P |" in out and "| PSP (normalised) |" in out
     p_at_1 = float(out.split("| P |")[1].split("|")[0])
     assert 5 < p_at_1 <= 100
-    psp = [float(v) for v in out.split("| PSP |")[1].split("\n")[0].strip(" |").split("|")]
+    psp = out.split("| PSP (normalised) |")[1].split("\n")[0].strip(" |").split("|")
+    psp = [float(v) for v in psp]
     assert all(0 <= v <= 100 for v in psp)  # normalised, as the XMC literature prints it
     assert (
         main(
@@ -130,6 +132,7 @@ def test_fit_predict_evaluate_round_trip(jsonl_files, capsys):
     )
     out = capsys.readouterr().out
     assert "| PSP (un-normalised) |" in out and "can exceed 100" in out
+    assert "| metric (percent) |" in out
 
 
 def test_fit_directory_loads_with_skxmc_load(cli_model, jsonl_files, capsys):

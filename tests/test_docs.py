@@ -121,9 +121,12 @@ def test_example_plot_metrics_demo_runs(tmp_path: Path) -> None:
     lines = _run_example("plot_metrics_demo.py", tmp_path)
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["k", "P@k"])
     table = [line.split() for line in lines[header + 1 : header + 11]]
+    assert lines[header - 1] == "In percent:"  # the scale, named above the table
+    assert "PSP@k (normalised)" in lines[header] and "PSP@k (un-normalised)" in lines[header]
     assert [int(row[0]) for row in table] == list(range(1, 11))
-    assert all(0.0 < float(row[1]) <= 1.0 for row in table)  # P@k
-    assert all(0.0 < float(row[4]) <= 1.0 for row in table)  # normalised PSP@k
+    assert all(1.0 < float(row[1]) <= 100.0 for row in table)  # P@k, in percent
+    assert all(1.0 < float(row[3]) <= 100.0 for row in table)  # normalised PSP@k
+    assert all(float(row[4]) > float(row[3]) for row in table)  # un-normalised: larger
 
 
 @pytest.mark.slow  # the gallery script on real data: 17-20 s on 2 busy cores

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from sklearn.base import clone
-from sklearn.model_selection import GridSearchCV
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
 import skxmc
 from skxmc.knnbert import KNNBertClassifier, _KNNBertModule, _MomentumContrast
@@ -310,12 +310,26 @@ def test_clone_grid_search_and_validation(tiny_bert_dir):
     clf = make_clf(tiny_bert_dir, max_epochs=1)
     cloned = clone(clf)
     assert plain_params(cloned) == plain_params(clf) and not hasattr(cloned, "classes_")
-    search = GridSearchCV(clf, {"knn_weight": [0.0, 0.5]}, cv=2, error_score="raise")
+    grid = [0.0, 1.0]  # the classifier alone, the kNN vote alone
+    search = GridSearchCV(clf, {"knn_weight": grid}, cv=2, error_score="raise")
+    # The same folds by hand (a classifier's cv=2 is an unshuffled StratifiedKFold): the
+    # search's scores must be these fits' accuracies, and its choice their best.
+    # knn_weight only weighs the prediction, so one fit per fold scores every value.
+    manual = np.zeros((len(grid), 2))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         search.fit(X, y)
-    assert search.best_params_["knn_weight"] in (0.0, 0.5)
-    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+        for f, (train, test) in enumerate(StratifiedKFold(2).split(X, y)):
+            model = clone(clf).fit([X[i] for i in train], y[train])
+            for g, value in enumerate(grid):
+                model.set_params(knn_weight=value)
+                manual[g, f] = model.score([X[i] for i in test], y[test])
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], manual.mean(1), atol=1e-12)
+    assert search.best_params_["knn_weight"] == grid[int(np.argmax(manual.mean(1)))]
+    # the two values score apart on these folds: a search that ignored the parameter
+    # could not give both means
+    assert manual.mean(1)[0] != manual.mean(1)[1]
+    assert search.best_estimator_.knn_weight == search.best_params_["knn_weight"]
     for bad in (
         {"knn_weight": 1.5},
         {"contrastive_weight": -0.1},

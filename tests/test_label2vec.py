@@ -161,19 +161,52 @@ def test_single_label_instances_and_a_single_label():
     np.testing.assert_allclose(single.transform([["x"], []]), [single.embeddings_[0], np.zeros(8)])
 
 
-def test_window_and_other_gensim_parameters():
+@pytest.mark.parametrize(
+    "param",
+    [
+        {"window": 1},
+        {"shrink_windows": True},
+        {"shuffle": True},
+        {"negative": 3},
+        {"ns_exponent": -0.5},
+        {"sample": 1e-3},
+        {"alpha": 0.05},
+        {"min_alpha": 0.01},
+    ],
+    ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()),
+)
+def test_each_gensim_parameter_reaches_gensim_and_changes_the_embeddings(param, monkeypatch):
+    """A parameter that were dropped on its way to gensim would leave the model's setting
+    at the default and the embeddings equal to the default fit's (same seed, one worker:
+    reproducible, see above)."""
     Y = _topics()
-    l2v = Label2VecTransformer(
-        **FAST,
-        window=1,
-        shrink_windows=True,
-        shuffle=True,
-        negative=3,
-        ns_exponent=-0.5,
-        sample=1e-3,
-    ).fit(Y)
-    assert l2v.window_ == 1 and np.isfinite(l2v.embeddings_).all()
-    assert Label2VecTransformer(**FAST, n_jobs=2).fit(Y).embeddings_.shape == (20, 16)
+    models = []
+    original = Label2VecTransformer._word2vec
+
+    def spy(self, Word2Vec, **kwargs):
+        models.append(original(self, Word2Vec, **kwargs))
+        return models[-1]
+
+    monkeypatch.setattr(Label2VecTransformer, "_word2vec", spy)
+    base = Label2VecTransformer(**FAST, n_jobs=1).fit(Y)
+    l2v = Label2VecTransformer(**FAST, n_jobs=1, **param).fit(Y)
+    ((name, value),) = param.items()
+    if name != "shuffle":  # the corpus order: ours, not gensim's
+        assert getattr(models[-1], name) == value and getattr(models[0], name) != value
+    assert l2v.window_ == (1 if name == "window" else 4)
+    assert np.abs(l2v.embeddings_ - base.embeddings_).max() > 1e-3
+    assert np.isfinite(l2v.embeddings_).all()
+
+
+def test_n_jobs_keeps_the_shape_and_the_structure():
+    Y = _topics()
+    l2v = Label2VecTransformer(**FAST, n_jobs=2).fit(Y)
+    assert l2v.embeddings_.shape == (20, 16)
+    topic = np.arange(20) < 10
+    S = l2v.embeddings_ @ l2v.embeddings_.T
+    same = topic[:, None] == topic[None, :]
+    np.fill_diagonal(same, False)
+    assert S[same].mean() > S[~(topic[:, None] == topic[None, :])].mean()
 
 
 def test_transform_is_the_normalised_mean():

@@ -229,6 +229,7 @@ class Recorder:
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "machine": _machine(gpu),
             "seeds": seeds,
+            "psp": _harness.PSP_SCALE,
         }
         self.runs: list[dict] = []
         self.skipped: list[str] = []

@@ -71,7 +71,9 @@ def _metrics(y_true: Any, clf: Any, X: Any, inv_prop: Any) -> dict[str, float]:
     from skxmc.metrics import evaluate
 
     topk = clf.predict_topk(X, k=5)
-    res = evaluate(y_true, topk, ks=(1, 5), inv_propensity=inv_prop, classes=clf.classes_)
+    res = evaluate(
+        y_true, topk, ks=(1, 5), inv_propensity=inv_prop, normalize=True, classes=clf.classes_
+    )
     return {
         "P@1": 100 * res["precision@1"],
         "P@5": 100 * res["precision@5"],

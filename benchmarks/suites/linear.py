@@ -108,7 +108,13 @@ def _measure_pecos(X_tr, Y_tr, X_te, Y_te, seed: int, threads: int) -> dict:
             out.update(fresh_fit_s=fit.wall_s, fresh_predict_s=predict.wall_s)
             out["fresh_peak_rss_mb"] = peak_rss_mb()
     out.update(fit_s=fit.wall_s, fit_cpu_s=fit.cpu_s, predict_s=predict.wall_s)
-    res = evaluate(Y_te, sp.csr_matrix(P), ks=(1, 3, 5), inv_propensity=inverse_propensity(Y_tr))
+    res = evaluate(
+        Y_te,
+        sp.csr_matrix(P),
+        ks=(1, 3, 5),
+        inv_propensity=inverse_propensity(Y_tr),
+        normalize=True,
+    )
     out.update({f"P@{k}": 100 * res[f"precision@{k}"] for k in (1, 3, 5)})
     out["nDCG@5"] = 100 * res["ndcg@5"]
     out["PSP@5"] = 100 * res["psprecision@5"]

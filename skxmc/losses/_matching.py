@@ -25,9 +25,10 @@ def _masked_multi_positive_nll(
     targets: torch.Tensor,
     row_weight: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Mean over rows with at least one positive of ``-mean_p log softmax(logits)[p]``,
-    the softmax running over the row's real slots (``mask``); ``row_weight`` multiplies
-    each row's term."""
+    """``-mean_p log softmax(logits)[p]`` per row, the softmax running over the row's real
+    slots (``mask``), summed over the rows and divided by the number of rows (eq. 4's
+    :math:`1/N_b`): a row without a positive adds 0 and still counts. ``row_weight``
+    multiplies each row's term."""
     logits = logits.masked_fill(~mask, float("-inf"))
     log_prob = logits - torch.logsumexp(logits, dim=1, keepdim=True)
     positives = targets & mask
@@ -38,7 +39,7 @@ def _masked_multi_positive_nll(
     per_row = -(log_prob.masked_fill(~positives, 0.0).sum(dim=1)[rows] / n_pos[rows])
     if row_weight is not None:
         per_row = per_row * row_weight.to(per_row.device, per_row.dtype)[rows]
-    return per_row.mean()
+    return per_row.sum() / logits.shape[0]
 
 
 def text_label_matching_loss(
@@ -58,7 +59,11 @@ def text_label_matching_loss(
     ``matching_weight * L_tl + (1 - matching_weight) * L_lt``:
 
     - ``L_tl`` (text to label): for each text, a softmax over its candidate labels
-      (positives and hard negatives), averaged over its positives.
+      (positives and hard negatives), averaged over its positives; the texts' terms are
+      summed and divided by the batch size :math:`N_b`, as in eq. 4, so a text without a
+      positive among its candidates adds 0 and still counts. (Before, skxmc averaged over
+      the texts with a positive; the two are equal when every text has one, as in every
+      fit whose texts all have a label.)
     - ``L_lt`` (label to text): for each positive label of the batch, a softmax over the
       batch's texts, averaged over the texts that have the label.
 

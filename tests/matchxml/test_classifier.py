@@ -260,21 +260,28 @@ def test_pickle_and_save_load_give_identical_predictions(fitted, data, tmp_path)
     assert loaded.matcher_.stage_sizes_ == fitted.matcher_.stage_sizes_
 
 
+@pytest.mark.slow  # nine small fits
 def test_clone_and_grid_search_over_ranker_params(tiny_bert_dir, data):
     (X, Y), _ = data
-    clf = make_clf(tiny_bert_dir, max_epochs=1, ranker=XRLinearClassifier(relevance_weighted=True))
+    clf = make_clf(tiny_bert_dir, **BASE_SWITCH, ranker=XRLinearClassifier(relevance_weighted=True))
     assert clone(clf).get_params()["ranker__relevance_weighted"] is True
     # A KFold: with label lists, cv=<int> would ask sklearn to stratify a multi-label y.
-    search = GridSearchCV(
-        clf,
-        {"ranker__Cp": [0.5, 2.0]},
-        cv=KFold(2, shuffle=True, random_state=0),
-        scoring=make_topk_scorer("precision", 1),
-        error_score="raise",
-    )
+    cv = KFold(2, shuffle=True, random_state=0)
+    grid = [0.01, 4.0]
+    scorer = make_topk_scorer("precision", 1)
+    search = GridSearchCV(clf, {"ranker__Cp": grid}, cv=cv, scoring=scorer, error_score="raise")
     search.fit(X, Y)
-    assert search.best_params_["ranker__Cp"] in (0.5, 2.0)
-    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    # The same folds by hand: the search's scores are these fits' P@1, its choice the best.
+    manual = np.zeros((len(grid), 2))
+    for f, (train, test) in enumerate(cv.split(X)):
+        for g, value in enumerate(grid):
+            model = clone(clf).set_params(ranker__Cp=value)
+            model.fit([X[i] for i in train], [Y[i] for i in train])
+            manual[g, f] = scorer(model, [X[i] for i in test], [Y[i] for i in test])
+    assert manual.mean(1)[0] != manual.mean(1)[1]  # the values score apart here
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], manual.mean(1), atol=1e-12)
+    assert search.best_params_["ranker__Cp"] == grid[int(np.argmax(manual.mean(1)))]
+    assert search.best_estimator_.ranker_.Cp == search.best_params_["ranker__Cp"]
 
 
 def test_edge_inputs(tiny_bert_dir):

@@ -21,20 +21,21 @@ from skxmc.matchxml import linear_bootstrap, refined_label_embeddings
 
 
 def naive_tl(z, cand_emb, mask, targets, tau):
-    """Eq. 4 written as a loop: for each text with at least one positive, the mean over
-    its positives p of -log(exp(z.e_p / tau) / sum_{a in A1(i)} exp(z.e_a / tau)); averaged
-    over those texts (every text of the batch when each has a positive, as in eq. 4)."""
-    total, rows = 0.0, 0
-    for i in range(z.shape[0]):
-        slots = [m for m in range(mask.shape[1]) if mask[i, m]]
-        positives = [m for m in slots if targets[i, m]]
-        if not positives:
-            continue
-        denom = sum(torch.exp(z[i] @ cand_emb[i, a] / tau) for a in slots)
-        row = sum(-torch.log(torch.exp(z[i] @ cand_emb[i, p] / tau) / denom) for p in positives)
-        total = total + row / len(positives)
-        rows += 1
-    return total / rows
+    """Eq. 4 written as a loop: L_tl = 1/N_b sum_i 1/|P1(i)| sum_{p in P1(i)}
+    -log(exp(z_i.e_p / tau) / sum_{a in A1(i)} exp(z_i.e_a / tau)), N_b the batch size.
+    A text with no positive (P1(i) empty) has an empty inner sum: it adds 0 and still
+    counts in N_b."""
+    N_b = z.shape[0]
+    total = 0.0
+    for i in range(N_b):
+        A1 = [m for m in range(mask.shape[1]) if mask[i, m]]
+        P1 = [m for m in A1 if targets[i, m]]
+        if not P1:
+            continue  # 1/|P1(i)| * (empty sum) = 0
+        denom = sum(torch.exp(z[i] @ cand_emb[i, a] / tau) for a in A1)
+        inner = sum(-torch.log(torch.exp(z[i] @ cand_emb[i, p] / tau) / denom) for p in P1)
+        total = total + inner / len(P1)
+    return total / N_b
 
 
 def naive_lt(z, batch_labels, label_targets, tau):
@@ -108,14 +109,38 @@ def test_matching_loss_equals_naive_loop_values_and_gradients(weight, tau):
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-12)
 
 
-def test_text_to_label_averages_over_texts_with_a_positive():
+@pytest.mark.parametrize("weight", [1.0, 0.5])
+def test_text_to_label_divides_by_the_batch_size_with_an_unlabelled_text(weight):
+    """Eq. 4 divides by N_b: a text with no positive adds 0 and still counts. The mean
+    over the texts that have a positive (skxmc's form before) is 5/4 of it here."""
     z, cand, mask, targets, labels, label_targets = batch(empty_row=True)
     loss = text_label_matching_loss(
-        z, cand, mask, targets, labels, label_targets, temperature=0.1, matching_weight=1.0
+        z, cand, mask, targets, labels, label_targets, temperature=0.1, matching_weight=weight
     )
-    assert float(loss.detach()) == pytest.approx(
-        float(naive_tl(z, cand, mask, targets, 0.1).detach()), rel=1e-10
+    tl = naive_tl(z, cand, mask, targets, 0.1)
+    ref = weight * tl + (1 - weight) * naive_lt(z, labels, label_targets, 0.1)
+    assert float(loss.detach()) == pytest.approx(float(ref.detach()), rel=1e-10)
+    labelled_mean = tl * z.shape[0] / (z.shape[0] - 1)  # 4 of the 5 texts have a positive
+    wrong = weight * labelled_mean + (1 - weight) * naive_lt(z, labels, label_targets, 0.1)
+    assert float(loss.detach()) != pytest.approx(float(wrong.detach()), rel=1e-3)
+    g = torch.autograd.grad(loss, z)[0]
+    g_ref = torch.autograd.grad(ref, z)[0]
+    torch.testing.assert_close(g, g_ref, rtol=1e-9, atol=1e-12)
+
+
+def test_text_to_label_weighted_rows_divide_by_the_batch_size():
+    """With sample weights: 1/N_b sum_i w_i l_i, the unlabelled text counting in N_b."""
+    z, cand, mask, targets, labels, label_targets = batch(empty_row=True)
+    w = torch.tensor([0.5, 2.0, 3.0, 1.0, 1.5], dtype=torch.float64)
+    loss = text_label_matching_loss(
+        z, cand, mask, targets, labels, label_targets, matching_weight=1.0, sample_weight=w
     )
+    rows = [
+        naive_tl(z[i : i + 1], cand[i : i + 1], mask[i : i + 1], targets[i : i + 1], 0.05)
+        for i in range(5)
+    ]
+    ref = sum(w[i] * rows[i] for i in range(5)) / 5
+    assert float(loss.detach()) == pytest.approx(float(ref.detach()), rel=1e-10)
 
 
 def test_matching_loss_padding_is_ignored():
