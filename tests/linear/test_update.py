@@ -204,8 +204,11 @@ def test_bad_inputs_raise_naming_the_argument(data, base):
     with pytest.raises(ValueError, match="sample_weight"):
         clf.update(X[:N_OLD], Y[:N_OLD], sample_weight=np.ones(3))
     assert _same_weights(clf, base)  # nothing above changed the model
+    compacted = _copy(base).compact()
+    with pytest.raises(AttributeError, match="training_fingerprints_"):
+        compacted.training_fingerprints_  # noqa: B018
     with pytest.raises(ValueError, match=r"predict-only.*compact\(\)"):
-        _copy(base).compact().update(X, Y)
+        compacted.update(X, Y)
     from sklearn.exceptions import NotFittedError
 
     with pytest.raises(NotFittedError):
