@@ -25,6 +25,7 @@ SUITES: dict[str, tuple[str, str]] = {
     "thresholds": ("thresholds", "top_k vs global vs per-label thresholds, chosen on dev"),
     "ensemble": ("ensemble", "RankerEnsemble of XR-Linear trees vs its best member, dev-chosen"),
     "add-labels": ("add_labels", "add_labels on a fitted XR-Linear vs a full refit (tibkat)"),
+    "update": ("update", "update (new rows) on a fitted XR-Linear vs a full refit (tibkat)"),
     "persistence": ("persistence", "saved models: long label names, and skops.io vs skxmc"),
     "latency": ("latency", "single-text latency of XR-Linear vs libpecos, one thread"),
     "serve-throughput": ("serve_throughput", "skxmc serve under 64 callers vs in-process batches"),

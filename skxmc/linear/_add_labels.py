@@ -184,6 +184,10 @@ _ROUTING_CLUSTERS = 10
 _NEW_LABEL_CP = 2.0
 
 
+# the per-node prints of training_fingerprints_ (skxmc.linear._update)
+_NODE_PRINTS = ("positives", "exact")
+
+
 def _pad_columns(M: sp.csr_matrix, n_columns: int) -> sp.csr_matrix:
     """``M`` with ``n_columns`` columns (a beam search's output has the layer's width)."""
     M = sp.csr_matrix(M)
@@ -332,8 +336,17 @@ class AddLabelsMixin:
         )
         n_added = int(vars(self).get("n_labels_added_", 0)) + len(new_classes)
         drift = n_added / len(merged)
+        state = {}
+        prints = vars(self).get("training_fingerprints_")
+        if prints is not None:
+            # the new labels' nodes were not trained as fit trains them: a print of 0 that
+            # no problem has, so that update() retrains them
+            last, pad = prints["layers"][-1], np.zeros(len(new_classes), np.uint64)
+            last = {**last, **{k: np.concatenate([last[k], pad])[order] for k in _NODE_PRINTS}}
+            state["training_fingerprints_"] = {**prints, "layers": [*prints["layers"][:-1], last]}
         # one update: a concurrent predict sees the old model or the new one
         self.__dict__.update(
+            **state,
             classes_=merged,
             tree_=new_tree,
             weights_=new_weights,

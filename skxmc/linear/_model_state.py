@@ -188,6 +188,7 @@ _TRAINING_ONLY = {
     "own layout); explain, to_pecos and inspecting the node models need them",
     "fit_time_per_layer_": "training diagnostics",
     "fit_bytes_per_layer_": "training diagnostics",
+    "training_fingerprints_": "the node problems' prints that update() compares",
 }
 
 
@@ -205,13 +206,15 @@ class ModelStateMixin:
         predict-only model keeps the layout alone and frees the memory of ``weights_``
         (saved, 0.58 of the full folder's size on tibkat_gnd_en; see the persistence page
         of the docs). Dropped: ``weights_``, ``fit_time_per_layer_``,
-        ``fit_bytes_per_layer_`` (training diagnostics) and the tree's
+        ``fit_bytes_per_layer_`` (training diagnostics), ``training_fingerprints_``
+        (what :meth:`update` compares) and the tree's
         ``label_embedder_`` (the label2vec model of a ``"label2vec"`` tree). Kept: the
         parameters, ``classes_``, ``tree_``'s cluster chain, ``n_features_in_``, and so
         ``predict``, ``predict_topk``, ``predict_proba``, ``decision_function``,
         ``score``, pickling and :func:`skxmc.save` / :func:`skxmc.load` (memory-mapped
         too). Lost: reading ``weights_`` (the error names this method),
-        :meth:`explain`, which reads the node weights per feature, and
+        :meth:`explain`, which reads the node weights per feature, :meth:`add_labels`
+        and :meth:`update`, which train nodes, and
         :func:`skxmc.io.to_pecos`, which writes them. ``fit`` trains a full model again
         (the dropped state comes back only that way); ``clone`` gives an unfitted copy
         as usual. :func:`skxmc.save` with ``predict_only=True`` saves a compacted copy

@@ -34,6 +34,7 @@ from ._model_state import ModelStateMixin, _search_structures, _SearchCache
 from ._problem import LayerGroups, row_squared_norms, solver_view
 from ._select import selected_search
 from ._solver import fit_layer
+from ._update import UpdateMixin, layer_fingerprints, row_hashes, training_fingerprints
 
 logger = logging.getLogger(__name__)
 
@@ -180,6 +181,7 @@ def _check_negatives(negatives: Any, Y: sp.csr_matrix, classes: np.ndarray) -> s
 @persistent
 class XRLinearClassifier(
     AddLabelsMixin,
+    UpdateMixin,
     ExplainMixin,
     ModelStateMixin,
     MultiLabelRankerMixin,
@@ -285,6 +287,17 @@ class XRLinearClassifier(
     label_drift_ : float
         ``n_labels_added_ / len(classes_)``: the share of the labels that the label tree
         was not built on. A full ``fit`` is due above about 0.1 (see :meth:`add_labels`).
+    training_fingerprints_ : dict
+        64-bit prints of every node's training problem (per layer: ``"groups"``,
+        ``"positives"``, ``"exact"``), the fit's seed, the solver settings and the hashes
+        of the rows the label tree was built on: what :meth:`update` compares to retrain
+        only the changed nodes. Saved with the model; dropped by :meth:`compact`.
+    nodes_updated_ : list of int
+        Nodes trained per layer by the last ``fit`` (all) or :meth:`update`.
+    update_drift_ : float
+        After :meth:`update`, the share of its training rows that the label tree was not
+        built on (0 after ``fit``). A full ``fit`` is due above about 0.2 (see
+        :meth:`update`).
 
     See Also
     --------
@@ -479,10 +492,18 @@ class XRLinearClassifier(
         else:
             targets = tree.cluster_label_matrices(Y)
         extra_rows = None if negatives is None else tree.cluster_label_matrices(negatives)
+        hashes = row_hashes(X, sample_weight)
+        prints: list[dict] = []
         weights, fit_times, bytes_per_layer = self._train_layers(
-            X, sqnorms, tree, targets, classes, seed, norms, sample_weight, extra_rows
+            X, sqnorms, tree, targets, classes, seed, norms, sample_weight, extra_rows,
+            (hashes, prints),
+        )  # fmt: skip
+        fingerprints = training_fingerprints(
+            self, seed, hashes, prints, sample_weight is not None, negatives=extra_rows is not None
         )
-        self._publish(twin, classes, target_type, tree, weights, fit_times, bytes_per_layer)
+        self._publish(
+            twin, classes, target_type, tree, weights, fit_times, bytes_per_layer, fingerprints
+        )
         return self
 
     def _publish(
@@ -494,6 +515,7 @@ class XRLinearClassifier(
         weights: list[sp.csc_matrix],
         fit_times: list[float],
         bytes_per_layer: Any,
+        fingerprints: dict,
     ) -> None:
         """Set the fitted attributes, all at once: one dict update (atomic under the GIL),
         so a concurrent predict sees the old model or the new one, and a fit interrupted
@@ -509,6 +531,9 @@ class XRLinearClassifier(
             "predict_only_": False,
             "n_labels_added_": 0,
             "label_drift_": 0.0,
+            "training_fingerprints_": fingerprints,
+            "nodes_updated_": [C.shape[0] for C in tree.cluster_chain_],
+            "update_drift_": 0.0,
             "_search_cache": _search_structures(tree, weights, classes),
         }
         if hasattr(twin, "feature_names_in_"):
@@ -592,6 +617,7 @@ class XRLinearClassifier(
         norms: tuple[float, str],
         sample_weight: np.ndarray | None = None,
         extra_rows: list[sp.csr_matrix] | None = None,
+        fingerprints: tuple[np.ndarray, list] | None = None,
     ) -> tuple[list[sp.csc_matrix], list[float], Any]:
         """Train the node models layer by layer, top down: ``(weights, seconds per layer,
         bytes per layer on a cluster or None)``; every node problem weighs its rows by
@@ -599,7 +625,9 @@ class XRLinearClassifier(
         backend="dask")`` the layers' node problems and the matcher's searches run on the
         cluster (:mod:`skxmc.linear._distributed`), with the same model. ``extra_rows``
         (the user negatives' clusters per layer, as ``tree.cluster_label_matrices`` gives
-        them) adds each row, at layer ``t``, to the groups of its layer ``t - 1`` clusters."""
+        them) adds each row, at layer ``t``, to the groups of its layer ``t - 1`` clusters.
+        ``fingerprints``: ``(row hashes, list)``, the list gets every layer's node
+        problem prints (:func:`~skxmc.linear._update.layer_fingerprints`)."""
         weights: list[sp.csc_matrix] = []
         fit_times: list[float] = []
         empty_layers: list[str] = []
@@ -620,6 +648,9 @@ class XRLinearClassifier(
                     extra = extra_rows[t - 1]
                     matcher = extra if matcher is None else matcher + extra
                 groups = LayerGroups.from_matrices(Y_t, C, matcher)
+                if fingerprints is not None:
+                    hashes, prints = fingerprints
+                    prints.append(layer_fingerprints(groups, Y_t, hashes, sample_weight))
                 W = self._fit_layer(X, Y_t, groups, seed + t, sqnorms, cluster, view, sample_weight)
                 weights.append(W)
                 share = _empty_node_share(W, Y_t)
