@@ -567,7 +567,9 @@ class KNNBertClassifier(TransformerClassifierBase):
         device = self._inference_device()
         module = self.module_.to(device)
         with eval_mode(module):
-            feats = self._encode(module.embed, task.tokens.subset(rows), device, "kNN memory")
+            # all the training texts: a view of the tokens, not a copy
+            tokens = task.tokens.head(len(y)) if len(rows) == len(y) else task.tokens.subset(rows)
+            feats = self._encode(module.embed, tokens, device, "kNN memory")
         self.memory_features_ = feats
         self.memory_targets_ = np.asarray(y[rows], dtype=np.int64)
         self.memory_indices_ = task.row_positions(rows)
