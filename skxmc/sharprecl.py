@@ -168,11 +168,18 @@ class _PairedBatches:
             yield self.tokens.collate(rows)
 
 
-def _unit_rows(A: np.ndarray) -> np.ndarray:
-    """Rows of ``A`` scaled to unit norm, in float32 (a zero row stays zero)."""
+def _unit_rows(A: np.ndarray, *, in_place: bool = False) -> np.ndarray:
+    """Rows of ``A`` scaled to unit norm, in float32 (a zero row stays zero); with
+    ``in_place``, in ``A`` itself when it is float32 (the training embeddings: no second
+    copy of n x hidden floats)."""
     A = np.asarray(A, dtype=np.float32)
     norms = np.linalg.norm(A, axis=1, keepdims=True)
-    return np.divide(A, norms, out=np.zeros_like(A), where=norms > 0)
+    ok = norms > 0
+    if in_place:
+        np.divide(A, norms, out=A, where=ok)
+        A[~ok[:, 0]] = 0
+        return A
+    return np.divide(A, norms, out=np.zeros_like(A), where=ok)
 
 
 class _StreamViews:
@@ -905,7 +912,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
                 verbose=self._train.verbose,
                 desc="training embeddings",
             )
-        self.train_embeddings_ = _unit_rows(features)
+        self.train_embeddings_ = _unit_rows(features, in_place=True)
         self.train_targets_ = task.y.numpy().astype(np.int64)
         self.train_indices_ = task.row_positions(rows)
         if task.sample_weight is not None:

@@ -1,11 +1,11 @@
 """Tokenise once, then batch with dynamic padding and length-sorted order.
 
 :class:`TokenizedTexts` holds the token ids of all texts of one ``fit`` / ``predict`` call
-in two flat arrays (ids and offsets), which costs about 4 bytes per token instead of the
-~36 of Python lists, and hands out :class:`TextBatch` objects padded only to the longest
-text of the batch. Sorting by length before batching puts texts of similar length together,
-so little compute is spent on padding; the batch indices let callers put results back in
-the input order.
+in two flat arrays (ids and offsets), which costs 2 bytes per token (4 for vocabularies of
+more than 65,536 tokens) instead of the ~36 of Python lists, and hands out
+:class:`TextBatch` objects padded only to the longest text of the batch. Sorting by length
+before batching puts texts of similar length together, so little compute is spent on
+padding; the batch indices let callers put results back in the input order.
 """
 
 from __future__ import annotations
@@ -264,8 +264,9 @@ class TokenizedTexts:
 
     Parameters
     ----------
-    ids : numpy.ndarray of int32
-        All token ids, concatenated.
+    ids : numpy.ndarray of int32 or uint16
+        All token ids, concatenated (kept as uint16 when given so: what :func:`tokenize`
+        stores when every id is below 65,536; any other dtype becomes int32).
     offsets : numpy.ndarray of int64 of shape (n_texts + 1,)
         Text ``i`` holds ``ids[offsets[i]:offsets[i + 1]]``.
     pad_token_id : int
@@ -300,7 +301,8 @@ class TokenizedTexts:
         pairs: bool = False,
     ) -> None:
         self.pairs = bool(pairs) or type_ids is not None
-        self.ids = np.asarray(ids, dtype=np.int32)
+        ids = np.asarray(ids)
+        self.ids = ids if ids.dtype == np.uint16 else ids.astype(np.int32, copy=False)
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.pad_token_id = int(pad_token_id)
         self.type_ids = None if type_ids is None else np.asarray(type_ids, dtype=np.int8)
@@ -360,7 +362,7 @@ class TokenizedTexts:
         lengths = self.lengths[indices]
         offsets = np.zeros(len(indices) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        ids = np.empty(int(offsets[-1]), dtype=np.int32)
+        ids = np.empty(int(offsets[-1]), dtype=self.ids.dtype)
         types = None if self.type_ids is None else np.empty(len(ids), dtype=np.int8)
         # In blocks of rows: the int64 positions gathered never cover all the tokens.
         for start in range(0, len(indices), _SUBSET_BLOCK):
@@ -547,7 +549,8 @@ class TokenBuffer:
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         del lengths
-        ids = np.concatenate(self._ids) if self._ids else np.zeros(0, dtype=np.int32)
+        # uint16 chunks and int32 ones (ids above 65,535) join as int32
+        ids = np.concatenate(self._ids) if self._ids else np.zeros(0, dtype=np.uint16)
         self._ids, self._lengths = [], []
         type_ids = None
         if self.want_types:
@@ -602,6 +605,8 @@ def _encode(
     lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
     total = int(lengths.sum())
     ids = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int32, count=total)
+    if total and 0 <= ids.min() and ids.max() < 65536:  # half the memory (BERT: 30,522)
+        ids = ids.astype(np.uint16)
     types = None
     if want_types:
         types = np.fromiter(
