@@ -88,7 +88,9 @@ def _raw_chunks(X: Any, size: int, name: str) -> Iterator[list]:
         yield chunk
 
 
-def iter_text_chunks(X: Any, *, name: str = "X", size: int = CHUNK) -> Iterator[tuple[list, bool]]:
+def iter_text_chunks(
+    X: Any, *, name: str = "X", size: int | None = None
+) -> Iterator[tuple[list, bool]]:
     """Read ``X`` in checked chunks of at most ``size`` texts.
 
     Parameters
@@ -98,8 +100,8 @@ def iter_text_chunks(X: Any, *, name: str = "X", size: int = CHUNK) -> Iterator[
         (see :func:`is_text_stream`), read once.
     name : str, default="X"
         Used in error messages, which give the row's position in the whole of ``X``.
-    size : int, default=4096
-        Texts per chunk.
+    size : int or None, default=None
+        Texts per chunk; None: :data:`CHUNK` (4096).
 
     Yields
     ------
@@ -117,6 +119,7 @@ def iter_text_chunks(X: Any, *, name: str = "X", size: int = CHUNK) -> Iterator[
     """
     from ._tokenize import check_texts
 
+    size = CHUNK if size is None else int(size)
     if not is_text_stream(X):
         texts, pairs = check_texts(X, name=name)
         for start in range(0, len(texts), size):
