@@ -477,8 +477,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
 
         Parameters
         ----------
-        X : sequence of str or of (str, str)
-            Training texts.
+        X : sequence or iterable of str or of (str, str)
+            Training texts. A generator or a Hugging Face dataset is read once, in
+            chunks, keeping only the token ids (see :ref:`large-data`).
         y : array-like of shape (n_samples,)
             Class labels (str, int, any sortable hashable values).
         sample_weight : array-like of shape (n_samples,), default=None
