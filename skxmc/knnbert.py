@@ -397,8 +397,9 @@ class KNNBertClassifier(TransformerClassifierBase):
 
         Parameters
         ----------
-        X : sequence of str or of (str, str)
-            Training texts or text pairs.
+        X : sequence or iterable of str or of (str, str)
+            Training texts or text pairs. A generator or a Hugging Face dataset is read once, in
+            chunks, keeping only the token ids (see :ref:`large-data`).
         y : array-like of shape (n_samples,)
             Class labels (str, int, any sortable hashable values).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -567,7 +568,9 @@ class KNNBertClassifier(TransformerClassifierBase):
         device = self._inference_device()
         module = self.module_.to(device)
         with eval_mode(module):
-            feats = self._encode(module.embed, task.tokens.subset(rows), device, "kNN memory")
+            # all the training texts: a view of the tokens, not a copy
+            tokens = task.tokens.head(len(y)) if len(rows) == len(y) else task.tokens.subset(rows)
+            feats = self._encode(module.embed, tokens, device, "kNN memory")
         self.memory_features_ = feats
         self.memory_targets_ = np.asarray(y[rows], dtype=np.int64)
         self.memory_indices_ = task.row_positions(rows)

@@ -15,7 +15,7 @@ with require_extra("text", "SharpReCLClassifier"):
     import torch
     from torch import nn
 
-from ._augment import augment_texts
+from ._augment import WordNet, augment_texts
 from ._compat import Interval, StrOptions
 from ._memory import FLOAT32, INT64, check_allocation, check_trainable, encoder_hidden_size
 from ._sample_weight import loss_weights
@@ -40,7 +40,8 @@ from .text._device import resolve_device
 from .text._encoder import batched_inference, eval_mode
 from .text._estimator import FitTask, fill_engine_docs
 from .text._explain import Neighbor, check_explain_k, explanation_dict, nearest_of_class
-from .text._tokenize import check_texts
+from .text._stream import is_text_stream, iter_text_chunks
+from .text._tokenize import TokenBuffer, TokenizedTexts, check_texts
 
 __all__ = ["Neighbor", "NeighborExplanation", "SharpReCLClassifier"]
 
@@ -167,11 +168,33 @@ class _PairedBatches:
             yield self.tokens.collate(rows)
 
 
-def _unit_rows(A: np.ndarray) -> np.ndarray:
-    """Rows of ``A`` scaled to unit norm, in float32 (a zero row stays zero)."""
+def _unit_rows(A: np.ndarray, *, in_place: bool = False) -> np.ndarray:
+    """Rows of ``A`` scaled to unit norm, in float32 (a zero row stays zero); with
+    ``in_place``, in ``A`` itself when it is float32 (the training embeddings: no second
+    copy of n x hidden floats)."""
     A = np.asarray(A, dtype=np.float32)
     norms = np.linalg.norm(A, axis=1, keepdims=True)
-    return np.divide(A, norms, out=np.zeros_like(A), where=norms > 0)
+    ok = norms > 0
+    if in_place:
+        np.divide(A, norms, out=A, where=ok)
+        A[~ok[:, 0]] = 0
+        return A
+    return np.divide(A, norms, out=np.zeros_like(A), where=ok)
+
+
+class _StreamViews:
+    """The second view of a stream's texts, tokenised with them: ``tokens`` holds the
+    ``n`` texts, then their ``n`` views (what training reads, built without a copy)."""
+
+    def __init__(self, tokens: TokenizedTexts, n: int) -> None:
+        self.tokens, self.n = tokens, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def subset_rows(self, rows: np.ndarray) -> TokenizedTexts:
+        """The views of texts ``rows`` (a validation split, rows of weight 0 dropped)."""
+        return self.tokens.subset(np.asarray(rows, dtype=np.int64) + self.n)
 
 
 # The fitted state behind explain.
@@ -454,8 +477,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
 
         Parameters
         ----------
-        X : sequence of str or of (str, str)
-            Training texts.
+        X : sequence or iterable of str or of (str, str)
+            Training texts. A generator or a Hugging Face dataset is read once, in
+            chunks, keeping only the token ids (see :ref:`large-data`).
         y : array-like of shape (n_samples,)
             Class labels (str, int, any sortable hashable values).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -651,6 +675,13 @@ class SharpReCLClassifier(TransformerClassifierBase):
     # Hooks of TransformerClassifierBase -----------------------------------------------
 
     def _validate_fit_data(self, X: Any, y: Any) -> tuple[list, np.ndarray]:
+        self._check_fit_params()
+        texts, y_encoded = super()._validate_fit_data(X, y)
+        # Here, before the encoder loads: a size that cannot fit fails in a second.
+        self._check_memory(len(texts), len(self.classes_))
+        return texts, y_encoded
+
+    def _check_fit_params(self) -> None:
         if self.classifier_loss == "linear_probe" and self.contrastive_weight == 0:
             raise ValueError(
                 "classifier_loss='linear_probe' trains the encoder with the contrastive "
@@ -663,10 +694,40 @@ class SharpReCLClassifier(TransformerClassifierBase):
                 "trains on the original texts only; pass n_views=2 (the paper's two "
                 "views) to use it, or leave augmentation='auto'."
             )
-        texts, y_encoded = super()._validate_fit_data(X, y)
-        # Here, before the encoder loads: a size that cannot fit fails in a second.
-        self._check_memory(len(texts), len(self.classes_))
-        return texts, y_encoded
+
+    def _read_fit_stream(
+        self, X: Any, rs: np.random.RandomState, fit_params: dict[str, Any]
+    ) -> tuple[TokenizedTexts, dict[str, Any]]:
+        """Tokenise a stream and, for two views, its augmented view as it goes by (the
+        texts are not kept); the views follow the texts in one token container."""
+        X_augmented = fit_params.get("X_augmented")
+        if X_augmented is not None:
+            if is_text_stream(X_augmented):
+                fit_params = {**fit_params, "X_augmented": self._tokenize(X_augmented)}
+            return self._tokenize(X), fit_params
+        if not self._two_views(None) or self.augmentation is None:
+            return self._tokenize(X), fit_params
+        # The generator an in-memory fit would make (same seed, texts in the same order),
+        # so that without a validation split the views are those of the list.
+        method = "delete_swap" if self.augmentation == "auto" else self.augmentation
+        rng = np.random.default_rng(int(rs.randint(np.iinfo(np.int32).max)))
+        wordnet = WordNet() if method == "synonym" else None
+        texts = views = None
+        for chunk, pairs in iter_text_chunks(X):
+            if texts is None:
+                texts = TokenBuffer(self.tokenizer_, self._max_length(), pairs)
+                views = TokenBuffer(self.tokenizer_, self._max_length(), pairs)
+            texts.add(chunk)
+            augmented = augment_texts(
+                chunk, method, p=self.augmentation_strength, random_state=rng, wordnet=wordnet
+            )
+            augmented, _ = check_texts(augmented, name="the augmented view")
+            views.add(augmented)
+        if texts is None:
+            return self._tokenize([]), fit_params
+        n = len(texts)
+        both = TokenBuffer.join(texts, views)
+        return both.head(n), {**fit_params, "X_augmented": _StreamViews(both, n)}
 
     def _ablated(self) -> frozenset:
         """The parts of the method that ``ablate`` switches off (checked)."""
@@ -769,8 +830,12 @@ class SharpReCLClassifier(TransformerClassifierBase):
         )
         self.class_prior_ = counts / counts.sum()
         two_view = self._two_views(X_augmented)
-        views = list(texts)
-        if two_view:
+        if isinstance(texts, TokenizedTexts):  # a stream, tokenised as it was read
+            tokens = self._stream_tokens(texts, X_augmented if two_view else None, two_view)
+            views = None
+        else:
+            views = list(texts)
+        if two_view and views is not None:
             if X_augmented is not None:
                 augmented, pairs = check_texts(X_augmented, name="X_augmented")
                 if len(augmented) != n or pairs != self.text_pairs_:
@@ -794,7 +859,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
             weights = effective_number_weights(counts, beta=0.9999)
         row_weight = loss_weights(sample_weight)
         return _SharpReCLTask(
-            tokens=self._tokenize(views),
+            tokens=self._tokenize(views) if views is not None else tokens,
             y=torch.as_tensor(y),
             n_train=n,
             rng=rng,
@@ -806,6 +871,29 @@ class SharpReCLClassifier(TransformerClassifierBase):
             log_prior=torch.as_tensor(np.log(self.class_prior_), dtype=torch.float32),
             class_weights=torch.as_tensor(weights),
         )
+
+    def _stream_tokens(
+        self, texts: TokenizedTexts, X_augmented: Any, two_view: bool
+    ) -> TokenizedTexts:
+        """The token container of a stream's fit: the texts, then their second view."""
+        if not two_view:
+            return texts
+        if isinstance(X_augmented, _StreamViews):  # built with the texts: no copy
+            return X_augmented.tokens
+        if X_augmented is None:  # augmentation=None: the views differ only by dropout
+            augmented = texts
+        else:
+            augmented = self._tokenize(
+                X_augmented
+                if isinstance(X_augmented, TokenizedTexts)
+                else check_texts(X_augmented, name="X_augmented")[0]
+            )
+        if len(augmented) != len(texts) or augmented.pairs != texts.pairs:
+            raise ValueError(
+                "X_augmented must hold one view of each text of X, of the same kind (texts "
+                "or text pairs)."
+            )
+        return TokenizedTexts.concatenate([texts, augmented])
 
     def _finalize_fit(self, task: _SharpReCLTask) -> None:
         self._store_train_embeddings(task)
@@ -819,13 +907,13 @@ class SharpReCLClassifier(TransformerClassifierBase):
         with eval_mode(module):
             features = batched_inference(
                 module.embed,
-                task.tokens.subset(rows),
+                task.tokens.head(task.n_train),  # the texts come first: a view, no copy
                 batch_size=2 * self._train.batch_size,
                 device=device,
                 verbose=self._train.verbose,
                 desc="training embeddings",
             )
-        self.train_embeddings_ = _unit_rows(features)
+        self.train_embeddings_ = _unit_rows(features, in_place=True)
         self.train_targets_ = task.y.numpy().astype(np.int64)
         self.train_indices_ = task.row_positions(rows)
         if task.sample_weight is not None:
@@ -834,7 +922,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
     def _training_batches(
         self, task: _SharpReCLTask, epoch: int, rng: np.random.Generator
     ) -> _PairedBatches:
-        originals = task.tokens.subset(np.arange(task.n_train))
+        originals = task.tokens.head(task.n_train)
         # Plain random batches, not length-bucketed ones: length often goes with the class
         # (TREC's question types), and length-sorted batches holding one class each would
         # starve the in-batch contrast and the BatchNorm statistics of the other classes.

@@ -245,3 +245,37 @@ def make_knnbert(tiny_bert_dir: Path, **params: Any):
         n_neighbors=3,
     )
     return _on_tiny_bert(KNNBertClassifier, tiny_bert_dir, defaults, params)
+
+
+# Streams of texts (tests of skxmc.text._stream and of the estimators reading them) ----
+
+
+class FakeDataset:
+    """What skxmc reads of a Hugging Face ``datasets.Dataset``: ``column_names`` and
+    ``iter(batch_size)`` (dicts of lists). Its module name makes it one (duck typing)."""
+
+    __module__ = "datasets.arrow_dataset"
+
+    def __init__(self, columns: dict[str, list]) -> None:
+        self.columns = columns
+        self.column_names = list(columns)
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values())))
+
+    def iter(self, batch_size: int):
+        for start in range(0, len(self), batch_size):
+            yield {k: v[start : start + batch_size] for k, v in self.columns.items()}
+
+
+class OneShot:
+    """An iterable that can be read only once (a second pass raises)."""
+
+    def __init__(self, items: list) -> None:
+        self.items, self.read = items, False
+
+    def __iter__(self):
+        if self.read:
+            raise AssertionError("read twice")
+        self.read = True
+        return iter(self.items)

@@ -493,3 +493,29 @@ def test_verbose_progress_is_one_log_style_on_stderr(tmp_path, capsys):
     from skxmc._logging import _PRINT
 
     assert _PRINT[0] is True
+
+
+def test_predict_writes_each_batch_before_reading_the_next(cli_model, jsonl_files, monkeypatch):
+    # standard input to standard output: when line 15 is read, the predictions of the
+    # first two batches of 7 are written already (memory holds one batch, not the input)
+    import io
+
+    from skxmc import cli
+
+    _, _, test = jsonl_files
+    lines = test.read_text(encoding="utf-8").splitlines(keepends=True)
+    out = io.StringIO()
+    written_when_read = {}
+
+    class Stdin:  # no .buffer: read line by line as text
+        def __iter__(self):
+            for i, line in enumerate(lines):
+                written_when_read[i] = out.getvalue().count("\n")
+                yield line
+
+    monkeypatch.setattr(cli, "_PREDICT_BATCH", 7)
+    monkeypatch.setattr("sys.stdin", Stdin())
+    monkeypatch.setattr("sys.stdout", out)
+    assert main(["predict", "--model-dir", str(cli_model), "--input", "-"]) == 0
+    assert out.getvalue().count("\n") == len(lines)
+    assert written_when_read[14] == 14 and written_when_read[7] == 7

@@ -424,3 +424,13 @@ def test_texts_and_label_sets_as_y_are_rejected():
         Label2VecTransformer(**FAST).fit(pd.Series(texts))
     with pytest.raises(ValueError, match="got label sets as y"):
         Label2VecTransformer(**FAST).fit(Y, pd.Series(Y))
+
+
+def test_a_generator_of_label_sets_is_read_once():
+    # word2vec needs several epochs over all the label sets: a generator is read once
+    # into memory and gives the list's vectors
+    rows = [["a", "b"], ["b", "c"], ["a", "c", "d"]] * 20
+    kw = dict(vector_size=8, random_state=0, n_jobs=1)
+    a = Label2VecTransformer(**kw).fit(rows)
+    b = Label2VecTransformer(**kw).fit(iter(rows))
+    np.testing.assert_array_equal(a.embeddings_, b.embeddings_)

@@ -29,6 +29,8 @@ SUITES: dict[str, tuple[str, str]] = {
     "persistence": ("persistence", "saved models: long label names, and skops.io vs skxmc"),
     "latency": ("latency", "single-text latency of XR-Linear vs libpecos, one thread"),
     "serve-throughput": ("serve_throughput", "skxmc serve under 64 callers vs in-process batches"),
+    "streaming": ("streaming", "peak memory of a SharpReCL fit on 20k vs 200k streamed texts"),
+    "streaming-predict": ("streaming_predict", "skxmc predict over 100k vs 1M lines: flat memory"),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._explain import FeatureContribution, LabelExplanation, NodeScore
 from ._problem import LayerGroups
 from ._solver import fit_layer
+from ._stream import predict_topk_iter, row_blocks
 from ._xrlinear import XRLinearClassifier
 
 __all__ = [
@@ -14,4 +15,6 @@ __all__ = [
     "NodeScore",
     "XRLinearClassifier",
     "fit_layer",
+    "predict_topk_iter",
+    "row_blocks",
 ]

@@ -212,6 +212,17 @@ def _hash_array(h: Any, a: np.ndarray) -> None:
     h.update(a.reshape(-1).view(np.uint8))
 
 
+def _hash_token_ids(h: Any, ids: np.ndarray) -> None:
+    """Hash token ids as int32, whatever their stored dtype (uint16 ids hash as the int32
+    ones of earlier versions did, so that their checkpoints still match), in blocks."""
+    if ids.dtype == np.int32:
+        _hash_array(h, ids)
+        return
+    h.update(b"A" + np.dtype(np.int32).str.encode() + repr(ids.shape).encode())
+    for start in range(0, len(ids), 1 << 20):
+        h.update(ids[start : start + (1 << 20)].astype(np.int32).view(np.uint8))
+
+
 def _hash_sequence(h: Any, items: list) -> None:
     h.update(b"L%d;" % len(items))
     if all(type(t) is str for t in items):
@@ -236,8 +247,8 @@ def _hash_into(h: Any, obj: Any) -> None:
         h.update(b"v" + type(obj).__name__.encode() + repr(obj).encode() + b";")
     elif isinstance(obj, TokenizedTexts):
         h.update(b"T" + (b"p" if obj.pairs else b"s"))
-        for a in (obj.ids, obj.offsets):
-            _hash_array(h, a)
+        _hash_token_ids(h, obj.ids)
+        _hash_array(h, obj.offsets)
         _hash_into(h, obj.type_ids)
     elif sp.issparse(obj):
         X = sp.csr_matrix(obj)

@@ -45,6 +45,7 @@ from ._estimator import (
 )
 from ._optim import ParamGroup
 from ._seed import seed_everything
+from ._stream import is_text_stream, iter_text_chunks
 from ._tokenize import TokenizedTexts, check_texts, tokenize
 from ._training import Trainer
 from ._weights import FineTunedModelMixin
@@ -126,10 +127,24 @@ def _check_one_label_kind(y: Any) -> None:
         )
 
 
+def take_texts(texts: list | TokenizedTexts, rows: np.ndarray) -> list | TokenizedTexts:
+    """The texts at ``rows``: of a list, or of the token ids a stream became."""
+    if isinstance(texts, TokenizedTexts):
+        return texts.subset(rows)
+    return [texts[i] for i in rows]
+
+
 def _subset_fit_params(fit_params: dict[str, Any], rows: np.ndarray, n: int) -> dict[str, Any]:
     """``fit_params`` with the per-text ones (sequences of length ``n``) cut to ``rows``."""
     out = {}
     for key, value in fit_params.items():
+        if isinstance(value, TokenizedTexts) or hasattr(value, "subset_rows"):
+            out[key] = (
+                value.subset(rows)
+                if isinstance(value, TokenizedTexts)
+                else (value.subset_rows(rows))
+            )
+            continue
         if value is not None and not isinstance(value, str) and hasattr(value, "__len__"):
             if len(value) == n:
                 rows_of = getattr(value, "iloc", value)  # pandas: by position
@@ -196,8 +211,10 @@ class TextTransformerMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
             What ``transform(X)`` returns after the fit (a DataFrame with
             ``set_output(transform="pandas")``).
         """
-        if not hasattr(X, "__len__"):  # an iterator can be read only once
-            X = list(X)
+        if not hasattr(X, "__len__") or is_text_stream(X):  # read once, needed twice
+            from ._stream import materialize_texts
+
+            X = materialize_texts(X) if is_text_stream(X) else list(X)
         return self.fit(X, y, **fit_params).transform(X)
 
     def __sklearn_tags__(self):
@@ -313,15 +330,36 @@ class TransformerClassifierBase(
     # Fit --------------------------------------------------------------------------------
 
     def _validate_fit_data(self, X: Any, y: Any) -> tuple[list, np.ndarray]:
-        texts, is_pairs = check_texts(X)
-        if not texts:
+        if isinstance(X, TokenizedTexts):  # a stream, read and tokenised
+            texts, is_pairs = X, X.pairs
+        else:
+            texts, is_pairs = check_texts(X)
+        if not len(texts):
             raise ValueError("X is empty: fit needs at least one text per class.")
         self.classes_, y_encoded = check_class_labels(y, len(texts))
         self.text_pairs_ = bool(is_pairs)
         return texts, y_encoded
 
-    def _tokenize(self, texts: list) -> TokenizedTexts:
+    def _tokenize(self, texts: Any) -> TokenizedTexts:
+        if isinstance(texts, TokenizedTexts):
+            return texts
         return tokenize(self.tokenizer_, texts, max_length=self._max_length())
+
+    def _check_fit_params(self) -> None:
+        """Checks of the parameters that need no data (override; run before a stream is
+        read, and by ``_validate_fit_data``)."""
+
+    def _read_fit_stream(
+        self, X: Any, rs: np.random.RandomState, fit_params: dict[str, Any]
+    ) -> tuple[TokenizedTexts, dict[str, Any]]:
+        """Read a stream ``X`` once into token ids (the tokenizer is loaded); override to
+        derive per-text data (augmented views) while the texts go by."""
+        return self._tokenize(X), fit_params
+
+    def _load_for_fit(self, seed: int) -> torch.nn.Module:
+        seed_everything(seed)  # the heads' initial weights
+        encoder, self.tokenizer_ = load_encoder(self.encoder, verbose=self._train.verbose)
+        return encoder
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(
@@ -334,10 +372,14 @@ class TransformerClassifierBase(
 
         Parameters
         ----------
-        X : sequence of str or of (str, str)
-            Training texts (a list, numpy array or pandas Series; not a bare string).
+        X : sequence or iterable of str or of (str, str)
+            Training texts (a list, numpy array or pandas Series; not a bare string). A
+            generator, an iterable without ``len`` or a Hugging Face ``datasets.Dataset``
+            / ``IterableDataset`` (its ``"text"`` column) is read once, in chunks, and
+            only its token ids are kept (see :ref:`large-data`).
         y : array-like of shape (n_samples,)
-            Class labels (any hashable, sortable values).
+            Class labels (any hashable, sortable values), in memory also when ``X`` is
+            a stream (an iterator is read into a list).
         sample_weight : array-like of shape (n_samples,), default=None
             Per-text weights (see the subclass's ``fit``).
         **fit_params
@@ -347,6 +389,21 @@ class TransformerClassifierBase(
         -------
         self
         """
+        encoder = None
+        if is_text_stream(X):
+            # The tokenizer first: the stream is tokenised as it is read, and only its token
+            # ids are kept. The seeds are drawn as they are for a list, so that a stream
+            # without a validation split fits the model the list would.
+            self._check_fit_params()
+            if y is not None and not hasattr(y, "__len__"):
+                y = list(y)
+            rs = check_random_state(self._train.random_state)
+            seed = int(rs.randint(np.iinfo(np.int32).max))
+            encoder = self._encoder_loaded = self._load_for_fit(seed)
+            try:
+                X, fit_params = self._read_fit_stream(X, rs, fit_params)
+            finally:
+                del self._encoder_loaded
         kept = None  # positions in X of the rows of positive weight (None: all)
         if sample_weight is not None:
             X, y, sample_weight, fit_params, kept = self._drop_zero_weight_rows(
@@ -355,16 +412,16 @@ class TransformerClassifierBase(
         texts, y_encoded = self._validate_fit_data(X, y)
         # An ONNX Runtime session holds the previous fit's weights.
         self.__dict__.pop("_onnx_model", None)
-        rs = check_random_state(self._train.random_state)
-        seed = int(rs.randint(np.iinfo(np.int32).max))
-        seed_everything(seed)  # the heads' initial weights
-        encoder, self.tokenizer_ = load_encoder(self.encoder, verbose=self._train.verbose)
+        if encoder is None:
+            rs = check_random_state(self._train.random_state)
+            seed = int(rs.randint(np.iinfo(np.int32).max))
+            encoder = self._load_for_fit(seed)
         self.module_ = self._build_module(encoder, len(self.classes_))
         train, valid = self._validation_split(y_encoded, rs)
         if valid is not None:
-            valid_tokens, y_valid = self._tokenize([texts[i] for i in valid]), y_encoded[valid]
+            valid_tokens, y_valid = self._tokenize(take_texts(texts, valid)), y_encoded[valid]
             fit_params = _subset_fit_params(fit_params, train, len(texts))
-            texts, y_encoded = [texts[i] for i in train], y_encoded[train]
+            texts, y_encoded = take_texts(texts, train), y_encoded[train]
             sample_weight = None if sample_weight is None else sample_weight[train]
         if sample_weight is not None:
             fit_params["sample_weight"] = sample_weight
@@ -403,11 +460,11 @@ class TransformerClassifierBase(
         """Checked weights, and ``X``, ``y``, weights and per-text ``fit_params`` without
         the rows of weight 0 (before anything reads them: as if they were not there), and
         the positions of the rows kept (None: all)."""
-        texts, _ = check_texts(X)
+        texts = X if isinstance(X, TokenizedTexts) else check_texts(X)[0]
         n = len(texts)
         weights, kept = drop_zero_weight_rows(sample_weight, n)
         if kept is not None:
-            X = [texts[i] for i in kept]
+            X = take_texts(texts, kept)
             y = take_rows(y, kept, n)
             fit_params = _subset_fit_params(fit_params, kept, n)
         return X, y, weights, fit_params, kept
@@ -450,9 +507,7 @@ class TransformerClassifierBase(
     def _inference_device(self) -> torch.device:
         return inference_device(self._train.device)
 
-    def _forward_all(self, X: Any, method: str, desc: str) -> np.ndarray:
-        check_is_fitted(self, "module_")
-        texts, is_pairs = check_texts(X)
+    def _check_pairs(self, texts: list, is_pairs: bool) -> None:
         if texts and is_pairs != self.text_pairs_:
             kind = "text pairs" if self.text_pairs_ else "single texts"
             given = (
@@ -461,15 +516,37 @@ class TransformerClassifierBase(
                 else "single texts"
             )
             raise ValueError(f"this model was trained on {kind}; X holds {given}.")
+
+    def _forward_all(self, X: Any, method: str, desc: str) -> np.ndarray:
+        check_is_fitted(self, "module_")
+        if is_text_stream(X):
+            return self._forward_stream(X, method, desc)
+        texts, is_pairs = check_texts(X)
+        self._check_pairs(texts, is_pairs)
+        return self._forward_tokens(self._tokenize(texts), method, desc)
+
+    def _forward_tokens(self, tokens: TokenizedTexts, method: str, desc: str) -> np.ndarray:
         # Torch on the inference device, or ONNX Runtime after set_inference_backend("onnx").
         return self._text_model_outputs(
             method,
-            self._tokenize(texts),
+            tokens,
             batch_size=2 * self._train.batch_size,
             device=self._inference_device(),
             verbose=self._train.verbose,
             desc=desc,
         )
+
+    def _forward_stream(self, X: Any, method: str, desc: str) -> np.ndarray:
+        """The outputs of a stream, chunk by chunk: each chunk is tokenised, run and its
+        tokens dropped, so only the outputs grow with the number of texts."""
+        parts = []
+        for texts, is_pairs in iter_text_chunks(X):
+            self._check_pairs(texts, is_pairs)
+            out = self._forward_tokens(self._tokenize(texts), method, desc)
+            parts.append(out.reshape(len(texts), -1))
+        if not parts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Class scores (logits), shape (n_samples, n_classes).

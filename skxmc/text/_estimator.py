@@ -297,7 +297,9 @@ class NeuralEstimatorMixin:
     def _max_length(self) -> int:
         """``max_length``, capped by the encoder's position embeddings (a tokenizer saved
         without ``model_max_length`` would let texts outgrow them)."""
-        config = getattr(self.module_.encoder, "config", None)
+        # while fit reads a stream, before the model is built: the encoder just loaded
+        encoder = self.__dict__.get("_encoder_loaded")
+        config = getattr(self.module_.encoder if encoder is None else encoder, "config", None)
         positions = getattr(config, "max_position_embeddings", None)
         if isinstance(positions, int) and positions > 0:
             return min(self.max_length, positions)

@@ -1,11 +1,11 @@
 """Tokenise once, then batch with dynamic padding and length-sorted order.
 
 :class:`TokenizedTexts` holds the token ids of all texts of one ``fit`` / ``predict`` call
-in two flat arrays (ids and offsets), which costs about 4 bytes per token instead of the
-~36 of Python lists, and hands out :class:`TextBatch` objects padded only to the longest
-text of the batch. Sorting by length before batching puts texts of similar length together,
-so little compute is spent on padding; the batch indices let callers put results back in
-the input order.
+in two flat arrays (ids and offsets), which costs 2 bytes per token (4 for vocabularies of
+more than 65,536 tokens) instead of the ~36 of Python lists, and hands out
+:class:`TextBatch` objects padded only to the longest text of the batch. Sorting by length
+before batching puts texts of similar length together, so little compute is spent on
+padding; the batch indices let callers put results back in the input order.
 """
 
 from __future__ import annotations
@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["DEFAULT_MAX_LENGTH", "TextBatch", "TokenizedTexts", "check_texts", "tokenize"]
+__all__ = [
+    "DEFAULT_MAX_LENGTH",
+    "TextBatch",
+    "TokenBuffer",
+    "TokenizedTexts",
+    "check_texts",
+    "tokenize",
+]
 
 #: Default truncation length. Self-attention costs grow with the square of the length and a
 #: BERT-base step on CPU already takes seconds at 128 tokens; GPU users raise it.
@@ -28,6 +35,8 @@ DEFAULT_MAX_LENGTH = 128
 # Texts are tokenised in chunks so that the tokenizer's Python lists never hold more than
 # this many texts at a time.
 _CHUNK = 4096
+# Rows gathered at a time by TokenizedTexts.subset.
+_SUBSET_BLOCK = 65536
 
 
 def _is_dataframe(X: Any) -> bool:
@@ -78,10 +87,14 @@ def _as_text_list(texts: Any, name: str) -> list:
         return rows
     if hasattr(texts, "tolist") and not isinstance(texts, list):  # 1-D arrays, Series
         return texts.tolist()
+    from ._stream import is_hf_dataset, materialize_texts
+
+    if is_hf_dataset(texts):  # its text column, read once
+        return materialize_texts(texts, name=name)
     return list(texts)
 
 
-def check_texts(texts: Any, *, name: str = "X") -> tuple[list, bool]:
+def check_texts(texts: Any, *, name: str = "X", start: int = 0) -> tuple[list, bool]:
     """Validate raw text input: a sequence of ``str`` or of ``(str, str)`` pairs.
 
     This is the one place where skxmc's text estimators read ``X``; the result always has
@@ -89,7 +102,7 @@ def check_texts(texts: Any, *, name: str = "X") -> tuple[list, bool]:
 
     Parameters
     ----------
-    texts : sequence, numpy array or pandas DataFrame
+    texts : sequence, iterable, numpy array, pandas DataFrame or Hugging Face dataset
         One of:
 
         - a list, tuple, 1-D numpy array or pandas Series of ``str`` (single texts), or of
@@ -99,10 +112,18 @@ def check_texts(texts: Any, *, name: str = "X") -> tuple[list, bool]:
         - a two-column DataFrame or an ``(n_samples, 2)`` array: text pairs, the first
           column the first text of each pair (as a list of 2-tuples would be).
 
+        - any other iterable (a generator...), read once into a list;
+        - a Hugging Face ``datasets.Dataset`` / ``IterableDataset``: its ``"text"`` column,
+          or its only column.
+
         DataFrames are recognised by duck typing (``columns`` and ``iloc``); pandas is not
-        needed otherwise. Other widths are rejected.
+        needed otherwise. Other widths are rejected. To read a large iterable without
+        holding it as a list, see :mod:`skxmc.text._stream`.
     name : str, default="X"
         Used in error messages.
+    start : int, default=0
+        Position of the first text in the whole input, for error messages (when
+        ``texts`` is one chunk of a stream).
 
     Returns
     -------
@@ -148,19 +169,20 @@ def check_texts(texts: Any, *, name: str = "X") -> tuple[list, bool]:
             )
             if not ok:
                 raise TypeError(
-                    f"{name}[{i}] is {type(t).__name__} {t!r:.60}: text pairs must all be "
+                    f"{name}[{start + i}] is {type(t).__name__} {t!r:.60}: text pairs must all be "
                     f"2-tuples of str (and single texts all str)."
                 )
         elif not isinstance(t, str):
             if t is None or (isinstance(t, float) and t != t):
                 raise TypeError(
-                    f"{name}[{i}] is a missing value ({t!r}); drop or fill missing texts first."
+                    f"{name}[{start + i}] is a missing value ({t!r}); drop or fill missing "
+                    f"texts first."
                 )
             raise TypeError(
-                f"{name}[{i}] is {type(t).__name__}, expected str (or pass every sample as a "
-                f"2-tuple of str for text pairs)."
+                f"{name}[{start + i}] is {type(t).__name__}, expected str (or pass every "
+                f"sample as a 2-tuple of str for text pairs)."
             )
-    _check_unicode(texts, is_pairs, name)
+    _check_unicode(texts, is_pairs, name, start)
     if is_pairs:
         texts = [tuple(t) for t in texts]
     return texts, is_pairs
@@ -170,7 +192,7 @@ def check_texts(texts: Any, *, name: str = "X") -> tuple[list, bool]:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _check_unicode(texts: list, is_pairs: bool, name: str) -> None:
+def _check_unicode(texts: list, is_pairs: bool, name: str, start: int = 0) -> None:
     """Refuse texts holding a lone surrogate, naming the row (the tokenizer's own error
     names neither the row nor the cause)."""
     flat = [part for t in texts for part in t] if is_pairs else texts
@@ -184,7 +206,7 @@ def _check_unicode(texts: list, is_pairs: bool, name: str) -> None:
             found = _SURROGATE.search(part)
             if found is not None:
                 raise ValueError(
-                    f"{name}[{i}] holds a lone surrogate {found.group()!r} at character "
+                    f"{name}[{start + i}] holds a lone surrogate {found.group()!r} at character "
                     f"{found.start()}: not valid Unicode (often text decoded with "
                     f"errors='surrogateescape', or a broken \\uXXXX escape in JSON). Clean "
                     f"it first, e.g. text.encode('utf-8', 'replace').decode('utf-8')."
@@ -242,8 +264,9 @@ class TokenizedTexts:
 
     Parameters
     ----------
-    ids : numpy.ndarray of int32
-        All token ids, concatenated.
+    ids : numpy.ndarray of int32 or uint16
+        All token ids, concatenated (kept as uint16 when given so: what :func:`tokenize`
+        stores when every id is below 65,536; any other dtype becomes int32).
     offsets : numpy.ndarray of int64 of shape (n_texts + 1,)
         Text ``i`` holds ``ids[offsets[i]:offsets[i + 1]]``.
     pad_token_id : int
@@ -278,7 +301,8 @@ class TokenizedTexts:
         pairs: bool = False,
     ) -> None:
         self.pairs = bool(pairs) or type_ids is not None
-        self.ids = np.asarray(ids, dtype=np.int32)
+        ids = np.asarray(ids)
+        self.ids = ids if ids.dtype == np.uint16 else ids.astype(np.int32, copy=False)
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.pad_token_id = int(pad_token_id)
         self.type_ids = None if type_ids is None else np.asarray(type_ids, dtype=np.int8)
@@ -306,19 +330,49 @@ class TokenizedTexts:
         """Tokenise ``texts`` (see :func:`tokenize`)."""
         return tokenize(tokenizer, texts, max_length=max_length)
 
+    @staticmethod
+    def concatenate(parts: Sequence[TokenizedTexts]) -> TokenizedTexts:
+        """The texts of ``parts``, one after the other (all of one kind)."""
+        lengths = np.concatenate([p.lengths for p in parts])
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        types = [p.type_ids for p in parts]
+        return TokenizedTexts(
+            np.concatenate([p.ids for p in parts]),
+            offsets,
+            pad_token_id=parts[0].pad_token_id,
+            type_ids=None if any(t is None for t in types) else np.concatenate(types),
+            pairs=parts[0].pairs,
+        )
+
+    def head(self, n: int) -> TokenizedTexts:
+        """The first ``n`` texts, sharing this container's arrays (no copy)."""
+        end = int(self.offsets[n])
+        return TokenizedTexts(
+            self.ids[:end],
+            self.offsets[: n + 1],
+            pad_token_id=self.pad_token_id,
+            type_ids=None if self.type_ids is None else self.type_ids[:end],
+            pairs=self.pairs,
+        )
+
     def subset(self, indices: Sequence[int] | np.ndarray) -> TokenizedTexts:
         """The texts at ``indices`` (in that order), as a new container."""
         indices = np.asarray(indices, dtype=np.int64)
         lengths = self.lengths[indices]
         offsets = np.zeros(len(indices) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        gather = _ranges(self.offsets[indices], lengths)
+        ids = np.empty(int(offsets[-1]), dtype=self.ids.dtype)
+        types = None if self.type_ids is None else np.empty(len(ids), dtype=np.int8)
+        # In blocks of rows: the int64 positions gathered never cover all the tokens.
+        for start in range(0, len(indices), _SUBSET_BLOCK):
+            stop = min(start + _SUBSET_BLOCK, len(indices))
+            gather = _ranges(self.offsets[indices[start:stop]], lengths[start:stop])
+            ids[offsets[start] : offsets[stop]] = self.ids[gather]
+            if types is not None:
+                types[offsets[start] : offsets[stop]] = self.type_ids[gather]
         return TokenizedTexts(
-            self.ids[gather],
-            offsets,
-            pad_token_id=self.pad_token_id,
-            type_ids=None if self.type_ids is None else self.type_ids[gather],
-            pairs=self.pairs,
+            ids, offsets, pad_token_id=self.pad_token_id, type_ids=types, pairs=self.pairs
         )
 
     def collate(self, indices: Sequence[int] | np.ndarray) -> TextBatch:
@@ -435,6 +489,132 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) + shift
 
 
+class TokenBuffer:
+    """Tokenise texts chunk by chunk into one :class:`TokenizedTexts` (what a stream of
+    texts becomes: only the compact token ids are kept, never the texts).
+
+    Parameters
+    ----------
+    tokenizer : transformers tokenizer
+    max_length : int or None
+        As in :func:`tokenize`.
+    pairs : bool
+        Whether the texts are text pairs.
+    """
+
+    def __init__(self, tokenizer: Any, max_length: int | None, pairs: bool) -> None:
+        self.tokenizer = tokenizer
+        self.max_length = _resolve_max_length(tokenizer, max_length)
+        self.pairs = bool(pairs)
+        self.want_types = self.pairs and "token_type_ids" in getattr(
+            tokenizer, "model_input_names", ["token_type_ids"]
+        )
+        self._ids: list[np.ndarray] = []
+        self._types: list[np.ndarray] = []
+        self._lengths: list[np.ndarray] = []
+
+    def __len__(self) -> int:
+        return sum(len(x) for x in self._lengths)
+
+    def add(self, texts: Sequence) -> None:
+        """Tokenise checked ``texts`` (pairs as tuples) and append them."""
+        for start in range(0, len(texts), _CHUNK):
+            ids, types, lengths = _encode(
+                self.tokenizer,
+                texts[start : start + _CHUNK],
+                self.pairs,
+                self.max_length,
+                self.want_types,
+            )
+            self._ids.append(ids)
+            self._lengths.append(lengths)
+            if types is not None:
+                self._types.append(types)
+
+    @staticmethod
+    def join(*buffers: TokenBuffer) -> TokenizedTexts:
+        """The texts of ``buffers``, one after the other, in one container (the buffers
+        are emptied; their chunks are copied once, into the result)."""
+        first = buffers[0]
+        for b in buffers[1:]:
+            first._ids += b._ids
+            first._lengths += b._lengths
+            first._types += b._types
+            b._ids, b._lengths, b._types = [], [], []
+        return first.finish()
+
+    def finish(self) -> TokenizedTexts:
+        """The tokens of every text added, in order (the buffer is emptied)."""
+        lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, np.int64)
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        del lengths
+        # uint16 chunks and int32 ones (ids above 65,535) join as int32
+        ids = np.concatenate(self._ids) if self._ids else np.zeros(0, dtype=np.uint16)
+        self._ids, self._lengths = [], []
+        type_ids = None
+        if self.want_types:
+            type_ids = np.concatenate(self._types) if self._types else np.zeros(0, np.int8)
+            self._types = []
+        pad = self.tokenizer.pad_token_id
+        return TokenizedTexts(
+            ids,
+            offsets,
+            pad_token_id=0 if pad is None else pad,
+            type_ids=type_ids,
+            pairs=self.pairs,
+        )
+
+
+def _resolve_max_length(tokenizer: Any, max_length: int | None) -> int:
+    limit = getattr(tokenizer, "model_max_length", None)
+    # Tokenizers without a configured limit report a huge sentinel (~1e30).
+    if limit is None or limit > 100_000:
+        limit = 512
+    max_length = limit if max_length is None else min(int(max_length), limit)
+    if max_length < 2:
+        raise ValueError(f"max_length must be >= 2 (room for special tokens), got {max_length}.")
+    return max_length
+
+
+def _encode(
+    tokenizer: Any, chunk: Sequence, is_pairs: bool, max_length: int, want_types: bool
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Token ids (int32, concatenated), segment ids (int8, or None) and lengths (int64)
+    of one chunk of checked texts."""
+    if is_pairs:
+        enc = tokenizer(
+            [a for a, _ in chunk],
+            [b for _, b in chunk],
+            truncation=True,
+            max_length=max_length,
+            padding=False,
+            return_attention_mask=False,
+            return_token_type_ids=want_types,
+        )
+    else:
+        enc = tokenizer(
+            list(chunk),
+            truncation=True,
+            max_length=max_length,
+            padding=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )
+    rows = enc["input_ids"]
+    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    total = int(lengths.sum())
+    ids = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int32, count=total)
+    if total and 0 <= ids.min() and ids.max() < 65536:  # half the memory (BERT: 30,522)
+        ids = ids.astype(np.uint16)
+    types = None
+    if want_types:
+        types = np.fromiter(
+            itertools.chain.from_iterable(enc["token_type_ids"]), dtype=np.int8, count=total
+        )
+    return ids, types, lengths
+
+
 def tokenize(
     tokenizer: Any, texts: Sequence, *, max_length: int | None = DEFAULT_MAX_LENGTH
 ) -> TokenizedTexts:
@@ -446,7 +626,9 @@ def tokenize(
         A Hugging Face tokenizer (fast tokenizers are much faster on long lists).
     texts : sequence of str or of (str, str)
         Texts, or pairs tokenised as ``[CLS] a [SEP] b [SEP]`` with segment ids (the
-        longer text of a pair is truncated first).
+        longer text of a pair is truncated first). A generator, an iterable without
+        ``len`` or a Hugging Face dataset is read once, in chunks, and only its token ids
+        are kept (see :mod:`skxmc.text._stream`).
     max_length : int or None, default=128
         Truncation length, special tokens included. None uses the model's limit
         (``tokenizer.model_max_length`` when it is set, else 512).
@@ -460,62 +642,19 @@ def tokenize(
     >>> from skxmc.text._tokenize import tokenize  # doctest: +SKIP
     >>> tok = tokenize(tokenizer, ["a short text", "another one"], max_length=64)  # doctest: +SKIP
     """
+    from ._stream import is_text_stream, iter_text_chunks
+
+    if is_text_stream(texts):
+        _resolve_max_length(tokenizer, max_length)  # a bad max_length fails before reading
+        buffer = None
+        for chunk, is_pairs in iter_text_chunks(texts):
+            if buffer is None:
+                buffer = TokenBuffer(tokenizer, max_length, is_pairs)
+            buffer.add(chunk)
+        if buffer is None:
+            buffer = TokenBuffer(tokenizer, max_length, False)
+        return buffer.finish()
     texts, is_pairs = check_texts(texts)
-    limit = getattr(tokenizer, "model_max_length", None)
-    # Tokenizers without a configured limit report a huge sentinel (~1e30).
-    if limit is None or limit > 100_000:
-        limit = 512
-    max_length = limit if max_length is None else min(int(max_length), limit)
-    if max_length < 2:
-        raise ValueError(f"max_length must be >= 2 (room for special tokens), got {max_length}.")
-    want_types = is_pairs and "token_type_ids" in getattr(
-        tokenizer, "model_input_names", ["token_type_ids"]
-    )
-    id_chunks, type_chunks, lengths = [], [], []
-    for start in range(0, len(texts), _CHUNK):
-        chunk = texts[start : start + _CHUNK]
-        if is_pairs:
-            enc = tokenizer(
-                [a for a, _ in chunk],
-                [b for _, b in chunk],
-                truncation=True,
-                max_length=max_length,
-                padding=False,
-                return_attention_mask=False,
-                return_token_type_ids=want_types,
-            )
-        else:
-            enc = tokenizer(
-                chunk,
-                truncation=True,
-                max_length=max_length,
-                padding=False,
-                return_attention_mask=False,
-                return_token_type_ids=False,
-            )
-        rows = enc["input_ids"]
-        lengths.extend(len(r) for r in rows)
-        id_chunks.append(
-            np.fromiter(
-                itertools.chain.from_iterable(rows), dtype=np.int32, count=sum(len(r) for r in rows)
-            )
-        )
-        if want_types:
-            type_rows = enc["token_type_ids"]
-            type_chunks.append(
-                np.fromiter(
-                    itertools.chain.from_iterable(type_rows),
-                    dtype=np.int8,
-                    count=sum(len(r) for r in type_rows),
-                )
-            )
-    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum(np.asarray(lengths, dtype=np.int64), out=offsets[1:])
-    ids = np.concatenate(id_chunks) if id_chunks else np.zeros(0, dtype=np.int32)
-    pad = tokenizer.pad_token_id
-    type_ids = None
-    if want_types:
-        type_ids = np.concatenate(type_chunks) if type_chunks else np.zeros(0, dtype=np.int8)
-    return TokenizedTexts(
-        ids, offsets, pad_token_id=0 if pad is None else pad, type_ids=type_ids, pairs=is_pairs
-    )
+    buffer = TokenBuffer(tokenizer, max_length, is_pairs)
+    buffer.add(texts)
+    return buffer.finish()

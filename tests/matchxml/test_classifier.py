@@ -462,3 +462,17 @@ def test_refined_tree_gets_its_own_shape(tiny_bert_dir, data):
     assert (clf.matcher_.tree_.branching_factor, clf.matcher_.tree_.max_leaf_size) == (2, 2)
     same = make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
     assert (same.ranker_.tree_.branching_factor, same.ranker_.tree_.max_leaf_size) == (2, 2)
+
+
+def test_one_shot_generator_and_dataset_are_read_once_into_a_list(tiny_bert_dir, fitted, data):
+    # MatchXML needs its texts several times (tree, stages, ranker): a stream is read
+    # once into a list, and gives the list's model
+    from .._helpers import FakeDataset, OneShot
+
+    (X, Y), (X_test, _) = data
+    clf = make_clf(tiny_bert_dir).fit(OneShot(X), Y)
+    expected = fitted.predict_topk(X_test, k=3)
+    np.testing.assert_array_equal(clf.predict_topk(X_test, k=3)[0], expected[0])
+    got = fitted.predict_topk(FakeDataset({"label": [0] * len(X_test), "text": X_test}), k=3)
+    np.testing.assert_array_equal(got[0], expected[0])
+    np.testing.assert_array_equal(fitted.predict_topk(iter(X_test), k=3)[1], expected[1])
