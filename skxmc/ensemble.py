@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, parallel_config
+from joblib import hash as joblib_hash
+from joblib.parallel import get_active_backend
 from sklearn.base import ClassifierMixin, clone
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
@@ -193,10 +195,49 @@ def _set_member_classes(est: Any, classes: Any) -> None:
         est.set_params(classes=classes)
 
 
+def _in_dask_task() -> bool:
+    """joblib's dask backend is active: on a worker, inside a task it sent there."""
+    return type(get_active_backend()[0]).__name__ == "DaskDistributedBackend"
+
+
 def _fit_member(est: Any, X: Any, Y: Any, sample_weight: Any) -> Any:
-    if sample_weight is None:
-        return est.fit(X, Y)
-    return est.fit(X, Y, sample_weight=sample_weight)
+    """Fit one member. Sent to a Dask worker (joblib's dask backend), the member fits
+    there with threads: its own node problems would otherwise be sent to the cluster
+    from inside a task and wait for worker threads that the members hold (a deadlock)."""
+    kwargs = {} if sample_weight is None else {"sample_weight": sample_weight}
+    if _in_dask_task():
+        with parallel_config(backend="threading"):
+            return est.fit(X, Y, **kwargs)
+    return est.fit(X, Y, **kwargs)
+
+
+def _fit_transforms(est: Any, X: Any) -> tuple[list, Any]:
+    """Fit the transforms of pipeline member ``est`` on ``X``: ``(fitted steps, X')``."""
+    head = est[:-1]
+    if _in_dask_task():
+        with parallel_config(backend="threading"):
+            Xt = head.fit_transform(X)
+    else:
+        Xt = head.fit_transform(X)
+    return list(head.steps), Xt
+
+
+def _transforms_key(est: Any) -> str | None:
+    """What identifies the transforms of a pipeline member (their classes and
+    parameters), or None when ``est`` is not a pipeline with transforms."""
+    if not _is_pipeline(est) or len(est.steps) < 2:
+        return None
+    try:
+        return joblib_hash(
+            [
+                (name, step)
+                if step is None or isinstance(step, str)
+                else (name, type(step).__module__, type(step).__qualname__, step.get_params())
+                for name, step in est.steps[:-1]
+            ]
+        )
+    except Exception:  # parameters joblib cannot hash: fit the member alone
+        return None
 
 
 @persistent
@@ -248,10 +289,18 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
     top_k : int, default=10
         Labels returned per sample by ``predict`` and ``predict_topk``.
     {ranker_output_params}
+    share_transforms : bool, default=True
+        Members that are pipelines with the same transforms before their ranker (the
+        same classes with the same parameters, e.g. one ``TfidfVectorizer`` setting and
+        different label trees) have those transforms fitted once, on ``X``, and share
+        the fitted objects; at prediction ``X`` goes through them once. The model is the
+        one of separate fits when the transforms are deterministic (a vectoriser is).
+        Not applied when ``sample_weight`` is given. False: every member fits its own.
     n_jobs : int or None, default=None
-        Members fitted at once (joblib's ``Parallel``; None: one at a time unless in a
-        ``joblib.parallel_config`` context). Dask's joblib backend is untested and known
-        to hang with an in-process ``LocalCluster``; use joblib's own backends.
+        Members (and shared transforms) fitted at once (joblib's ``Parallel``; None: one
+        at a time unless in a ``joblib.parallel_config`` context). Inside
+        ``joblib.parallel_config(backend="dask")`` the members are sent to the workers of
+        that context's ``distributed.Client``, each fitted on one worker with threads.
     verbose : int, default=0
         joblib's progress messages while fitting the members.
 
@@ -303,6 +352,7 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
         "threshold": THRESHOLD_CONSTRAINT,
         "classes": ["array-like", None],
         "sparse_output": ["boolean"],
+        "share_transforms": ["boolean"],
         "n_jobs": [
             Interval(Integral, None, -1, closed="right"),
             Interval(Integral, 1, None, closed="left"),
@@ -323,6 +373,7 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
         threshold: Any = "auto",
         classes: Any = None,
         sparse_output: bool = False,
+        share_transforms: bool = True,
         n_jobs: int | None = None,
         verbose: int = 0,
     ) -> None:
@@ -335,6 +386,7 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
         self.threshold = threshold
         self.classes = classes
         self.sparse_output = sparse_output
+        self.share_transforms = share_transforms
         self.n_jobs = n_jobs
         self.verbose = verbose
 
@@ -434,9 +486,7 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
             clones.append(est)
         # The members check X (which only they know how to read: features or texts), so
         # they fit before the ensemble reads Y; its classes_ are the labels they share.
-        fitted = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(
-            delayed(_fit_member)(est, X, Y, sample_weight) for est in clones
-        )
+        fitted = self._fit_members(clones, X, Y, sample_weight)
         _, classes, target_type = encode_target(
             Y, classes=self.classes, name="Y", n_samples=_num_samples(X)
         )
@@ -460,6 +510,32 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
         self.__dict__.update(state)
         self._build_columns()
         return self
+
+    def _fit_members(self, clones: list, X: Any, Y: Any, sample_weight: Any) -> list:
+        """The fitted members; with ``share_transforms``, the pipelines with the same
+        transforms have them fitted once and then share them (one fitted object)."""
+        groups: dict[str, list[int]] = {}
+        if self.share_transforms and sample_weight is None:
+            for i, est in enumerate(clones):
+                key = _transforms_key(est)
+                if key is not None:
+                    groups.setdefault(key, []).append(i)
+        shared = [idx for idx in groups.values() if len(idx) > 1]
+        parallel = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)
+        heads = parallel(delayed(_fit_transforms)(clones[idx[0]], X) for idx in shared)
+        head_of = {i: head for idx, head in zip(shared, heads) for i in idx}
+        tasks = []
+        for i, est in enumerate(clones):
+            if i in head_of:
+                tasks.append(delayed(_fit_member)(est.steps[-1][1], head_of[i][1], Y, None))
+            else:
+                tasks.append(delayed(_fit_member)(est, X, Y, sample_weight))
+        fitted = parallel(tasks)
+        for i, (steps, _) in head_of.items():
+            est = clones[i]
+            est.steps = [*steps, (est.steps[-1][0], fitted[i])]
+            fitted[i] = est
+        return fitted
 
     def _build_columns(self) -> None:
         """Per member, the ensemble column of each of its columns (None: the same order)."""
@@ -495,9 +571,16 @@ class RankerEnsemble(MultiLabelRankerMixin, PersistenceMixin, ClassifierMixin, _
         if labels is not None:
             n_candidates = min(n_candidates, len(labels))
         scores = []
+        features: dict[tuple, Any] = {}  # X' of transforms that members share
         for est, cols in zip(self.estimators_, self._member_columns):
             ranker = _final_ranker(est)
-            Xt = _member_features(est, X)
+            key = tuple(id(step) for _, step in est.steps[:-1]) if _is_pipeline(est) else ()
+            if key and key in features:
+                Xt = features[key]
+            else:
+                Xt = _member_features(est, X)
+                if key:
+                    features[key] = Xt
             own_labels = labels
             if cols is not None and labels is not None:
                 inverse = np.full(n_labels, -1, dtype=np.int64)

@@ -77,6 +77,31 @@ def test_persistence_quick_measures_label_names_and_skops(tmp_path: Path) -> Non
         assert {r["same top-10"] for r in tables["skops"]["rows"]} == {"yes"}
 
 
+@pytest.mark.slow  # about 20 s of CPU: seven candidate members and two fits of each kind
+def test_ensemble_quick_chooses_on_dev_within_the_time_budget(tmp_path: Path) -> None:
+    """Issue 49 item 1: feature-diverse members chosen on dev, within 3x the best single
+    member's fit time, reported on test."""
+    from skxmc.datasets import get_data_dir
+
+    data = get_data_dir()
+    if data is None or not (data / "tibkat_gnd_en" / "dev.jsonl.gz").is_file():
+        pytest.skip("tibkat_gnd_en not found (set SKXMC_DATA)")
+    _run("ensemble", "--quick", "--out", str(tmp_path), timeout=600)
+    result = json.loads((tmp_path / "ensemble.json").read_text())
+    selection = result["config"]["selection"]
+    assert selection["best_single"] == max(
+        selection["dev_P@1_single"], key=selection["dev_P@1_single"].get
+    )
+    assert all(t["fit_s"] <= selection["budget_s"] for t in selection["trials"])
+    if selection["chosen"] is not None:
+        best_dev = max(t["dev_P@1"] for t in selection["trials"])
+        assert selection["chosen"]["dev_P@1"] == best_dev
+    (table,) = result["tables"]
+    models = {row["model"]: row for row in table["rows"]}
+    assert set(models) == {"best single member", "RankerEnsemble"}
+    assert all(0 < row["P@1"] <= 100 and row["fit_s"] > 0 for row in table["rows"])
+
+
 def test_summarise_uses_sample_std() -> None:
     from benchmarks._harness import summarise
 

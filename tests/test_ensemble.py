@@ -252,6 +252,101 @@ def test_dropped_member_and_its_weight(xmc):
     np.testing.assert_array_equal(ens._member_weights(), [1, 1])
 
 
+def _text_members(tfidf=None, chars=None):
+    return [
+        ("w0", make_pipeline(tfidf or TfidfVectorizer(dtype=np.float32), XRLinearClassifier())),
+        (
+            "w1",
+            make_pipeline(
+                TfidfVectorizer(dtype=np.float32),
+                XRLinearClassifier(tree=HierarchicalLabelTree(random_state=1)),
+            ),
+        ),
+        (
+            "chars",
+            make_pipeline(
+                chars or TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 4), dtype=np.float32),
+                XRLinearClassifier(),
+            ),
+        ),
+    ]
+
+
+def test_shared_transforms_are_fitted_once_and_give_the_same_model(demo):
+    texts, labels, test_texts = demo
+    shared = RankerEnsemble(estimators=_text_members(), top_k=3).fit(texts, labels)
+    alone = RankerEnsemble(estimators=_text_members(), top_k=3, share_transforms=False)
+    alone.fit(texts, labels)
+    w0, w1, chars = shared.estimators_
+    assert w0[0] is w1[0]  # one fitted vectoriser for the two members that ask for it
+    assert chars[0] is not w0[0]
+    assert alone.estimators_[0][0] is not alone.estimators_[1][0]
+    for a, b in zip(shared.predict_topk(test_texts), alone.predict_topk(test_texts)):
+        np.testing.assert_array_equal(a, b)
+    # each member is a whole fitted pipeline of its own, usable alone
+    top, _ = w1.predict_topk(test_texts[:5], k=2)
+    assert top.shape == (5, 2)
+
+
+def test_transforms_with_other_parameters_are_not_shared(demo):
+    texts, labels, _ = demo
+    members = _text_members(tfidf=TfidfVectorizer(sublinear_tf=True, dtype=np.float32))
+    ens = RankerEnsemble(estimators=members).fit(texts, labels)
+    w0, w1, _ = ens.estimators_
+    assert w0[0] is not w1[0]
+    assert w0[0].sublinear_tf and not w1[0].sublinear_tf
+
+
+def test_pipeline_members_save_and_load(demo, tmp_path):
+    texts, labels, test_texts = demo
+    ens = RankerEnsemble(estimators=_text_members(), combine="rank", top_k=4)
+    ens.fit(texts, labels)
+    ens.save(tmp_path / "ens")
+    loaded = skxmc.load(tmp_path / "ens")
+    assert [type(m).__name__ for m in loaded.estimators_] == ["Pipeline"] * 3
+    for a, b in zip(ens.predict_topk(test_texts), loaded.predict_topk(test_texts)):
+        np.testing.assert_array_equal(a, b)
+    assert (ens.predict(test_texts) != loaded.predict(test_texts)).nnz == 0
+
+
+_DASK_FIT = """
+import numpy as np, scipy.sparse as sp
+from distributed import Client, LocalCluster
+from joblib import parallel_config
+from skxmc import RankerEnsemble, XRLinearClassifier
+from skxmc.datasets import make_xmc_classification
+
+X, Y = make_xmc_classification(n_samples=300, n_features=200, n_labels=30, random_state=0)
+X, Y = sp.csr_matrix(X, dtype=np.float32), sp.csr_matrix(Y)
+members = lambda: [(f"xr{s}", XRLinearClassifier(random_state=s)) for s in range(2)]
+local = RankerEnsemble(estimators=members()).fit(X, Y)
+with LocalCluster(n_workers=1, threads_per_worker=2, processes=False) as cluster:
+    with Client(cluster) as client, parallel_config(backend="dask"):
+        remote = RankerEnsemble(estimators=members(), n_jobs=2).fit(X, Y)
+        ran = sum(1 for key in client.run_on_scheduler(
+            lambda dask_scheduler: list(dask_scheduler.task_prefixes)) if "fit_member" in key)
+for a, b in zip(local.predict_topk(X), remote.predict_topk(X)):
+    np.testing.assert_array_equal(a, b)
+print("members on the cluster:", ran)
+"""
+
+
+@pytest.mark.slow  # a fresh interpreter and a LocalCluster: about 10 s
+def test_fit_through_a_dask_client_does_not_hang():
+    """Members sent to Dask workers fit there (their own node problems are not sent back
+    to the cluster from inside a task, which deadlocked), in a subprocess with a timeout."""
+    pytest.importorskip("distributed")
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _DASK_FIT], capture_output=True, text=True, timeout=180
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "members on the cluster:" in proc.stdout
+    assert not proc.stdout.strip().endswith(": 0")
+
+
 # ------------------------------------------------------------------- persistence
 
 
