@@ -275,7 +275,7 @@ def run(args: argparse.Namespace) -> dict:
         f"the same vectoriser share its fit (share_transforms=True). Members and "
         f"combination chosen on dev by P@1 within {TIME_BUDGET:g}x the best single "
         f"member's fit time (vectorisers included); test metrics x100 (PSP@5: "
-        f"propensity-scored P@5, not normalised); fit_ratio: ensemble fit / single fit of "
+        f"propensity-scored P@5, normalised); fit_ratio: ensemble fit / single fit of "
         f"the same seed, both timed in one process on a shared, loaded 2-core machine "
         f"(ratios are comparable, absolute seconds noisy); peak RSS of the process so "
         f"far (MB)."
