@@ -28,6 +28,8 @@ SUITES: dict[str, tuple[str, str]] = {
     "persistence": ("persistence", "saved models: long label names, and skops.io vs skxmc"),
     "latency": ("latency", "single-text latency of XR-Linear vs libpecos, one thread"),
     "serve-throughput": ("serve_throughput", "skxmc serve under 64 callers vs in-process batches"),
+    "which-estimator": ("which_estimator", "each estimator vs strong baselines (CPU rows)"),
+    "which-estimator-gpu": ("which_estimator_gpu", "the which-estimator suite's fine-tuned rows"),
 }
 
 
