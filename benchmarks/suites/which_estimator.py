@@ -185,18 +185,17 @@ def _embeddings(name: str, encoder: str, quick: bool, seeds: list[int]) -> str:
 
 
 def encode_set(name: str, encoder: str, path: str, quick: bool, seeds: list[int]) -> dict:
-    """Child: the sentence embeddings of every distinct text of a set, and the time."""
+    """Child: the sentence embeddings of every distinct text the runs of a set read (all
+    seeds, every set drawn from its folder), and the time per text."""
     import torch
 
     from skxmc.text import SentenceEmbedder
 
     torch.set_num_threads(2)
-    folder = {**MULTICLASS, **MULTILABEL}[name][0]
-    d = _data.text_split(folder)
-    texts = sorted(set(d["X_train"]) | set(d["X_test"]))
-    if quick:  # the texts the quick runs read
-        parts = [load(name, seed, True) for seed in seeds]
-        texts = sorted({t for p in parts for k in ("X", "X_dev", "X_test") for t in p[k]})
+    # the texts the runs read: every seed's split of every set drawn from this folder
+    sets = [n for n in {**MULTICLASS, **MULTILABEL} if _folder(n) == _folder(name)]
+    parts = [load(n, seed, quick) for n in sets for seed in seeds]
+    texts = sorted({t for p in parts for k in ("X", "X_dev", "X_test") for t in p[k]})
     emb = SentenceEmbedder(encoder=encoder, max_length=MAX_LENGTH, device="cpu").fit(texts[:2])
     start = time.perf_counter()
     vectors = emb.transform(texts)
