@@ -215,9 +215,12 @@ def _check_gallery(app, exception) -> None:
     "skipping" line (an example that found its data or model missing and gave up). The
     examples run on the shipped demo data and the bundled MiniLM (the ``docs`` extra), so
     every one of them must run in every docs build (``make docs-check`` in CI)."""
-    if exception is not None or not app.config.sphinx_gallery_conf.get("plot_gallery", True):
-        return
-    if str(app.config.sphinx_gallery_conf.get("plot_gallery")).lower() in ("0", "false"):
+    # ``-D plot_gallery=0`` (sphinx-gallery copies it into its conf as False): not run
+    flags = (
+        getattr(app.config, "plot_gallery", True),
+        app.config.sphinx_gallery_conf.get("plot_gallery", True),
+    )
+    if exception is not None or any(str(f).lower() in ("0", "false") for f in flags):
         return
     from _gallery_check import gallery_problems  # docs/_gallery_check.py
     from sphinx.errors import ExtensionError
