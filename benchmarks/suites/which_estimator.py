@@ -23,10 +23,10 @@ process of their own): their fit and predict times add the measured encoding tim
 texts they read to the logistic regression's, and their peak memory is the larger of the
 two processes'.
 
-``--profile cpu`` (default) runs the rows a 2-core CPU affords (the three TF-IDF and
-frozen-embedding methods on the multi-class sets, the two TF-IDF methods on
-reuters21578_allcats); the ``which-estimator-gpu`` suite (``--profile gpu``) runs the
-fine-tuned rows everywhere, the frozen-embedding row of reuters21578_allcats and the
+``--profile cpu`` (default) runs the rows a 2-core CPU affords: the two TF-IDF methods on
+the multi-class sets and reuters21578_allcats, the frozen-embedding one on TREC and CR;
+the ``which-estimator-gpu`` suite (``--profile gpu``) runs the fine-tuned rows
+everywhere, the frozen-embedding rows of Biomedical and reuters21578_allcats and the
 cheap rows of goemotions and tibkat_gnd_en (``--device cuda``) and writes
 ``which-estimator-gpu.json``. The docs page (docs/which_estimator.rst) shows both files.
 """
@@ -70,17 +70,23 @@ GRIDS: dict[str, list[dict[str, Any]]] = {
 }
 PROFILES = {
     "cpu": {
-        "datasets": list(MULTICLASS),
-        "methods": list(CHEAP),
-        # encoding reuters21578_allcats' 12.8k long texts with MiniLM is the GPU profile's
-        "extra": {"reuters21578_allcats": [XRL, TFLR]},
+        # cheapest first; MiniLM on 2 busy cores encodes about 20 short texts a second
+        "datasets": ["trec_ir50", "trec_100shot", "cr_ir50", "biomedical_ir50"],
+        "methods": [XRL, TFLR],
+        "extra": {
+            "trec_ir50": [EMBLR],
+            "trec_100shot": [EMBLR],
+            "cr_ir50": [EMBLR],
+            "reuters21578_allcats": [XRL, TFLR],
+        },
     },
     "gpu": {
         "datasets": [*MULTICLASS, *MULTILABEL],
         "methods": [FTLA, SHARP, KNN, MXML],
-        # the cheap rows of the larger sets (encoding 13k to 51k texts with MiniLM, and
+        # the cheap rows of the larger sets (encoding 10k to 51k texts with MiniLM, and
         # tibkat_gnd_en's 27k labels) want more cores than the CPU profile's 2
         "extra": {
+            "biomedical_ir50": [EMBLR],
             "reuters21578_allcats": [EMBLR],
             "goemotions": list(CHEAP),
             "tibkat_gnd_en": list(CHEAP),
@@ -411,7 +417,8 @@ def run(args: argparse.Namespace) -> dict:
     extra = {} if (args.datasets or args.methods) else profile.get("extra", {})
     encoder = None
     runs, notes = [], []
-    for name in names + [n for n in extra if n not in names]:
+    order = names + [n for n in extra if n not in names]
+    for name in order:
         folder = {**MULTICLASS, **MULTILABEL}[name][0]
         if not _data.available(folder):
             notes.append(f"{name}: data absent, skipped")
