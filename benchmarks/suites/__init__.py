@@ -31,6 +31,8 @@ SUITES: dict[str, tuple[str, str]] = {
     "serve-throughput": ("serve_throughput", "skxmc serve under 64 callers vs in-process batches"),
     "streaming": ("streaming", "peak memory of a SharpReCL fit on 20k vs 200k streamed texts"),
     "streaming-predict": ("streaming_predict", "skxmc predict over 100k vs 1M lines: flat memory"),
+    "which-estimator": ("which_estimator", "each estimator vs strong baselines (CPU rows)"),
+    "which-estimator-gpu": ("which_estimator_gpu", "the which-estimator suite's fine-tuned rows"),
 }
 
 

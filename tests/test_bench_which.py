@@ -1,0 +1,138 @@
+"""The ``which-estimator`` suite: one protocol for every method, settings chosen on dev."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytest.importorskip("benchmarks._docs", reason="run from the repository root")
+
+
+def _suite():
+    from benchmarks.suites import which_estimator
+
+    return which_estimator
+
+
+def test_profiles_cover_the_issue_rows() -> None:
+    """Between them the two profiles run every method on every set it applies to, and
+    the CPU profile has no fine-tuned row."""
+    we = _suite()
+    cpu, gpu = we.PROFILES["cpu"], we.PROFILES["gpu"]
+    assert set(cpu["methods"]) | {m for ms in cpu["extra"].values() for m in ms} <= set(we.CHEAP)
+    assert {we.FTLA, we.SHARP, we.KNN, we.MXML} <= set(gpu["methods"])
+    for name in [*we.MULTICLASS, *we.MULTILABEL]:
+        ran = set()
+        for profile in (cpu, gpu):
+            if name in profile["datasets"]:
+                ran |= set(profile["methods"])
+            ran |= set(profile.get("extra", {}).get(name, []))
+        assert set(we.CHEAP) <= ran, name
+    assert {"trec_ir50", "cr_ir50", "biomedical_ir50", "trec_100shot"} <= set(we.MULTICLASS)
+    assert {"reuters21578_allcats", "tibkat_gnd_en"} <= set(we.MULTILABEL)
+    assert all(len(grid) >= 1 for grid in we.GRIDS.values())
+
+
+@pytest.mark.skipif(
+    not (Path(os.environ.get("SKXMC_DATA", "/nonexistent")) / "trec").is_dir(),
+    reason="needs the reference data (SKXMC_DATA)",
+)
+def test_load_draws_a_dev_split_per_seed() -> None:
+    """Train and dev are disjoint, dev is a fifth, the few-shot set has 100 per class (or
+    all a class has) and another seed draws another split."""
+    we = _suite()
+    a, b = we.load("trec_100shot", 0, False), we.load("trec_100shot", 1, False)
+    n = len(a["X"]) + len(a["X_dev"])
+    assert 500 < n <= 600  # 6 classes, 100 each (TREC's smallest class has fewer)
+    assert len(a["X_dev"]) == n // 5
+    assert not set(a["X"]) & set(a["X_dev"])
+    assert a["X_dev"] != b["X_dev"]
+    counts = np.unique(np.concatenate([a["y"], a["y_dev"]]), return_counts=True)[1]
+    assert max(counts) == 100 and sum(counts == 100) == 5
+
+
+@pytest.mark.slow  # a quick run with a tiny random encoder: 1-3 min on 2 busy cores
+@pytest.mark.skipif(
+    not (Path(os.environ.get("SKXMC_DATA", "/nonexistent")) / "trec").is_dir(),
+    reason="needs the reference data (SKXMC_DATA)",
+)
+def test_quick_run_reports_accuracy_cost_and_dev_choice(tmp_path: Path) -> None:
+    """``--quick`` writes one row per (set, method) with test scores, fit and predict
+    time, peak memory and the setting dev chose, from every seed."""
+    we = _suite()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "which-estimator",
+            "--quick",
+            "--out",
+            str(tmp_path),
+            "--datasets",
+            "trec_ir50",
+            "--methods",
+            we.XRL,
+            we.TFLR,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "which-estimator.json").read_text())
+    (table,) = result["tables"]
+    assert [r["method"] for r in table["rows"]] == [we.XRL, we.TFLR]
+    for row in table["rows"]:
+        assert 0 <= row["macro_f1"] <= 100 and 0 <= row["accuracy"] <= 100
+        assert row["fit_s"] > 0 and row["predict_ms_per_text"] > 0 and row["peak_rss_mb"] > 50
+        grid = [", ".join(f"{k}={v}" for k, v in s.items()) for s in we.GRIDS[row["method"]]]
+        assert row["chosen_on_dev"] in grid
+    for run in result["runs"]:  # dev chose the best of the grid on dev
+        assert run["n_dev"] > 0 and "dev_macro_f1" in run
+
+
+def test_summaries_show_the_which_estimator_results(tmp_path: Path) -> None:
+    """The which-estimator page's plot is made from the suite's tables: one point per
+    (set, method), the score named in the panel's title."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        import _bench_summaries
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    table = {
+        "title": "Imbalanced multi-class sets",
+        "columns": ["dataset", "method", "macro_f1", "fit_s"],
+        "rows": [
+            {
+                "dataset": "cr_ir50",
+                "method": "A",
+                "macro_f1": 70.0,
+                "macro_f1_std": 1.0,
+                "fit_s": 2.0,
+                "fit_s_std": 0.1,
+                "n_seeds": 3,
+            },
+        ],
+    }
+    points = _bench_summaries._which_estimator({"tables": [table]})
+    assert points == [
+        {
+            "dataset": "cr_ir50 (macro-F1)",
+            "method": "A",
+            "acc": 70.0,
+            "acc_std": 1.0,
+            "time": 2.0,
+            "time_std": 0.1,
+            "n": 3,
+        },
+    ]
