@@ -46,25 +46,25 @@ def single_subject(texts, label_sets):
 
 X_all, y_all = single_subject(demo.train_texts, demo.train_labels)
 X_test, y_test = single_subject(demo.test_texts, demo.test_labels)
-order = np.random.default_rng(0).permutation(len(X_all))  # nested: 16 within 64 within 256
+order = np.random.default_rng(0).permutation(len(X_all))  # nested: 16 within 64 within 128
 print(f"{len(X_all)} training records to draw from, {len(X_test)} test records")
 
 # %%
 # Accuracy against the number of training examples
 # ------------------------------------------------
-# Both models get the same budget: 3 epochs, batch 16, 32 tokens. KNN-BERT searches
+# Both models get the same budget: 2 epochs, batch 16, 32 tokens. KNN-BERT searches
 # every training text (``knn_memory="train"``, affordable at this size) and encodes 2
 # same-class keys per anchor (the paper's 16 makes a step 6 times dearer on a CPU).
 from skxmc.knnbert import KNNBertClassifier
 
-sizes = [16, 64, 256]
+sizes = [16, 64, 128]
 common = dict(
     encoder=encoder,
     pooling="mean",
     max_length=32,
     training=TrainingConfig(
         batch_size=16,
-        max_epochs=3,
+        max_epochs=2,
         learning_rate=5e-5,
         head_learning_rate=1e-3,
         device="cpu",

