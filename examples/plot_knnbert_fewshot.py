@@ -6,7 +6,7 @@ KNN-BERT with few training examples, and the neighbours behind a prediction
 supervised contrastive loss against a momentum queue, and predicts by mixing the linear
 head's softmax with a vote of the nearest training texts (``knn_weight``). The paper
 reports its largest gains when training data is scarce. Here plain fine-tuning
-(``contrastive_weight=0, knn_weight=0``) and KNN-BERT train on 16, 64 and 256 records of a
+(``contrastive_weight=0, knn_weight=0``) and KNN-BERT train on 16, 64 and 128 records of a
 single-label set made from the demo data shipped with skxmc
 (:func:`skxmc.datasets.load_demo`: the records with exactly one of the eight most frequent
 GND subjects), and ``kneighbors`` shows the training records that decided one prediction.
@@ -103,7 +103,7 @@ fig.tight_layout()
 # ``kneighbors`` returns the training texts nearest to a test text in the space of the
 # kNN vote (cosine similarity of the projected features), with their labels: the
 # evidence behind the vote half of the prediction. ``model`` is the last KNN-BERT above
-# (256 training records).
+# (128 training records).
 text = X_test[0]
 similarities, rows, labels = model.kneighbors([text], n_neighbors=5, return_labels=True)
 proba = model.predict_proba([text])[0]
