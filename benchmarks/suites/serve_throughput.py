@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import importlib.util
 import json
 import os
 import socket
@@ -247,6 +248,9 @@ def run(args: argparse.Namespace) -> dict:
             "server": "skxmc serve defaults: 1 worker, mmap, --max-batch-size 64, "
             "--batch-wait-ms 5",
             "baseline_checkout": _describe_checkout(args.baseline_checkout),
+            # what uvicorn picks by itself: the faster ones when uvicorn[standard] is in
+            "uvicorn_http": "httptools" if importlib.util.find_spec("httptools") else "h11",
+            "uvicorn_loop": "uvloop" if importlib.util.find_spec("uvloop") else "asyncio",
         },
         "note": ("Skipped: " + "; ".join(skipped) + ".") if skipped else "",
         "tables": tables(runs),
