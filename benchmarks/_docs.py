@@ -72,11 +72,6 @@ def kept(results: Path = RESULTS) -> dict[str, list[str]]:
     """Every results file to keep, with what cites it (or why it is kept)."""
     present = {p.name for p in results.iterdir() if p.is_file()}
     keep = citations(results)
-    for name in list(keep):
-        stem = name.rpartition(".")[0]
-        for sibling in (f"{stem}.json", f"{stem}.md"):
-            if sibling in present and sibling not in keep:
-                keep[sibling] = [f"data or text of {name}"]
     for suite in SUITES:
         for name in (f"{suite}.json", f"{suite}.md"):
             if name in present:
@@ -87,6 +82,12 @@ def kept(results: Path = RESULTS) -> dict[str, list[str]]:
         pages = sorted({p for inc in _incs(path) for p in included.get(inc, [])})
         if pages:
             keep.setdefault(name, []).extend(f"{p} (table)" for p in pages)
+    # after the tables: a file cited only through its table keeps its twin too
+    for name in list(keep):
+        stem = name.rpartition(".")[0]
+        for sibling in (f"{stem}.json", f"{stem}.md"):
+            if sibling in present and sibling not in keep:
+                keep[sibling] = [f"data or text of {name}"]
     keep.pop("INDEX.md", None)
     return dict(sorted(keep.items()))
 
