@@ -148,7 +148,8 @@ def test_serve_without_its_extra_names_the_pip_command():
         expect_import_error("import skxmc._serve", "pip install 'skxmc[serve]'")
         """,
     )
-    assert "status 1 skxmc serve: error: skxmc serve needs fastapi and uvicorn" in out, out
+    needs = "skxmc serve needs fastapi, uvicorn and fastapi-offline"
+    assert f"status 1 skxmc serve: error: {needs}" in out, out
     assert "pip install 'skxmc[serve]'" in out, out
 
 
