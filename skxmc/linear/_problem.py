@@ -402,3 +402,21 @@ def _make_items(
         for lo, hi in itertools.pairwise(bounds)
         if hi > lo
     ]
+
+
+def _relevance_targets(Y: sp.csr_matrix, chain: list[sp.csr_matrix]) -> list[sp.csr_matrix]:
+    """Cluster-level targets weighted by relevance: the number of a sample's labels under
+    each cluster, divided by the sample's largest count (PECOS's induced relevance with
+    max normalisation). Leaf-layer targets stay 0/1."""
+    layers = [Y]
+    Y_t = Y
+    for C in chain[:0:-1]:
+        Y_t = sp.csr_matrix(Y_t @ C, dtype=np.float32)
+        Y_t.sort_indices()
+        layers.append(Y_t)
+    for M in layers:
+        nonempty = np.diff(M.indptr) > 0
+        if M.nnz:
+            row_max = np.maximum.reduceat(M.data, M.indptr[:-1][nonempty])
+            M.data /= np.repeat(row_max, np.diff(M.indptr)[nonempty])
+    return layers[::-1]

@@ -38,7 +38,13 @@ from .._logging import progress
 from .._sample_weight import check_sample_weight
 from ..labels import LabelSpace, encode_target
 from ._model_state import _search_structures
-from ._problem import LayerGroups, _splitmix64, row_squared_norms, solver_view
+from ._problem import (
+    LayerGroups,
+    _relevance_targets,
+    _splitmix64,
+    row_squared_norms,
+    solver_view,
+)
 
 __all__ = [
     "UpdateMixin",
@@ -317,8 +323,6 @@ class UpdateMixin:
             seen = seen | (sample_weight == 0)
         drift = float(np.mean(~seen)) if n else 0.0
         if self.relevance_weighted:
-            from ._xrlinear import _relevance_targets
-
             targets = _relevance_targets(Y, chain)
         else:
             targets = tree.cluster_label_matrices(Y)

@@ -31,7 +31,7 @@ from ._beam import (
 from ._explain import ExplainMixin
 from ._fast_predict import fast_rows, search_few, topk_labels
 from ._model_state import ModelStateMixin, _search_structures, _SearchCache
-from ._problem import LayerGroups, row_squared_norms, solver_view
+from ._problem import LayerGroups, _relevance_targets, row_squared_norms, solver_view
 from ._select import selected_search
 from ._solver import fit_layer
 from ._update import UpdateMixin, layer_fingerprints, row_hashes, training_fingerprints
@@ -39,24 +39,6 @@ from ._update import UpdateMixin, layer_fingerprints, row_hashes, training_finge
 logger = logging.getLogger(__name__)
 
 __all__ = ["XRLinearClassifier"]
-
-
-def _relevance_targets(Y: sp.csr_matrix, chain: list[sp.csr_matrix]) -> list[sp.csr_matrix]:
-    """Cluster-level targets weighted by relevance: the number of a sample's labels under
-    each cluster, divided by the sample's largest count (PECOS's induced relevance with
-    max normalisation). Leaf-layer targets stay 0/1."""
-    layers = [Y]
-    Y_t = Y
-    for C in chain[:0:-1]:
-        Y_t = sp.csr_matrix(Y_t @ C, dtype=np.float32)
-        Y_t.sort_indices()
-        layers.append(Y_t)
-    for M in layers:
-        nonempty = np.diff(M.indptr) > 0
-        if M.nnz:
-            row_max = np.maximum.reduceat(M.data, M.indptr[:-1][nonempty])
-            M.data /= np.repeat(row_max, np.diff(M.indptr)[nonempty])
-    return layers[::-1]
 
 
 def _as_sorted_csr(X: Any) -> sp.csr_matrix:
