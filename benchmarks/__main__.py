@@ -57,11 +57,16 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (_harness.RESULTS / "quick" if args.quick else _harness.RESULTS)
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     machine = _harness.machine()  # before the run: its load average is the run's context
+    # The code that ran is the commit checked out at the start; a checkout that moves
+    # during a long run is recorded beside it rather than silently replacing it.
+    commit = _harness.git_commit()
     body = suite.run(args)
+    if _harness.git_commit()["commit"] != commit["commit"]:
+        commit["commit_at_end"] = _harness.git_commit()["commit"]
     result = {
         "suite": args.command,
         "command": _harness.command_line(argv),
-        **_harness.git_commit(),
+        **commit,
         "date": started,
         "machine": machine,
         "seeds": args.seeds,

@@ -244,3 +244,23 @@ def test_text_suite_resumes_a_run_stopped_by_its_budget(tmp_path: Path) -> None:
     assert [json.loads(line)["key"] for line in (ck / "records.jsonl").open()] == [
         "sharprecl_ohsumed_titles/plain CE/seed0"
     ]
+
+
+def test_results_name_the_commit_checked_out_when_the_run_started(tmp_path, monkeypatch):
+    # A long run whose checkout moves (a merge mid-run) must not be credited to the
+    # new commit: the start commit is the record, the end one is kept beside it.
+    import types
+
+    from benchmarks import __main__ as cli
+    from benchmarks import _harness
+
+    commits = iter(["a" * 40, "b" * 40, "b" * 40])
+    monkeypatch.setattr(
+        _harness, "git_commit", lambda: {"commit": next(commits), "skxmc_dirty": False}
+    )
+    suite = types.SimpleNamespace(SEEDS=(0,), add_arguments=lambda parser: None)
+    suite.run = lambda args: {"tables": []}
+    monkeypatch.setattr(cli, "load", lambda name: suite)
+    assert cli.main(["linear", "--out", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "linear.json").read_text())
+    assert result["commit"] == "a" * 40 and result["commit_at_end"] == "b" * 40
