@@ -187,6 +187,12 @@ def machine() -> dict[str, Any]:
                 info["ram_gb"] = round(int(line.split()[1]) / 1024**2, 1)
     if hasattr(os, "getloadavg"):
         info["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    if hasattr(os, "sched_getscheduler"):
+        # A run under real-time priority (chrt -f N) keeps niced background work off its
+        # cores, so its times are those of a quiet machine even when the load is not 0.
+        policy = os.sched_getscheduler(0)
+        info["scheduler"] = {os.SCHED_FIFO: "fifo", os.SCHED_RR: "rr"}.get(policy, "normal")
+        info["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
     versions = {}
     for name in LIBRARIES:
         try:
@@ -265,6 +271,13 @@ def markdown_table(
     return "\n".join(lines)
 
 
+def _priority(m: dict) -> str:
+    """How the run was scheduled, when not the default (older results do not say)."""
+    if m.get("scheduler") in ("fifo", "rr"):
+        return f", real-time priority ({m['scheduler']}): background work kept off its cores"
+    return f", nice {m['nice']}" if m.get("nice") else ""
+
+
 def render_markdown(result: dict) -> str:
     """``SUITE.md``: what ran, where, then the tables."""
     m = result["machine"]
@@ -278,7 +291,9 @@ def render_markdown(result: dict) -> str:
         + "  ",
         f"Date: {result['date']}  ",
         f"Machine: {m.get('cores')} cores ({m.get('cores_usable')} usable), "
-        f"{m.get('ram_gb')} GB RAM, {m.get('cpu')}, load {m.get('load_avg_1m')}  ",
+        f"{m.get('ram_gb')} GB RAM, {m.get('cpu')}, load {m.get('load_avg_1m')}"
+        + _priority(m)
+        + "  ",
         f"Versions: {versions}  ",
         f"Seeds: {' '.join(map(str, result.get('seeds', []))) or 'none'}"
         " (mean ± sample std, ddof=1, over the seeds; n_seeds per row)",

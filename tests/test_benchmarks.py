@@ -264,3 +264,14 @@ def test_results_name_the_commit_checked_out_when_the_run_started(tmp_path, monk
     assert cli.main(["linear", "--out", str(tmp_path)]) == 0
     result = json.loads((tmp_path / "linear.json").read_text())
     assert result["commit"] == "a" * 40 and result["commit_at_end"] == "b" * 40
+
+
+def test_results_say_how_the_run_was_scheduled():
+    from benchmarks import _harness
+
+    assert _harness.machine()["scheduler"] in ("normal", "fifo", "rr")
+    result = {"suite": "s", "command": "c", "commit": "x", "date": "d", "tables": []}
+    fifo = _harness.render_markdown({**result, "machine": {"scheduler": "fifo", "nice": 0}})
+    assert "real-time priority (fifo)" in fifo
+    niced = _harness.render_markdown({**result, "machine": {"scheduler": "normal", "nice": 19}})
+    assert ", nice 19" in niced and "real-time" not in niced
