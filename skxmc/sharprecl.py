@@ -40,8 +40,8 @@ from .text._device import resolve_device
 from .text._encoder import batched_inference, eval_mode
 from .text._estimator import FitTask, fill_engine_docs
 from .text._explain import Neighbor, check_explain_k, explanation_dict, nearest_of_class
-from .text._stream import is_text_stream, iter_text_chunks
-from .text._tokenize import TokenBuffer, TokenizedTexts, check_texts
+from .text._stream import check_texts, is_text_stream, iter_text_chunks
+from .text._tokenize import TokenBuffer, TokenizedTexts
 
 __all__ = ["Neighbor", "NeighborExplanation", "SharpReCLClassifier"]
 

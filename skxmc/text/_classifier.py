@@ -45,8 +45,8 @@ from ._estimator import (
 )
 from ._optim import ParamGroup
 from ._seed import seed_everything
-from ._stream import is_text_stream, iter_text_chunks
-from ._tokenize import TokenizedTexts, check_texts, tokenize
+from ._stream import check_texts, is_text_stream, iter_text_chunks, materialize_texts
+from ._tokenize import TokenizedTexts, tokenize
 from ._training import Trainer
 from ._weights import FineTunedModelMixin
 
@@ -212,8 +212,6 @@ class TextTransformerMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
             ``set_output(transform="pandas")``).
         """
         if not hasattr(X, "__len__") or is_text_stream(X):  # read once, needed twice
-            from ._stream import materialize_texts
-
             X = materialize_texts(X) if is_text_stream(X) else list(X)
         return self.fit(X, y, **fit_params).transform(X)
 
