@@ -40,8 +40,8 @@ from .text._device import resolve_device
 from .text._encoder import batched_inference, eval_mode
 from .text._estimator import FitTask, fill_engine_docs
 from .text._explain import Neighbor, check_explain_k, explanation_dict, nearest_of_class
-from .text._stream import check_texts, is_text_stream, iter_text_chunks
-from .text._tokenize import TokenBuffer, TokenizedTexts
+from .text._stream import check_texts, is_text_stream
+from .text._tokenize import TokenizedTexts, TokenViews, tokenize_views
 
 __all__ = ["Neighbor", "NeighborExplanation", "SharpReCLClassifier"]
 
@@ -147,27 +147,6 @@ class _SharpReCLModule(EncoderModule):
         return nn.functional.normalize(self.prototype_head(self.classifier.weight.float()), dim=1)
 
 
-class _PairedBatches:
-    """Each epoch's batches of original texts, collated with their augmented views."""
-
-    def __init__(self, tokens: Any, index_batches: list[np.ndarray], n: int, two_views: bool):
-        self.tokens, self.index_batches, self.n, self.two_views = (
-            tokens,
-            index_batches,
-            n,
-            two_views,
-        )
-
-    def __len__(self) -> int:
-        return len(self.index_batches)
-
-    def __iter__(self):
-        for idx in self.index_batches:
-            # Both views in one forward pass: rows [originals, augmented].
-            rows = np.concatenate([idx, idx + self.n]) if self.two_views else idx
-            yield self.tokens.collate(rows)
-
-
 def _unit_rows(A: np.ndarray, *, in_place: bool = False) -> np.ndarray:
     """Rows of ``A`` scaled to unit norm, in float32 (a zero row stays zero); with
     ``in_place``, in ``A`` itself when it is float32 (the training embeddings: no second
@@ -180,21 +159,6 @@ def _unit_rows(A: np.ndarray, *, in_place: bool = False) -> np.ndarray:
         A[~ok[:, 0]] = 0
         return A
     return np.divide(A, norms, out=np.zeros_like(A), where=ok)
-
-
-class _StreamViews:
-    """The second view of a stream's texts, tokenised with them: ``tokens`` holds the
-    ``n`` texts, then their ``n`` views (what training reads, built without a copy)."""
-
-    def __init__(self, tokens: TokenizedTexts, n: int) -> None:
-        self.tokens, self.n = tokens, n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def subset_rows(self, rows: np.ndarray) -> TokenizedTexts:
-        """The views of texts ``rows`` (a validation split, rows of weight 0 dropped)."""
-        return self.tokens.subset(np.asarray(rows, dtype=np.int64) + self.n)
 
 
 # The fitted state behind explain.
@@ -712,22 +676,17 @@ class SharpReCLClassifier(TransformerClassifierBase):
         method = "delete_swap" if self.augmentation == "auto" else self.augmentation
         rng = np.random.default_rng(int(rs.randint(np.iinfo(np.int32).max)))
         wordnet = WordNet() if method == "synonym" else None
-        texts = views = None
-        for chunk, pairs in iter_text_chunks(X):
-            if texts is None:
-                texts = TokenBuffer(self.tokenizer_, self._max_length(), pairs)
-                views = TokenBuffer(self.tokenizer_, self._max_length(), pairs)
-            texts.add(chunk)
+
+        def view(chunk: list) -> list:
             augmented = augment_texts(
                 chunk, method, p=self.augmentation_strength, random_state=rng, wordnet=wordnet
             )
-            augmented, _ = check_texts(augmented, name="the augmented view")
-            views.add(augmented)
-        if texts is None:
-            return self._tokenize([]), fit_params
-        n = len(texts)
-        both = TokenBuffer.join(texts, views)
-        return both.head(n), {**fit_params, "X_augmented": _StreamViews(both, n)}
+            return check_texts(augmented, name="the augmented view")[0]
+
+        views = tokenize_views(self.tokenizer_, X, view, max_length=self._max_length())
+        if not len(views):
+            return views.tokens, fit_params
+        return views.tokens.head(len(views)), {**fit_params, "X_augmented": views}
 
     def _ablated(self) -> frozenset:
         """The parts of the method that ``ablate`` switches off (checked)."""
@@ -878,7 +837,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         """The token container of a stream's fit: the texts, then their second view."""
         if not two_view:
             return texts
-        if isinstance(X_augmented, _StreamViews):  # built with the texts: no copy
+        if isinstance(X_augmented, TokenViews):  # built with the texts: no copy
             return X_augmented.tokens
         if X_augmented is None:  # augmentation=None: the views differ only by dropout
             augmented = texts
@@ -919,9 +878,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
         if task.sample_weight is not None:
             self.train_weights_ = task.sample_weight.numpy().astype(np.float64)
 
-    def _training_batches(
-        self, task: _SharpReCLTask, epoch: int, rng: np.random.Generator
-    ) -> _PairedBatches:
+    def _training_batches(self, task: _SharpReCLTask, epoch: int, rng: np.random.Generator) -> Any:
         originals = task.tokens.head(task.n_train)
         # Plain random batches, not length-bucketed ones: length often goes with the class
         # (TREC's question types), and length-sorted batches holding one class each would
@@ -936,7 +893,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
             # One text in one view is a one-row batch, on which the heads' BatchNorm cannot
             # train: it joins the batch before it.
             index_batches[-2:] = [np.concatenate(index_batches[-2:])]
-        return _PairedBatches(task.tokens, index_batches, task.n_train, task.two_view)
+        return task.tokens.batches_of(
+            index_batches, view_offset=task.n_train if task.two_view else None
+        )
 
     def _classification_loss(
         self,

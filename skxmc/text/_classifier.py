@@ -46,7 +46,7 @@ from ._estimator import (
 from ._optim import ParamGroup
 from ._seed import seed_everything
 from ._stream import check_texts, is_text_stream, iter_text_chunks, materialize_texts
-from ._tokenize import TokenizedTexts, tokenize
+from ._tokenize import TokenizedTexts, TokenViews, tokenize
 from ._training import Trainer
 from ._weights import FineTunedModelMixin
 
@@ -138,12 +138,11 @@ def _subset_fit_params(fit_params: dict[str, Any], rows: np.ndarray, n: int) -> 
     """``fit_params`` with the per-text ones (sequences of length ``n``) cut to ``rows``."""
     out = {}
     for key, value in fit_params.items():
-        if isinstance(value, TokenizedTexts) or hasattr(value, "subset_rows"):
-            out[key] = (
-                value.subset(rows)
-                if isinstance(value, TokenizedTexts)
-                else (value.subset_rows(rows))
-            )
+        if isinstance(value, TokenizedTexts):  # the tokens a stream became
+            out[key] = value.subset(rows)
+            continue
+        if isinstance(value, TokenViews):  # their views, tokenised with them
+            out[key] = value.subset_rows(rows)
             continue
         if value is not None and not isinstance(value, str) and hasattr(value, "__len__"):
             if len(value) == n:

@@ -6,6 +6,11 @@ more than 65,536 tokens) instead of the ~36 of Python lists, and hands out
 :class:`TextBatch` objects padded only to the longest text of the batch. Sorting by length
 before batching puts texts of similar length together, so little compute is spent on
 padding; the batch indices let callers put results back in the input order.
+
+A stream of texts (:mod:`skxmc.text._stream`) is tokenised chunk by chunk as it is read
+(:class:`TokenBuffer`); :func:`tokenize_views` also tokenises a second view of each chunk
+(an augmented copy) as it goes by, into one container with the texts
+(:class:`TokenViews`).
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ __all__ = [
     "DEFAULT_MAX_LENGTH",
     "TextBatch",
     "TokenBuffer",
+    "TokenViews",
     "TokenizedTexts",
     "tokenize",
+    "tokenize_views",
 ]
 
 #: Default truncation length. Self-attention costs grow with the square of the length and a
@@ -67,17 +74,25 @@ class TextBatch:
 
 
 class _BatchIterable:
-    """Re-iterable sequence of batches with a length (for progress bars and schedules)."""
+    """Re-iterable sequence of batches with a length (for progress bars and schedules);
+    with ``view_offset``, each batch's rows ``idx`` come with rows ``idx + view_offset``
+    (their second views), gathered batch by batch."""
 
-    def __init__(self, source: TokenizedTexts, batches: list[np.ndarray]) -> None:
+    def __init__(
+        self, source: TokenizedTexts, batches: list[np.ndarray], view_offset: int | None = None
+    ) -> None:
         self._source = source
         self._batches = batches
+        self._view_offset = view_offset
 
     def __len__(self) -> int:
         return len(self._batches)
 
     def __iter__(self) -> Iterator[TextBatch]:
         for idx in self._batches:
+            if self._view_offset is not None:
+                # Both views in one forward pass: rows [originals, views].
+                idx = np.concatenate([idx, idx + self._view_offset])
             yield self._source.collate(idx)
 
 
@@ -298,6 +313,17 @@ class TokenizedTexts:
             chunks = [c for c in chunks if len(c) == batch_size]
         return _BatchIterable(self, chunks)
 
+    def batches_of(
+        self, rows: list[np.ndarray], *, view_offset: int | None = None
+    ) -> _BatchIterable:
+        """Batches of the given ``rows`` (one array per batch), as a re-iterable with ``len``.
+
+        With ``view_offset``, the texts' second views are stored after them (row ``i``'s
+        view at ``i + view_offset``, as :class:`TokenViews` keeps them) and each batch
+        holds its rows, then their views, for one forward pass over both.
+        """
+        return _BatchIterable(self, rows, view_offset)
+
     def n_batches(self, batch_size: int, *, drop_last: bool = False) -> int:
         """Number of batches :meth:`batches` yields per pass."""
         n = len(self)
@@ -392,6 +418,81 @@ class TokenBuffer:
         )
 
 
+class TokenViews:
+    """A second view of each of ``n`` texts, tokenised with them (:func:`tokenize_views`):
+    ``tokens`` holds the ``n`` texts, then their ``n`` views, which is what training on
+    both reads (built without a copy).
+
+    Parameters
+    ----------
+    tokens : TokenizedTexts
+        The texts, then their views.
+    n : int
+        The number of texts.
+    """
+
+    def __init__(self, tokens: TokenizedTexts, n: int) -> None:
+        self.tokens, self.n = tokens, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def subset_rows(self, rows: np.ndarray) -> TokenizedTexts:
+        """The views of texts ``rows`` (a validation split, rows of weight 0 dropped)."""
+        return self.tokens.subset(np.asarray(rows, dtype=np.int64) + self.n)
+
+
+def _read_stream(
+    tokenizer: Any, X: Any, max_length: int | None, view: Any = None
+) -> tuple[TokenBuffer, TokenBuffer | None]:
+    """Tokenise a stream chunk by chunk as it is read: the texts and, with ``view``, the
+    view of each chunk (before the next chunk is read). An empty stream gives empty
+    buffers of single texts."""
+    _resolve_max_length(tokenizer, max_length)  # a bad max_length fails before reading
+    texts = views = None
+    for chunk, is_pairs in iter_text_chunks(X):
+        if texts is None:
+            texts = TokenBuffer(tokenizer, max_length, is_pairs)
+            if view is not None:
+                views = TokenBuffer(tokenizer, max_length, is_pairs)
+        texts.add(chunk)
+        if view is not None:
+            views.add(view(chunk))
+    if texts is None:
+        texts = TokenBuffer(tokenizer, max_length, False)
+        if view is not None:
+            views = TokenBuffer(tokenizer, max_length, False)
+    return texts, views
+
+
+def tokenize_views(
+    tokenizer: Any, X: Any, view: Any, *, max_length: int | None = DEFAULT_MAX_LENGTH
+) -> TokenViews:
+    """Read a stream of texts once, tokenising each chunk and its second view.
+
+    Parameters
+    ----------
+    tokenizer : transformers tokenizer
+    X : iterable of str or of (str, str), or Hugging Face dataset
+        A stream (see :func:`~skxmc.text._stream.is_text_stream`), read once in chunks
+        of :data:`~skxmc.text._stream.CHUNK` texts; the texts are not kept.
+    view : callable
+        ``view(chunk) -> list``: the second view of a chunk of checked texts, one per
+        text, of the same kind (checked, e.g. by
+        :func:`~skxmc.text._stream.check_texts`). Called once per chunk, in order.
+    max_length : int or None, default=128
+        As in :func:`tokenize`.
+
+    Returns
+    -------
+    TokenViews
+        The texts, then their views, in one container.
+    """
+    texts, views = _read_stream(tokenizer, X, max_length, view)
+    n = len(texts)
+    return TokenViews(TokenBuffer.join(texts, views), n)
+
+
 def _resolve_max_length(tokenizer: Any, max_length: int | None) -> int:
     limit = getattr(tokenizer, "model_max_length", None)
     # Tokenizers without a configured limit report a huge sentinel (~1e30).
@@ -469,15 +570,7 @@ def tokenize(
     >>> tok = tokenize(tokenizer, ["a short text", "another one"], max_length=64)  # doctest: +SKIP
     """
     if is_text_stream(texts):
-        _resolve_max_length(tokenizer, max_length)  # a bad max_length fails before reading
-        buffer = None
-        for chunk, is_pairs in iter_text_chunks(texts):
-            if buffer is None:
-                buffer = TokenBuffer(tokenizer, max_length, is_pairs)
-            buffer.add(chunk)
-        if buffer is None:
-            buffer = TokenBuffer(tokenizer, max_length, False)
-        return buffer.finish()
+        return _read_stream(tokenizer, texts, max_length)[0].finish()
     texts, is_pairs = check_texts(texts)
     buffer = TokenBuffer(tokenizer, max_length, is_pairs)
     buffer.add(texts)
