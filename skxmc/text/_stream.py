@@ -44,6 +44,11 @@ def is_hf_dataset(X: Any) -> bool:
     return module.split(".")[0] == "datasets" and hasattr(X, "column_names")
 
 
+def _shown(columns: list, most: int) -> str:
+    """The first ``most`` column names, for an error message."""
+    return ", ".join(repr(c) for c in columns[:most]) + (", ..." if len(columns) > most else "")
+
+
 def dataset_text_column(X: Any, name: str = "X") -> str:
     """The column of a Hugging Face dataset that holds the texts: ``"text"``, or the only
     column; anything else is a ValueError naming the columns."""
@@ -52,10 +57,10 @@ def dataset_text_column(X: Any, name: str = "X") -> str:
         return "text"
     if len(columns) == 1:
         return columns[0]
-    shown = ", ".join(repr(c) for c in columns[:8]) + (", ..." if len(columns) > 8 else "")
     raise ValueError(
-        f"{name} is a Hugging Face dataset with columns {shown or '(none)'}; skxmc reads its "
-        f"texts from a column named 'text' or from a dataset with one column. Select or "
+        f"{name} is a Hugging Face dataset with columns {_shown(columns, 8) or '(none)'}; "
+        f"skxmc reads its texts from a column named 'text' or from a dataset with one "
+        f"column. Select or "
         f"rename the text column, e.g. {name}.select_columns([{(columns or ['...'])[0]!r}]) "
         f"or {name}.rename_column(..., 'text')."
     )
@@ -99,10 +104,9 @@ def _as_text_list(texts: Any, name: str) -> list:
         if rows is None and not columns:
             raise ValueError(f"{name} is a DataFrame without columns; pass a column of texts.")
         if rows is None:
-            shown = ", ".join(repr(c) for c in columns[:5]) + (", ..." if len(columns) > 5 else "")
             raise ValueError(
-                f"{name} is a DataFrame with {len(columns)} columns ({shown}); a text "
-                f"estimator reads one column of texts (or two, as text pairs). Select the "
+                f"{name} is a DataFrame with {len(columns)} columns ({_shown(columns, 5)}); "
+                f"a text estimator reads one column of texts (or two, as text pairs). Select the "
                 f"text column, e.g. {name}[{columns[0]!r}], or route it to the estimator with "
                 f"ColumnTransformer([(name, estimator, {columns[0]!r})])."
             )
