@@ -39,15 +39,18 @@ from .text._config import TrainingConfig
 from .text._device import resolve_device
 from .text._encoder import batched_inference, eval_mode
 from .text._estimator import FitTask, fill_engine_docs
-from .text._explain import Neighbor, check_explain_k, explanation_dict, nearest_of_class
+from .text._explain import (
+    Neighbor,
+    check_explain_k,
+    class_neighbors,
+    explanation_dict,
+    unit_rows,
+)
+from .text._optim import fit_linear_probe
 from .text._stream import check_texts, is_text_stream
 from .text._tokenize import TokenizedTexts, TokenViews, tokenize_views
 
 __all__ = ["Neighbor", "NeighborExplanation", "SharpReCLClassifier"]
-
-# Query texts whose similarities to every training text are held at once in explain
-# (a block of 256 x 100,000 training texts is 100 MB of float32).
-_EXPLAIN_BLOCK = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,20 +148,6 @@ class _SharpReCLModule(EncoderModule):
     def prototypes(self) -> torch.Tensor:
         """Class prototypes: the prototype head applied to the classifier weights (eq. 5)."""
         return nn.functional.normalize(self.prototype_head(self.classifier.weight.float()), dim=1)
-
-
-def _unit_rows(A: np.ndarray, *, in_place: bool = False) -> np.ndarray:
-    """Rows of ``A`` scaled to unit norm, in float32 (a zero row stays zero); with
-    ``in_place``, in ``A`` itself when it is float32 (the training embeddings: no second
-    copy of n x hidden floats)."""
-    A = np.asarray(A, dtype=np.float32)
-    norms = np.linalg.norm(A, axis=1, keepdims=True)
-    ok = norms > 0
-    if in_place:
-        np.divide(A, norms, out=A, where=ok)
-        A[~ok[:, 0]] = 0
-        return A
-    return np.divide(A, norms, out=np.zeros_like(A), where=ok)
 
 
 # The fitted state behind explain.
@@ -484,44 +473,23 @@ class SharpReCLClassifier(TransformerClassifierBase):
         """The "w/o CLS" ablation's classifier: logit-adjusted CE on frozen embeddings."""
         features = torch.as_tensor(self._embeddings(X), dtype=torch.float32)
         _, y_encoded = check_class_labels(y, len(features))
-        classifier = self.module_.classifier
-        device = classifier.weight.device
+        device = self.module_.classifier.weight.device
         features, targets = features.to(device), torch.as_tensor(y_encoded, device=device)
         log_prior = torch.as_tensor(np.log(self.class_prior_), dtype=torch.float32, device=device)
-        weight = torch.zeros_like(classifier.weight, requires_grad=True)
-        bias = torch.zeros_like(classifier.bias, requires_grad=True)
-        # scikit-learn's LogisticRegression(C=1): mean loss + ||W||^2 / (2 n).
-        penalty = 0.5 / len(features)
         weights = loss_weights(sample_weight)
         if weights is not None:
             weights = torch.as_tensor(weights, dtype=torch.float32, device=device)
-        optimizer = torch.optim.LBFGS(
-            [weight, bias], max_iter=500, tolerance_grad=1e-6, line_search_fn="strong_wolfe"
-        )
 
-        def closure() -> torch.Tensor:
-            optimizer.zero_grad()
-            logits = features @ weight.T + bias
+        def data_loss(logits: torch.Tensor) -> torch.Tensor:
+            tau = self.logit_adjustment
             if weights is None:
-                data_loss = logit_adjusted_cross_entropy(
-                    logits, targets, log_prior, tau=self.logit_adjustment
-                )
-            else:
-                data_loss = (
-                    logit_adjusted_cross_entropy(
-                        logits, targets, log_prior, tau=self.logit_adjustment, reduction="none"
-                    )
-                    * weights
-                ).mean()
-            loss = data_loss + penalty * weight.pow(2).sum()
-            loss.backward()
-            return loss
+                return logit_adjusted_cross_entropy(logits, targets, log_prior, tau=tau)
+            per_row = logit_adjusted_cross_entropy(
+                logits, targets, log_prior, tau=tau, reduction="none"
+            )
+            return (per_row * weights).mean()
 
-        with torch.enable_grad():
-            optimizer.step(closure)
-        with torch.no_grad():
-            classifier.weight.copy_(weight.detach())
-            classifier.bias.copy_(bias.detach())
+        fit_linear_probe(self.module_.classifier, features, data_loss)
 
     # Explanations ---------------------------------------------------------------------
 
@@ -609,32 +577,24 @@ class SharpReCLClassifier(TransformerClassifierBase):
         n_classes = len(self.classes_)
         logits, features = out[:, :n_classes], out[:, n_classes:]
         proba = softmax(logits)
-        queries = _unit_rows(features)
-        members = [np.flatnonzero(self.train_targets_ == c) for c in range(len(self.classes_))]
-        weights = self.__dict__.get("train_weights_")
-        out = []
-        for start in range(0, len(queries), _EXPLAIN_BLOCK):
-            sims = queries[start : start + _EXPLAIN_BLOCK] @ self.train_embeddings_.T
-            for j, similarities in enumerate(sims):
-                i = start + j
-                row = []
-                for c in np.argsort(-proba[i], kind="stable")[:k]:
-                    rows, near = nearest_of_class(similarities, members[c], int(n_neighbors))
-                    neighbors = tuple(
-                        Neighbor(
-                            int(self.train_indices_[r]),
-                            float(sim),
-                            1.0 if weights is None else float(weights[r]),
-                        )
-                        for r, sim in zip(rows, near)
-                    )
-                    row.append(
-                        NeighborExplanation(
-                            self.classes_[c], float(proba[i, c]), float(logits[i, c]), neighbors
-                        )
-                    )
-                out.append(row)
-        return out
+        nearest = class_neighbors(
+            features,
+            self.train_embeddings_,
+            self.train_targets_,
+            self.train_indices_,
+            self.__dict__.get("train_weights_"),
+            n_classes,
+            int(n_neighbors),
+        )
+        return [
+            [
+                NeighborExplanation(
+                    self.classes_[c], float(proba[i, c]), float(logits[i, c]), neighbors_of(c)
+                )
+                for c in np.argsort(-proba[i], kind="stable")[:k]
+            ]
+            for i, neighbors_of in enumerate(nearest)
+        ]
 
     # Hooks of TransformerClassifierBase -----------------------------------------------
 
@@ -872,7 +832,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
                 verbose=self._train.verbose,
                 desc="training embeddings",
             )
-        self.train_embeddings_ = _unit_rows(features, in_place=True)
+        self.train_embeddings_ = unit_rows(features, in_place=True)
         self.train_targets_ = task.y.numpy().astype(np.int64)
         self.train_indices_ = task.row_positions(rows)
         if task.sample_weight is not None:
