@@ -40,21 +40,21 @@ from .text._device import resolve_device
 from .text._encoder import batched_inference, eval_mode
 from .text._estimator import FitTask, fill_engine_docs
 from .text._explain import (
+    ExplanationMixin,
     Neighbor,
     check_explain_k,
     class_neighbors,
-    explanation_dict,
     unit_rows,
 )
 from .text._optim import fit_linear_probe
-from .text._stream import check_texts, is_text_stream
+from .text._stream import check_texts
 from .text._tokenize import TokenizedTexts, TokenViews, tokenize_views
 
 __all__ = ["Neighbor", "NeighborExplanation", "SharpReCLClassifier"]
 
 
 @dataclasses.dataclass(frozen=True)
-class NeighborExplanation:
+class NeighborExplanation(ExplanationMixin):
     """Why a class got its probability for a text (:meth:`SharpReCLClassifier.explain`):
     its score and the training texts of the class nearest to the text.
 
@@ -76,16 +76,6 @@ class NeighborExplanation:
     score: float
     logit: float
     neighbors: tuple[Neighbor, ...]
-
-    def to_dict(self) -> dict:
-        """The explanation as plain Python values (JSON-ready when the label is).
-
-        Returns
-        -------
-        dict
-            The fields, ``neighbors`` as a list of dicts.
-        """
-        return explanation_dict(self)
 
 
 _ABLATABLE = ("simple_sampling", "hard_mixup", "prior_weighting")
@@ -149,6 +139,10 @@ class _SharpReCLModule(EncoderModule):
         """Class prototypes: the prototype head applied to the classifier weights (eq. 5)."""
         return nn.functional.normalize(self.prototype_head(self.classifier.weight.float()), dim=1)
 
+
+_VIEWS_MISMATCH = (
+    "X_augmented must hold one view of each text of X, of the same kind (texts or text pairs)."
+)
 
 # The fitted state behind explain.
 _TRAIN_MEMORY = ("train_embeddings_", "train_targets_", "train_indices_", "train_weights_")
@@ -624,13 +618,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
     ) -> tuple[TokenizedTexts, dict[str, Any]]:
         """Tokenise a stream and, for two views, its augmented view as it goes by (the
         texts are not kept); the views follow the texts in one token container."""
-        X_augmented = fit_params.get("X_augmented")
-        if X_augmented is not None:
-            if is_text_stream(X_augmented):
-                fit_params = {**fit_params, "X_augmented": self._tokenize(X_augmented)}
-            return self._tokenize(X), fit_params
-        if not self._two_views(None) or self.augmentation is None:
-            return self._tokenize(X), fit_params
+        given = fit_params.get("X_augmented") is not None
+        if given or not self._two_views(None) or self.augmentation is None:
+            return super()._read_fit_stream(X, rs, fit_params)
         # The generator an in-memory fit would make (same seed, texts in the same order),
         # so that without a validation split the views are those of the list.
         method = "delete_swap" if self.augmentation == "auto" else self.augmentation
@@ -758,10 +748,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
             if X_augmented is not None:
                 augmented, pairs = check_texts(X_augmented, name="X_augmented")
                 if len(augmented) != n or pairs != self.text_pairs_:
-                    raise ValueError(
-                        "X_augmented must hold one view of each text of X, of the "
-                        "same kind (texts or text pairs)."
-                    )
+                    raise ValueError(_VIEWS_MISMATCH)
             else:
                 augmented = augment_texts(
                     texts,
@@ -808,10 +795,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
                 else check_texts(X_augmented, name="X_augmented")[0]
             )
         if len(augmented) != len(texts) or augmented.pairs != texts.pairs:
-            raise ValueError(
-                "X_augmented must hold one view of each text of X, of the same kind (texts "
-                "or text pairs)."
-            )
+            raise ValueError(_VIEWS_MISMATCH)
         return TokenizedTexts.concatenate([texts, augmented])
 
     def _finalize_fit(self, task: _SharpReCLTask) -> None:

@@ -349,8 +349,13 @@ class TransformerClassifierBase(
     def _read_fit_stream(
         self, X: Any, rs: np.random.RandomState, fit_params: dict[str, Any]
     ) -> tuple[TokenizedTexts, dict[str, Any]]:
-        """Read a stream ``X`` once into token ids (the tokenizer is loaded); override to
-        derive per-text data (augmented views) while the texts go by."""
+        """Read a stream ``X`` once into token ids (the tokenizer is loaded), after the
+        per-text ``fit_params`` that are streams too (SharpReCL's ``X_augmented``);
+        override to derive per-text data (augmented views) while the texts go by."""
+        fit_params = {
+            key: self._tokenize(value) if is_text_stream(value) else value
+            for key, value in fit_params.items()
+        }
         return self._tokenize(X), fit_params
 
     def _load_for_fit(self, seed: int) -> torch.nn.Module:

@@ -1,6 +1,7 @@
 """What the neural classifiers' ``explain`` methods share: a training text near a query
-(:class:`Neighbor`), the check of ``explain``'s ``k``, and an exact cosine search of the
-nearest training texts of each class (:func:`class_neighbors`)."""
+(:class:`Neighbor`), ``to_dict`` of their per-class explanations
+(:class:`ExplanationMixin`), the check of ``explain``'s ``k``, and an exact cosine search
+of the nearest training texts of each class (:func:`class_neighbors`)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = [
+    "ExplanationMixin",
     "Neighbor",
     "check_explain_k",
     "class_neighbors",
-    "explanation_dict",
     "nearest_of_class",
     "unit_rows",
 ]
@@ -49,14 +50,23 @@ class Neighbor(NamedTuple):
     weight: float
 
 
-def explanation_dict(explanation: Any) -> dict:
-    """A per-class explanation dataclass as plain Python values: its fields, the label as a
-    Python scalar when it is a numpy one, ``neighbors`` as a list of dicts."""
-    out = {f.name: getattr(explanation, f.name) for f in dataclasses.fields(explanation)}
-    if isinstance(out["label"], np.generic):
-        out["label"] = out["label"].item()
-    out["neighbors"] = [n._asdict() for n in out["neighbors"]]
-    return out
+class ExplanationMixin:
+    """``to_dict`` of the per-class explanation dataclasses (fields ``label`` and
+    ``neighbors``, a tuple of :class:`Neighbor`)."""
+
+    def to_dict(self) -> dict:
+        """The explanation as plain Python values (JSON-ready when the label is).
+
+        Returns
+        -------
+        dict
+            The fields, ``neighbors`` as a list of dicts.
+        """
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if isinstance(out["label"], np.generic):  # a Python scalar, for json
+            out["label"] = out["label"].item()
+        out["neighbors"] = [n._asdict() for n in out["neighbors"]]
+        return out
 
 
 def check_explain_k(k: Any, n_classes: int) -> int:
