@@ -557,12 +557,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
                 "embeddings)."
             )
         k = check_explain_k(k, len(self.classes_))
-        if (
-            isinstance(n_neighbors, bool)
-            or not isinstance(n_neighbors, Integral)
-            or n_neighbors < 1
-        ):
-            raise ValueError(f"n_neighbors must be a positive int, got {n_neighbors!r}.")
+        n_neighbors = check_explain_k(n_neighbors, None, "n_neighbors")
         # one encoder pass for the scores and the neighbours, the logits computed as
         # decision_function computes them (same precision, same backend)
         out = self._forward_all(X, "logits_and_embed", "explaining")
@@ -578,7 +573,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
             self.train_indices_,
             self.__dict__.get("train_weights_"),
             n_classes,
-            int(n_neighbors),
+            n_neighbors,
         )
         return [
             [
@@ -786,14 +781,11 @@ class SharpReCLClassifier(TransformerClassifierBase):
             return texts
         if isinstance(X_augmented, TokenViews):  # built with the texts: no copy
             return X_augmented.tokens
-        if X_augmented is None:  # augmentation=None: the views differ only by dropout
-            augmented = texts
-        else:
-            augmented = self._tokenize(
-                X_augmented
-                if isinstance(X_augmented, TokenizedTexts)
-                else check_texts(X_augmented, name="X_augmented")[0]
-            )
+        augmented = texts  # augmentation=None: the views differ only by dropout
+        if isinstance(X_augmented, TokenizedTexts):  # tokenised already (a stream, a split)
+            augmented = X_augmented
+        elif X_augmented is not None:
+            augmented = self._tokenize(check_texts(X_augmented, name="X_augmented")[0])
         if len(augmented) != len(texts) or augmented.pairs != texts.pairs:
             raise ValueError(_VIEWS_MISMATCH)
         return TokenizedTexts.concatenate([texts, augmented])

@@ -69,11 +69,12 @@ class ExplanationMixin:
         return out
 
 
-def check_explain_k(k: Any, n_classes: int) -> int:
-    """``explain``'s ``k`` checked (a positive int) and capped at ``n_classes``."""
+def check_explain_k(k: Any, n_classes: int | None, name: str = "k") -> int:
+    """``explain``'s ``k`` (or another count of ``explain``, named ``name``) checked (a
+    positive int) and capped at ``n_classes`` (None: not capped)."""
     if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
-        raise ValueError(f"k must be a positive int, got {k!r}.")
-    return min(int(k), n_classes)
+        raise ValueError(f"{name} must be a positive int, got {k!r}.")
+    return int(k) if n_classes is None else min(int(k), n_classes)
 
 
 def nearest_of_class(
