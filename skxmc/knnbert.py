@@ -27,14 +27,14 @@ from .text._config import TrainingConfig
 from .text._device import resolve_device
 from .text._encoder import batched_inference, encoder_forward, eval_mode
 from .text._estimator import FitTask, fill_engine_docs
-from .text._explain import Neighbor, check_explain_k, explanation_dict
+from .text._explain import ExplanationMixin, Neighbor, check_explain_k
 from .text._optim import momentum_update
 
 __all__ = ["ClassExplanation", "KNNBertClassifier", "Neighbor"]
 
 
 @dataclasses.dataclass(frozen=True)
-class ClassExplanation:
+class ClassExplanation(ExplanationMixin):
     """Why a class got its probability for a text (:meth:`KNNBertClassifier.explain`).
 
     ``score = knn_weight * vote + (1 - knn_weight) * classifier``.
@@ -59,16 +59,6 @@ class ClassExplanation:
     vote: float
     classifier: float
     neighbors: tuple[Neighbor, ...]
-
-    def to_dict(self) -> dict:
-        """The explanation as plain Python values (JSON-ready when the label is).
-
-        Returns
-        -------
-        dict
-            The fields, ``neighbors`` as a list of dicts.
-        """
-        return explanation_dict(self)
 
 
 def _head(hidden: int, out: int, dropout: float) -> nn.Sequential:

@@ -39,19 +39,22 @@ from .text._config import TrainingConfig
 from .text._device import resolve_device
 from .text._encoder import batched_inference, eval_mode
 from .text._estimator import FitTask, fill_engine_docs
-from .text._explain import Neighbor, check_explain_k, explanation_dict, nearest_of_class
-from .text._stream import is_text_stream, iter_text_chunks
-from .text._tokenize import TokenBuffer, TokenizedTexts, check_texts
+from .text._explain import (
+    ExplanationMixin,
+    Neighbor,
+    check_explain_k,
+    class_neighbors,
+    unit_rows,
+)
+from .text._optim import fit_linear_probe
+from .text._stream import check_texts
+from .text._tokenize import TokenizedTexts, TokenViews, tokenize_views
 
 __all__ = ["Neighbor", "NeighborExplanation", "SharpReCLClassifier"]
 
-# Query texts whose similarities to every training text are held at once in explain
-# (a block of 256 x 100,000 training texts is 100 MB of float32).
-_EXPLAIN_BLOCK = 256
-
 
 @dataclasses.dataclass(frozen=True)
-class NeighborExplanation:
+class NeighborExplanation(ExplanationMixin):
     """Why a class got its probability for a text (:meth:`SharpReCLClassifier.explain`):
     its score and the training texts of the class nearest to the text.
 
@@ -73,16 +76,6 @@ class NeighborExplanation:
     score: float
     logit: float
     neighbors: tuple[Neighbor, ...]
-
-    def to_dict(self) -> dict:
-        """The explanation as plain Python values (JSON-ready when the label is).
-
-        Returns
-        -------
-        dict
-            The fields, ``neighbors`` as a list of dicts.
-        """
-        return explanation_dict(self)
 
 
 _ABLATABLE = ("simple_sampling", "hard_mixup", "prior_weighting")
@@ -147,55 +140,9 @@ class _SharpReCLModule(EncoderModule):
         return nn.functional.normalize(self.prototype_head(self.classifier.weight.float()), dim=1)
 
 
-class _PairedBatches:
-    """Each epoch's batches of original texts, collated with their augmented views."""
-
-    def __init__(self, tokens: Any, index_batches: list[np.ndarray], n: int, two_views: bool):
-        self.tokens, self.index_batches, self.n, self.two_views = (
-            tokens,
-            index_batches,
-            n,
-            two_views,
-        )
-
-    def __len__(self) -> int:
-        return len(self.index_batches)
-
-    def __iter__(self):
-        for idx in self.index_batches:
-            # Both views in one forward pass: rows [originals, augmented].
-            rows = np.concatenate([idx, idx + self.n]) if self.two_views else idx
-            yield self.tokens.collate(rows)
-
-
-def _unit_rows(A: np.ndarray, *, in_place: bool = False) -> np.ndarray:
-    """Rows of ``A`` scaled to unit norm, in float32 (a zero row stays zero); with
-    ``in_place``, in ``A`` itself when it is float32 (the training embeddings: no second
-    copy of n x hidden floats)."""
-    A = np.asarray(A, dtype=np.float32)
-    norms = np.linalg.norm(A, axis=1, keepdims=True)
-    ok = norms > 0
-    if in_place:
-        np.divide(A, norms, out=A, where=ok)
-        A[~ok[:, 0]] = 0
-        return A
-    return np.divide(A, norms, out=np.zeros_like(A), where=ok)
-
-
-class _StreamViews:
-    """The second view of a stream's texts, tokenised with them: ``tokens`` holds the
-    ``n`` texts, then their ``n`` views (what training reads, built without a copy)."""
-
-    def __init__(self, tokens: TokenizedTexts, n: int) -> None:
-        self.tokens, self.n = tokens, n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def subset_rows(self, rows: np.ndarray) -> TokenizedTexts:
-        """The views of texts ``rows`` (a validation split, rows of weight 0 dropped)."""
-        return self.tokens.subset(np.asarray(rows, dtype=np.int64) + self.n)
-
+_VIEWS_MISMATCH = (
+    "X_augmented must hold one view of each text of X, of the same kind (texts or text pairs)."
+)
 
 # The fitted state behind explain.
 _TRAIN_MEMORY = ("train_embeddings_", "train_targets_", "train_indices_", "train_weights_")
@@ -520,44 +467,23 @@ class SharpReCLClassifier(TransformerClassifierBase):
         """The "w/o CLS" ablation's classifier: logit-adjusted CE on frozen embeddings."""
         features = torch.as_tensor(self._embeddings(X), dtype=torch.float32)
         _, y_encoded = check_class_labels(y, len(features))
-        classifier = self.module_.classifier
-        device = classifier.weight.device
+        device = self.module_.classifier.weight.device
         features, targets = features.to(device), torch.as_tensor(y_encoded, device=device)
         log_prior = torch.as_tensor(np.log(self.class_prior_), dtype=torch.float32, device=device)
-        weight = torch.zeros_like(classifier.weight, requires_grad=True)
-        bias = torch.zeros_like(classifier.bias, requires_grad=True)
-        # scikit-learn's LogisticRegression(C=1): mean loss + ||W||^2 / (2 n).
-        penalty = 0.5 / len(features)
         weights = loss_weights(sample_weight)
         if weights is not None:
             weights = torch.as_tensor(weights, dtype=torch.float32, device=device)
-        optimizer = torch.optim.LBFGS(
-            [weight, bias], max_iter=500, tolerance_grad=1e-6, line_search_fn="strong_wolfe"
-        )
 
-        def closure() -> torch.Tensor:
-            optimizer.zero_grad()
-            logits = features @ weight.T + bias
+        def data_loss(logits: torch.Tensor) -> torch.Tensor:
+            tau = self.logit_adjustment
             if weights is None:
-                data_loss = logit_adjusted_cross_entropy(
-                    logits, targets, log_prior, tau=self.logit_adjustment
-                )
-            else:
-                data_loss = (
-                    logit_adjusted_cross_entropy(
-                        logits, targets, log_prior, tau=self.logit_adjustment, reduction="none"
-                    )
-                    * weights
-                ).mean()
-            loss = data_loss + penalty * weight.pow(2).sum()
-            loss.backward()
-            return loss
+                return logit_adjusted_cross_entropy(logits, targets, log_prior, tau=tau)
+            per_row = logit_adjusted_cross_entropy(
+                logits, targets, log_prior, tau=tau, reduction="none"
+            )
+            return (per_row * weights).mean()
 
-        with torch.enable_grad():
-            optimizer.step(closure)
-        with torch.no_grad():
-            classifier.weight.copy_(weight.detach())
-            classifier.bias.copy_(bias.detach())
+        fit_linear_probe(self.module_.classifier, features, data_loss)
 
     # Explanations ---------------------------------------------------------------------
 
@@ -631,12 +557,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
                 "embeddings)."
             )
         k = check_explain_k(k, len(self.classes_))
-        if (
-            isinstance(n_neighbors, bool)
-            or not isinstance(n_neighbors, Integral)
-            or n_neighbors < 1
-        ):
-            raise ValueError(f"n_neighbors must be a positive int, got {n_neighbors!r}.")
+        n_neighbors = check_explain_k(n_neighbors, None, "n_neighbors")
         # one encoder pass for the scores and the neighbours, the logits computed as
         # decision_function computes them (same precision, same backend)
         out = self._forward_all(X, "logits_and_embed", "explaining")
@@ -645,32 +566,24 @@ class SharpReCLClassifier(TransformerClassifierBase):
         n_classes = len(self.classes_)
         logits, features = out[:, :n_classes], out[:, n_classes:]
         proba = softmax(logits)
-        queries = _unit_rows(features)
-        members = [np.flatnonzero(self.train_targets_ == c) for c in range(len(self.classes_))]
-        weights = self.__dict__.get("train_weights_")
-        out = []
-        for start in range(0, len(queries), _EXPLAIN_BLOCK):
-            sims = queries[start : start + _EXPLAIN_BLOCK] @ self.train_embeddings_.T
-            for j, similarities in enumerate(sims):
-                i = start + j
-                row = []
-                for c in np.argsort(-proba[i], kind="stable")[:k]:
-                    rows, near = nearest_of_class(similarities, members[c], int(n_neighbors))
-                    neighbors = tuple(
-                        Neighbor(
-                            int(self.train_indices_[r]),
-                            float(sim),
-                            1.0 if weights is None else float(weights[r]),
-                        )
-                        for r, sim in zip(rows, near)
-                    )
-                    row.append(
-                        NeighborExplanation(
-                            self.classes_[c], float(proba[i, c]), float(logits[i, c]), neighbors
-                        )
-                    )
-                out.append(row)
-        return out
+        nearest = class_neighbors(
+            features,
+            self.train_embeddings_,
+            self.train_targets_,
+            self.train_indices_,
+            self.__dict__.get("train_weights_"),
+            n_classes,
+            n_neighbors,
+        )
+        return [
+            [
+                NeighborExplanation(
+                    self.classes_[c], float(proba[i, c]), float(logits[i, c]), neighbors_of(c)
+                )
+                for c in np.argsort(-proba[i], kind="stable")[:k]
+            ]
+            for i, neighbors_of in enumerate(nearest)
+        ]
 
     # Hooks of TransformerClassifierBase -----------------------------------------------
 
@@ -700,34 +613,25 @@ class SharpReCLClassifier(TransformerClassifierBase):
     ) -> tuple[TokenizedTexts, dict[str, Any]]:
         """Tokenise a stream and, for two views, its augmented view as it goes by (the
         texts are not kept); the views follow the texts in one token container."""
-        X_augmented = fit_params.get("X_augmented")
-        if X_augmented is not None:
-            if is_text_stream(X_augmented):
-                fit_params = {**fit_params, "X_augmented": self._tokenize(X_augmented)}
-            return self._tokenize(X), fit_params
-        if not self._two_views(None) or self.augmentation is None:
-            return self._tokenize(X), fit_params
+        given = fit_params.get("X_augmented") is not None
+        if given or not self._two_views(None) or self.augmentation is None:
+            return super()._read_fit_stream(X, rs, fit_params)
         # The generator an in-memory fit would make (same seed, texts in the same order),
         # so that without a validation split the views are those of the list.
         method = "delete_swap" if self.augmentation == "auto" else self.augmentation
         rng = np.random.default_rng(int(rs.randint(np.iinfo(np.int32).max)))
         wordnet = WordNet() if method == "synonym" else None
-        texts = views = None
-        for chunk, pairs in iter_text_chunks(X):
-            if texts is None:
-                texts = TokenBuffer(self.tokenizer_, self._max_length(), pairs)
-                views = TokenBuffer(self.tokenizer_, self._max_length(), pairs)
-            texts.add(chunk)
+
+        def view(chunk: list) -> list:
             augmented = augment_texts(
                 chunk, method, p=self.augmentation_strength, random_state=rng, wordnet=wordnet
             )
-            augmented, _ = check_texts(augmented, name="the augmented view")
-            views.add(augmented)
-        if texts is None:
-            return self._tokenize([]), fit_params
-        n = len(texts)
-        both = TokenBuffer.join(texts, views)
-        return both.head(n), {**fit_params, "X_augmented": _StreamViews(both, n)}
+            return check_texts(augmented, name="the augmented view")[0]
+
+        views = tokenize_views(self.tokenizer_, X, view, max_length=self._max_length())
+        if not len(views):
+            return views.tokens, fit_params
+        return views.tokens.head(len(views)), {**fit_params, "X_augmented": views}
 
     def _ablated(self) -> frozenset:
         """The parts of the method that ``ablate`` switches off (checked)."""
@@ -839,10 +743,7 @@ class SharpReCLClassifier(TransformerClassifierBase):
             if X_augmented is not None:
                 augmented, pairs = check_texts(X_augmented, name="X_augmented")
                 if len(augmented) != n or pairs != self.text_pairs_:
-                    raise ValueError(
-                        "X_augmented must hold one view of each text of X, of the "
-                        "same kind (texts or text pairs)."
-                    )
+                    raise ValueError(_VIEWS_MISMATCH)
             else:
                 augmented = augment_texts(
                     texts,
@@ -878,21 +779,15 @@ class SharpReCLClassifier(TransformerClassifierBase):
         """The token container of a stream's fit: the texts, then their second view."""
         if not two_view:
             return texts
-        if isinstance(X_augmented, _StreamViews):  # built with the texts: no copy
+        if isinstance(X_augmented, TokenViews):  # built with the texts: no copy
             return X_augmented.tokens
-        if X_augmented is None:  # augmentation=None: the views differ only by dropout
-            augmented = texts
-        else:
-            augmented = self._tokenize(
-                X_augmented
-                if isinstance(X_augmented, TokenizedTexts)
-                else check_texts(X_augmented, name="X_augmented")[0]
-            )
+        augmented = texts  # augmentation=None: the views differ only by dropout
+        if isinstance(X_augmented, TokenizedTexts):  # tokenised already (a stream, a split)
+            augmented = X_augmented
+        elif X_augmented is not None:
+            augmented = self._tokenize(check_texts(X_augmented, name="X_augmented")[0])
         if len(augmented) != len(texts) or augmented.pairs != texts.pairs:
-            raise ValueError(
-                "X_augmented must hold one view of each text of X, of the same kind (texts "
-                "or text pairs)."
-            )
+            raise ValueError(_VIEWS_MISMATCH)
         return TokenizedTexts.concatenate([texts, augmented])
 
     def _finalize_fit(self, task: _SharpReCLTask) -> None:
@@ -913,15 +808,13 @@ class SharpReCLClassifier(TransformerClassifierBase):
                 verbose=self._train.verbose,
                 desc="training embeddings",
             )
-        self.train_embeddings_ = _unit_rows(features, in_place=True)
+        self.train_embeddings_ = unit_rows(features, in_place=True)
         self.train_targets_ = task.y.numpy().astype(np.int64)
         self.train_indices_ = task.row_positions(rows)
         if task.sample_weight is not None:
             self.train_weights_ = task.sample_weight.numpy().astype(np.float64)
 
-    def _training_batches(
-        self, task: _SharpReCLTask, epoch: int, rng: np.random.Generator
-    ) -> _PairedBatches:
+    def _training_batches(self, task: _SharpReCLTask, epoch: int, rng: np.random.Generator) -> Any:
         originals = task.tokens.head(task.n_train)
         # Plain random batches, not length-bucketed ones: length often goes with the class
         # (TREC's question types), and length-sorted batches holding one class each would
@@ -936,7 +829,9 @@ class SharpReCLClassifier(TransformerClassifierBase):
             # One text in one view is a one-row batch, on which the heads' BatchNorm cannot
             # train: it joins the batch before it.
             index_batches[-2:] = [np.concatenate(index_batches[-2:])]
-        return _PairedBatches(task.tokens, index_batches, task.n_train, task.two_view)
+        return task.tokens.batches_of(
+            index_batches, view_offset=task.n_train if task.two_view else None
+        )
 
     def _classification_loss(
         self,

@@ -21,7 +21,8 @@ from .._ranking import truth_hits
 from ..linear import LayerGroups, fit_layer
 from ..text._classifier import EncoderModule
 from ..text._encoder import batched_inference, bundled_minilm_path
-from ..text._tokenize import TokenizedTexts, check_texts
+from ..text._stream import check_texts
+from ..text._tokenize import TokenizedTexts
 from ..tree import pifa_embeddings
 
 __all__ = ["DEFAULT_ENCODER", "linear_bootstrap", "refined_label_embeddings"]

@@ -97,7 +97,7 @@ _MOVED = {
     "DEFAULT_MAX_LENGTH": "_tokenize",
     "TextBatch": "_tokenize",
     "TokenizedTexts": "_tokenize",
-    "check_texts": "_tokenize",
+    "check_texts": "_stream",
     "tokenize": "_tokenize",
     "TrainState": "_training",
     "build_optimizers": "_optim",

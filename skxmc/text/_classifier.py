@@ -45,8 +45,8 @@ from ._estimator import (
 )
 from ._optim import ParamGroup
 from ._seed import seed_everything
-from ._stream import is_text_stream, iter_text_chunks
-from ._tokenize import TokenizedTexts, check_texts, tokenize
+from ._stream import check_texts, is_text_stream, iter_text_chunks, materialize_texts
+from ._tokenize import TokenizedTexts, TokenViews, tokenize
 from ._training import Trainer
 from ._weights import FineTunedModelMixin
 
@@ -138,12 +138,11 @@ def _subset_fit_params(fit_params: dict[str, Any], rows: np.ndarray, n: int) -> 
     """``fit_params`` with the per-text ones (sequences of length ``n``) cut to ``rows``."""
     out = {}
     for key, value in fit_params.items():
-        if isinstance(value, TokenizedTexts) or hasattr(value, "subset_rows"):
-            out[key] = (
-                value.subset(rows)
-                if isinstance(value, TokenizedTexts)
-                else (value.subset_rows(rows))
-            )
+        if isinstance(value, TokenizedTexts):  # the tokens a stream became
+            out[key] = value.subset(rows)
+            continue
+        if isinstance(value, TokenViews):  # their views, tokenised with them
+            out[key] = value.subset_rows(rows)
             continue
         if value is not None and not isinstance(value, str) and hasattr(value, "__len__"):
             if len(value) == n:
@@ -212,8 +211,6 @@ class TextTransformerMixin(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
             ``set_output(transform="pandas")``).
         """
         if not hasattr(X, "__len__") or is_text_stream(X):  # read once, needed twice
-            from ._stream import materialize_texts
-
             X = materialize_texts(X) if is_text_stream(X) else list(X)
         return self.fit(X, y, **fit_params).transform(X)
 
@@ -352,8 +349,13 @@ class TransformerClassifierBase(
     def _read_fit_stream(
         self, X: Any, rs: np.random.RandomState, fit_params: dict[str, Any]
     ) -> tuple[TokenizedTexts, dict[str, Any]]:
-        """Read a stream ``X`` once into token ids (the tokenizer is loaded); override to
-        derive per-text data (augmented views) while the texts go by."""
+        """Read a stream ``X`` once into token ids (the tokenizer is loaded), after the
+        per-text ``fit_params`` that are streams too (SharpReCL's ``X_augmented``);
+        override to derive per-text data (augmented views) while the texts go by."""
+        fit_params = {
+            key: self._tokenize(value) if is_text_stream(value) else value
+            for key, value in fit_params.items()
+        }
         return self._tokenize(X), fit_params
 
     def _load_for_fit(self, seed: int) -> torch.nn.Module:

@@ -4,13 +4,14 @@ A :class:`ParamGroup` names a part of the model with its learning rate, weight d
 schedule and optimiser; :func:`build_optimizers` makes one optimiser per group (AdamW
 without weight decay on biases and normalisation layers, SparseAdam for sparse embedding
 tables) and checks that every trainable parameter is in exactly one group.
-:func:`momentum_update` is the exponential moving average of a momentum (key) encoder.
+:func:`momentum_update` is the exponential moving average of a momentum (key) encoder;
+:func:`fit_linear_probe` refits a linear layer on frozen features by L-BFGS.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -18,7 +19,7 @@ from torch import nn
 
 from ._callbacks import SCHEDULES
 
-__all__ = ["OPTIMIZERS", "ParamGroup", "build_optimizers", "momentum_update"]
+__all__ = ["OPTIMIZERS", "ParamGroup", "build_optimizers", "fit_linear_probe", "momentum_update"]
 
 OPTIMIZERS = ("auto", "adamw", "adam", "sparse_adam", "sgd")
 _NORM_TYPES = (nn.LayerNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm)
@@ -108,6 +109,44 @@ def momentum_update(target: nn.Module, source: nn.Module, momentum: float) -> No
         torch._foreach_add_(t_params, s_params, alpha=1.0 - momentum)
         for tb, sb in zip(target.buffers(), source.buffers()):
             tb.copy_(sb)
+
+
+def fit_linear_probe(
+    layer: nn.Linear, features: torch.Tensor, loss: Callable[[torch.Tensor], torch.Tensor]
+) -> None:
+    """Refit ``layer`` on frozen ``features`` (a linear probe), from zero weights.
+
+    Minimises ``loss(features @ W.T + b)`` plus the L2 penalty of scikit-learn's
+    ``LogisticRegression(C=1)``, ``||W||^2 / (2 n)``, by L-BFGS (strong Wolfe line search,
+    at most 500 iterations), and writes ``W`` and ``b`` into ``layer``.
+
+    Parameters
+    ----------
+    layer : torch.nn.Linear
+        The layer refitted (its weights are replaced, on their device).
+    features : torch.Tensor of shape (n_samples, in_features)
+        On the layer's device.
+    loss : callable
+        ``loss(logits) -> scalar tensor``: the data term, a mean over the rows.
+    """
+    weight = torch.zeros_like(layer.weight, requires_grad=True)
+    bias = torch.zeros_like(layer.bias, requires_grad=True)
+    penalty = 0.5 / len(features)
+    optimizer = torch.optim.LBFGS(
+        [weight, bias], max_iter=500, tolerance_grad=1e-6, line_search_fn="strong_wolfe"
+    )
+
+    def closure() -> torch.Tensor:
+        optimizer.zero_grad()
+        total = loss(features @ weight.T + bias) + penalty * weight.pow(2).sum()
+        total.backward()
+        return total
+
+    with torch.enable_grad():
+        optimizer.step(closure)
+    with torch.no_grad():
+        layer.weight.copy_(weight.detach())
+        layer.bias.copy_(bias.detach())
 
 
 def _named_params(params: Any) -> list[tuple[str | None, nn.Parameter, bool]]:

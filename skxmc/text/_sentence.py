@@ -38,7 +38,8 @@ from ._encoder import (
     pool,
     quiet_transformers,
 )
-from ._tokenize import check_texts, tokenize
+from ._stream import check_texts
+from ._tokenize import tokenize
 
 __all__ = ["SentenceEmbedder", "SentenceEncoder", "sentence_embeddings"]
 

@@ -6,6 +6,11 @@ more than 65,536 tokens) instead of the ~36 of Python lists, and hands out
 :class:`TextBatch` objects padded only to the longest text of the batch. Sorting by length
 before batching puts texts of similar length together, so little compute is spent on
 padding; the batch indices let callers put results back in the input order.
+
+A stream of texts (:mod:`skxmc.text._stream`) is tokenised chunk by chunk as it is read
+(:class:`TokenBuffer`); :func:`tokenize_views` also tokenises a second view of each chunk
+(an augmented copy) as it goes by, into one container with the texts
+(:class:`TokenViews`).
 """
 
 from __future__ import annotations
@@ -13,20 +18,22 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
+from ._stream import check_texts, is_text_stream, iter_text_chunks
+
 __all__ = [
     "DEFAULT_MAX_LENGTH",
     "TextBatch",
     "TokenBuffer",
+    "TokenViews",
     "TokenizedTexts",
-    "check_texts",
     "tokenize",
+    "tokenize_views",
 ]
 
 #: Default truncation length. Self-attention costs grow with the square of the length and a
@@ -37,180 +44,6 @@ DEFAULT_MAX_LENGTH = 128
 _CHUNK = 4096
 # Rows gathered at a time by TokenizedTexts.subset.
 _SUBSET_BLOCK = 65536
-
-
-def _is_dataframe(X: Any) -> bool:
-    # pandas is not a dependency of skxmc: recognise its DataFrames by duck typing (a
-    # Series has no ``columns``).
-    return hasattr(X, "columns") and hasattr(X, "iloc")
-
-
-def _select_columns(table: Any, n_columns: int, *, frame: bool) -> list | None:
-    """The rows of a one-column table as texts, of a two-column table as text pairs;
-    None for other widths (the caller raises)."""
-    if n_columns not in (1, 2):
-        return None
-    columns = [(table.iloc[:, j] if frame else table[:, j]).tolist() for j in range(n_columns)]
-    return columns[0] if n_columns == 1 else list(zip(*columns))
-
-
-def _as_text_list(texts: Any, name: str) -> list:
-    """``texts`` as a list with one element per sample (a text or a pair)."""
-    if _is_dataframe(texts):
-        columns = list(texts.columns)
-        rows = _select_columns(texts, len(columns), frame=True)
-        if rows is None and not columns:
-            raise ValueError(f"{name} is a DataFrame without columns; pass a column of texts.")
-        if rows is None:
-            shown = ", ".join(repr(c) for c in columns[:5]) + (", ..." if len(columns) > 5 else "")
-            raise ValueError(
-                f"{name} is a DataFrame with {len(columns)} columns ({shown}); a text "
-                f"estimator reads one column of texts (or two, as text pairs). Select the "
-                f"text column, e.g. {name}[{columns[0]!r}], or route it to the estimator with "
-                f"ColumnTransformer([(name, estimator, {columns[0]!r})])."
-            )
-        return rows
-    shape = getattr(texts, "shape", None)
-    if shape is not None and len(shape) != 1 and hasattr(texts, "__array__"):
-        # Arrays (and other data frames) other than 1-D: iterating would give one element
-        # per row or per column, or, for a 0-d array, a bare string.
-        array = np.asarray(texts)
-        if array.ndim == 0:
-            raise TypeError(f"{name} must be a sequence of texts, got a 0-d array {array!r:.60}.")
-        rows = _select_columns(array, array.shape[1], frame=False) if array.ndim == 2 else None
-        if rows is None:
-            raise ValueError(
-                f"{name} has shape {array.shape}; a text estimator reads a 1-D array of "
-                f"texts, an (n_samples, 1) array (that column) or an (n_samples, 2) array "
-                f"of text pairs."
-            )
-        return rows
-    if hasattr(texts, "tolist") and not isinstance(texts, list):  # 1-D arrays, Series
-        return texts.tolist()
-    from ._stream import is_hf_dataset, materialize_texts
-
-    if is_hf_dataset(texts):  # its text column, read once
-        return materialize_texts(texts, name=name)
-    return list(texts)
-
-
-def check_texts(texts: Any, *, name: str = "X", start: int = 0) -> tuple[list, bool]:
-    """Validate raw text input: a sequence of ``str`` or of ``(str, str)`` pairs.
-
-    This is the one place where skxmc's text estimators read ``X``; the result always has
-    one element per sample (per row of a table).
-
-    Parameters
-    ----------
-    texts : sequence, iterable, numpy array, pandas DataFrame or Hugging Face dataset
-        One of:
-
-        - a list, tuple, 1-D numpy array or pandas Series of ``str`` (single texts), or of
-          2-tuples of ``str`` (text pairs, for classifiers that read them);
-        - a one-column DataFrame or an ``(n_samples, 1)`` array: that column (what
-          ``df[["text"]]`` and ``ColumnTransformer`` with a list of one column give);
-        - a two-column DataFrame or an ``(n_samples, 2)`` array: text pairs, the first
-          column the first text of each pair (as a list of 2-tuples would be).
-
-        - any other iterable (a generator...), read once into a list;
-        - a Hugging Face ``datasets.Dataset`` / ``IterableDataset``: its ``"text"`` column,
-          or its only column.
-
-        DataFrames are recognised by duck typing (``columns`` and ``iloc``); pandas is not
-        needed otherwise. Other widths are rejected. To read a large iterable without
-        holding it as a list, see :mod:`skxmc.text._stream`.
-    name : str, default="X"
-        Used in error messages.
-    start : int, default=0
-        Position of the first text in the whole input, for error messages (when
-        ``texts`` is one chunk of a stream).
-
-    Returns
-    -------
-    texts : list
-        The texts as a list (pairs as tuples), one element per sample.
-    is_pairs : bool
-        Whether the input holds text pairs.
-
-    Raises
-    ------
-    TypeError
-        For a bare string (as scikit-learn's vectorisers do), or elements that are neither
-        strings nor pairs of strings (missing values included).
-    ValueError
-        For a DataFrame or array with more than two columns (or none), or more than two
-        dimensions: select the text column first.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skxmc.text._tokenize import check_texts
-    >>> check_texts(np.array([["a cat"], ["a dog"]]))
-    (['a cat', 'a dog'], False)
-    >>> check_texts([("a question", "a passage")])
-    ([('a question', 'a passage')], True)
-    """
-    if isinstance(texts, (str, bytes)):
-        raise TypeError(
-            f"{name} must be a sequence of texts (a list of str, a numpy array or a pandas "
-            f"Series), got a single string."
-        )
-    texts = _as_text_list(texts, name)
-    if not texts:
-        return texts, False
-    is_pairs = isinstance(texts[0], (tuple, list))
-    for i, t in enumerate(texts):
-        if is_pairs:
-            ok = (
-                isinstance(t, (tuple, list))
-                and len(t) == 2
-                and isinstance(t[0], str)
-                and isinstance(t[1], str)
-            )
-            if not ok:
-                raise TypeError(
-                    f"{name}[{start + i}] is {type(t).__name__} {t!r:.60}: text pairs must all be "
-                    f"2-tuples of str (and single texts all str)."
-                )
-        elif not isinstance(t, str):
-            if t is None or (isinstance(t, float) and t != t):
-                raise TypeError(
-                    f"{name}[{start + i}] is a missing value ({t!r}); drop or fill missing "
-                    f"texts first."
-                )
-            raise TypeError(
-                f"{name}[{start + i}] is {type(t).__name__}, expected str (or pass every "
-                f"sample as a 2-tuple of str for text pairs)."
-            )
-    _check_unicode(texts, is_pairs, name, start)
-    if is_pairs:
-        texts = [tuple(t) for t in texts]
-    return texts, is_pairs
-
-
-# A lone UTF-16 surrogate (U+D800-U+DFFF) is not a character: no tokenizer can encode it.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _check_unicode(texts: list, is_pairs: bool, name: str, start: int = 0) -> None:
-    """Refuse texts holding a lone surrogate, naming the row (the tokenizer's own error
-    names neither the row nor the cause)."""
-    flat = [part for t in texts for part in t] if is_pairs else texts
-    try:
-        "".join(flat).encode("utf-8")  # one pass in C: the usual case
-        return
-    except UnicodeEncodeError:
-        pass
-    for i, t in enumerate(texts):
-        for part in t if is_pairs else (t,):
-            found = _SURROGATE.search(part)
-            if found is not None:
-                raise ValueError(
-                    f"{name}[{start + i}] holds a lone surrogate {found.group()!r} at character "
-                    f"{found.start()}: not valid Unicode (often text decoded with "
-                    f"errors='surrogateescape', or a broken \\uXXXX escape in JSON). Clean "
-                    f"it first, e.g. text.encode('utf-8', 'replace').decode('utf-8')."
-                )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,17 +74,25 @@ class TextBatch:
 
 
 class _BatchIterable:
-    """Re-iterable sequence of batches with a length (for progress bars and schedules)."""
+    """Re-iterable sequence of batches with a length (for progress bars and schedules);
+    with ``view_offset``, each batch's rows ``idx`` come with rows ``idx + view_offset``
+    (their second views), gathered batch by batch."""
 
-    def __init__(self, source: TokenizedTexts, batches: list[np.ndarray]) -> None:
+    def __init__(
+        self, source: TokenizedTexts, batches: list[np.ndarray], view_offset: int | None = None
+    ) -> None:
         self._source = source
         self._batches = batches
+        self._view_offset = view_offset
 
     def __len__(self) -> int:
         return len(self._batches)
 
     def __iter__(self) -> Iterator[TextBatch]:
         for idx in self._batches:
+            if self._view_offset is not None:
+                # Both views in one forward pass: rows [originals, views].
+                idx = np.concatenate([idx, idx + self._view_offset])
             yield self._source.collate(idx)
 
 
@@ -472,6 +313,17 @@ class TokenizedTexts:
             chunks = [c for c in chunks if len(c) == batch_size]
         return _BatchIterable(self, chunks)
 
+    def batches_of(
+        self, rows: list[np.ndarray], *, view_offset: int | None = None
+    ) -> _BatchIterable:
+        """Batches of the given ``rows`` (one array per batch), as a re-iterable with ``len``.
+
+        With ``view_offset``, the texts' second views are stored after them (row ``i``'s
+        view at ``i + view_offset``, as :class:`TokenViews` keeps them) and each batch
+        holds its rows, then their views, for one forward pass over both.
+        """
+        return _BatchIterable(self, rows, view_offset)
+
     def n_batches(self, batch_size: int, *, drop_last: bool = False) -> int:
         """Number of batches :meth:`batches` yields per pass."""
         n = len(self)
@@ -566,6 +418,81 @@ class TokenBuffer:
         )
 
 
+class TokenViews:
+    """A second view of each of ``n`` texts, tokenised with them (:func:`tokenize_views`):
+    ``tokens`` holds the ``n`` texts, then their ``n`` views, which is what training on
+    both reads (built without a copy).
+
+    Parameters
+    ----------
+    tokens : TokenizedTexts
+        The texts, then their views.
+    n : int
+        The number of texts.
+    """
+
+    def __init__(self, tokens: TokenizedTexts, n: int) -> None:
+        self.tokens, self.n = tokens, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def subset_rows(self, rows: np.ndarray) -> TokenizedTexts:
+        """The views of texts ``rows`` (a validation split, rows of weight 0 dropped)."""
+        return self.tokens.subset(np.asarray(rows, dtype=np.int64) + self.n)
+
+
+def _read_stream(
+    tokenizer: Any, X: Any, max_length: int | None, view: Any = None
+) -> tuple[TokenBuffer, TokenBuffer | None]:
+    """Tokenise a stream chunk by chunk as it is read: the texts and, with ``view``, the
+    view of each chunk (before the next chunk is read). An empty stream gives empty
+    buffers of single texts."""
+    _resolve_max_length(tokenizer, max_length)  # a bad max_length fails before reading
+    texts = views = None
+    for chunk, is_pairs in iter_text_chunks(X):
+        if texts is None:
+            texts = TokenBuffer(tokenizer, max_length, is_pairs)
+            if view is not None:
+                views = TokenBuffer(tokenizer, max_length, is_pairs)
+        texts.add(chunk)
+        if view is not None:
+            views.add(view(chunk))
+    if texts is None:
+        texts = TokenBuffer(tokenizer, max_length, False)
+        if view is not None:
+            views = TokenBuffer(tokenizer, max_length, False)
+    return texts, views
+
+
+def tokenize_views(
+    tokenizer: Any, X: Any, view: Any, *, max_length: int | None = DEFAULT_MAX_LENGTH
+) -> TokenViews:
+    """Read a stream of texts once, tokenising each chunk and its second view.
+
+    Parameters
+    ----------
+    tokenizer : transformers tokenizer
+    X : iterable of str or of (str, str), or Hugging Face dataset
+        A stream (see :func:`~skxmc.text._stream.is_text_stream`), read once in chunks
+        of :data:`~skxmc.text._stream.CHUNK` texts; the texts are not kept.
+    view : callable
+        ``view(chunk) -> list``: the second view of a chunk of checked texts, one per
+        text, of the same kind (checked, e.g. by
+        :func:`~skxmc.text._stream.check_texts`). Called once per chunk, in order.
+    max_length : int or None, default=128
+        As in :func:`tokenize`.
+
+    Returns
+    -------
+    TokenViews
+        The texts, then their views, in one container.
+    """
+    texts, views = _read_stream(tokenizer, X, max_length, view)
+    n = len(texts)
+    return TokenViews(TokenBuffer.join(texts, views), n)
+
+
 def _resolve_max_length(tokenizer: Any, max_length: int | None) -> int:
     limit = getattr(tokenizer, "model_max_length", None)
     # Tokenizers without a configured limit report a huge sentinel (~1e30).
@@ -642,18 +569,8 @@ def tokenize(
     >>> from skxmc.text._tokenize import tokenize  # doctest: +SKIP
     >>> tok = tokenize(tokenizer, ["a short text", "another one"], max_length=64)  # doctest: +SKIP
     """
-    from ._stream import is_text_stream, iter_text_chunks
-
     if is_text_stream(texts):
-        _resolve_max_length(tokenizer, max_length)  # a bad max_length fails before reading
-        buffer = None
-        for chunk, is_pairs in iter_text_chunks(texts):
-            if buffer is None:
-                buffer = TokenBuffer(tokenizer, max_length, is_pairs)
-            buffer.add(chunk)
-        if buffer is None:
-            buffer = TokenBuffer(tokenizer, max_length, False)
-        return buffer.finish()
+        return _read_stream(tokenizer, texts, max_length)[0].finish()
     texts, is_pairs = check_texts(texts)
     buffer = TokenBuffer(tokenizer, max_length, is_pairs)
     buffer.add(texts)

@@ -62,7 +62,7 @@ def test_a_lone_surrogate_names_the_row(pairs, no_encoder_load):
 
 
 def test_a_lone_surrogate_at_predict_names_the_row():
-    from skxmc.text._tokenize import check_texts
+    from skxmc.text._stream import check_texts
 
     with pytest.raises(ValueError, match=r"X\[1\] holds a lone surrogate .* at character 4"):
         check_texts(["ok", "bad \udfff"])

@@ -34,7 +34,8 @@ from skxmc.text._encoder import encoder_forward, pool
 from skxmc.text._optim import build_optimizers, momentum_update
 from skxmc.text._seed import seed_everything
 from skxmc.text._sentence import SentenceEncoder, read_sentence_transformers_folder
-from skxmc.text._tokenize import TokenizedTexts, check_texts, tokenize
+from skxmc.text._stream import check_texts
+from skxmc.text._tokenize import TokenizedTexts, tokenize
 from skxmc.text._weights import (
     encoder_from_config,
     load_module_weights,
