@@ -463,6 +463,9 @@ SCRIPT = textwrap.dedent(
 )
 
 
+# compiles every kernel in a fresh process with no cache: 9-17 s on 2 busy cores; the
+# fallback itself is tested in-process by test_import_jit_falls_back_to_no_cache_with_one_warning
+@pytest.mark.slow
 def test_import_without_writable_numba_cache():
     """B15: a read-only install used with an unwritable HOME and no NUMBA_CACHE_DIR."""
     prefix = as_unprivileged_user()

@@ -20,6 +20,14 @@ def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return run_module("benchmarks", *args, timeout=timeout)
 
 
+def _run_here(*args: str) -> None:
+    """``python -m benchmarks *args`` in this process: the commands that only read and
+    write files need no interpreter of their own (``_run`` tests the entry point)."""
+    from benchmarks.__main__ import main
+
+    assert main(list(args)) == 0
+
+
 def test_linear_quick_writes_results_with_context(tmp_path: Path) -> None:
     _run("linear", "--quick", "--out", str(tmp_path))
     result = json.loads((tmp_path / "linear.json").read_text())
@@ -43,12 +51,12 @@ def test_linear_quick_writes_results_with_context(tmp_path: Path) -> None:
 
     # the docs table and the index, from that output, into temporary folders
     out = tmp_path / "generated"
-    _run("tables", "--results", str(tmp_path), "--out", str(out))
+    _run_here("tables", "--results", str(tmp_path), "--out", str(out))
     (inc,) = out.glob("linear-*.inc")
     rst = inc.read_text()
     assert ".. list-table:: XR-Linear (metrics in percent; PSP normalised)" in rst
     assert "- PSP@5 (normalised)" in rst
-    _run("index", "--results", str(tmp_path))
+    _run_here("index", "--results", str(tmp_path))
     assert "`linear.json`" in (tmp_path / "INDEX.md").read_text()
 
 
@@ -59,7 +67,7 @@ def test_thresholds_quick_compares_the_decision_rules(tmp_path: Path) -> None:
     data = get_data_dir()
     if data is None or not (data / "tibkat_gnd_en" / "dev.jsonl.gz").is_file():
         pytest.skip("tibkat_gnd_en not found (set SKXMC_DATA)")
-    _run("thresholds", "--quick", "--out", str(tmp_path))
+    _run_here("thresholds", "--quick", "--out", str(tmp_path))
     (table,) = json.loads((tmp_path / "thresholds.json").read_text())["tables"]
     rules = {row["rule"]: row for row in table["rows"]}
     assert {"top_k", "global threshold", "global threshold + top-1"} <= set(rules)

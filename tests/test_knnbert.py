@@ -520,6 +520,12 @@ def three_steps(tiny_bert_dir):
     return make_clf(tiny_bert_dir, max_steps=3).fit(X, y), X, y
 
 
+def test_a_refit_with_the_same_settings_gives_the_same_loss_curve(three_steps, tiny_bert_dir):
+    # The control of the switch tests below, run once rather than once per switch.
+    default, X, y = three_steps
+    assert make_clf(tiny_bert_dir, max_steps=3).fit(X, y).loss_curve_ == default.loss_curve_
+
+
 @pytest.mark.parametrize(
     "switch",
     [
@@ -535,9 +541,8 @@ def three_steps(tiny_bert_dir):
 )
 def test_each_training_switch_changes_the_loss(three_steps, tiny_bert_dir, switch):
     # Same seed: same initial weights and batches; the losses must change with the switch
-    # (they would not if it were ignored). The control refit gives the same curve.
+    # (they would not if it were ignored; the refit control is the test above).
     default, X, y = three_steps
-    assert make_clf(tiny_bert_dir, max_steps=3).fit(X, y).loss_curve_ == default.loss_curve_
     switched = make_clf(tiny_bert_dir, max_steps=3, **switch).fit(X, y)
     assert not np.allclose(switched.loss_curve_, default.loss_curve_, rtol=1e-6, atol=0)
 
@@ -551,11 +556,11 @@ def test_each_prediction_switch_changes_the_prediction(three_steps):
         assert not np.allclose(other.predict_proba(X), proba), switch
 
 
-def test_stopped_fit_resumes_with_the_key_side_and_queue(tiny_bert_dir, tmp_path):
+def test_stopped_fit_resumes_with_the_key_side_and_queue(tiny_bert_dir, fitted, tmp_path):
     # The key side and the queue live in the fit's task, not on the model; the trainer
-    # checkpoints them with the model, so a resumed fit ends with the uninterrupted one.
-    X, y = toy_data()
-    full = make_clf(tiny_bert_dir).fit(X, y)
+    # checkpoints them with the model, so a resumed fit ends with the uninterrupted one
+    # (the module's fitted model: make_clf's defaults on toy_data()).
+    full, X, y = fitted
     part = make_clf(tiny_bert_dir, checkpoint_dir=tmp_path, max_time=1e-9).fit(X, y)
     assert part.n_steps_ == 1 and not hasattr(part.module_, "key_encoder")
     resumed = make_clf(tiny_bert_dir, checkpoint_dir=tmp_path).fit(X, y)

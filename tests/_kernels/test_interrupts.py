@@ -70,7 +70,8 @@ def test_interruptible_is_a_no_op_in_other_threads():
 def test_ctrl_c_during_a_fit_is_a_keyboard_interrupt(fraction):
     """Before interruptible, a SIGINT landing in the solver's kernels raised
     SystemError ("returned a result with an exception set"), crashed or was lost."""
-    X, Y = make_xmc_classification(6000, 3000, 400, random_state=0)
+    # a fit of about a second on a quiet machine: long enough for the timer to land in it
+    X, Y = make_xmc_classification(3000, 3000, 400, random_state=0)
     clf = XRLinearClassifier(n_jobs=1, negative_sampling="tfn+man")
     clf.fit(X[:200], Y[:200])  # compiles or loads the kernels
     t0 = time.perf_counter()

@@ -70,6 +70,14 @@ def fitted(tiny_bert_dir, data):
     return make_clf(tiny_bert_dir).fit(X, Y)
 
 
+@pytest.fixture(scope="module")
+def one_epoch(tiny_bert_dir, data):
+    """The defaults of ``make_clf`` with one epoch, fitted once for the tests that compare
+    another setting with it (fits are deterministic: refitting gives the same model)."""
+    (X, Y), _ = data
+    return make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
+
+
 def test_fit_predict_contract(fitted, data):
     _, (X_test, Y_test) = data
     clf = fitted
@@ -105,14 +113,24 @@ def test_fit_predict_contract(fitted, data):
     )
 
 
+# The switches that test_each_ablation_switch_changes_the_training_loss also trains (and
+# predicts with) run only with -m slow here: the same fits again.
+_SWITCH_DUPLICATE = pytest.mark.slow
+
+
 @pytest.mark.parametrize(
     "params",
     [
-        {"final_loss": "hinge"},
-        {"final_loss": "matching+hinge", "matching_weight": 1.0},
-        {"label_embedding": "label2vec"},
+        pytest.param({"final_loss": "hinge"}, marks=_SWITCH_DUPLICATE),
+        pytest.param(
+            {"final_loss": "matching+hinge", "matching_weight": 1.0}, marks=_SWITCH_DUPLICATE
+        ),
+        pytest.param({"label_embedding": "label2vec"}, marks=_SWITCH_DUPLICATE),
         {"max_steps": 3, "max_candidates": 2, "beam_size": 1},
-        {"negative_sampling": "snm", "n_sampled": 3, "n_hard_negatives": 2},
+        pytest.param(
+            {"negative_sampling": "snm", "n_sampled": 3, "n_hard_negatives": 2},
+            marks=_SWITCH_DUPLICATE,
+        ),
         {"negative_sampling": "tfn+man+snm", "final_loss": "matching+hinge"},
     ],
     ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()),
@@ -162,9 +180,9 @@ def test_no_fine_tuned_features_and_pifa_tree_skip_encoding(tiny_bert_dir, data,
     assert "encoding" in calls
 
 
-def test_ranker_tree_refined_vs_pifa(tiny_bert_dir, data):
+def test_ranker_tree_refined_vs_pifa(tiny_bert_dir, data, one_epoch):
     (X, Y), (X_test, _) = data
-    refined = make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
+    refined = one_epoch
     pifa = make_clf(tiny_bert_dir, max_epochs=1, ranker_tree="pifa").fit(X, Y)
     # same fine-tuning (same seed), so the same ranker features; only the tree differs
     np.testing.assert_allclose(
@@ -420,6 +438,13 @@ def test_sentence_encoder_auto_is_the_pretrained_encoder(tiny_bert_dir, data):
 BASE_SWITCH = dict(max_epochs=1, max_steps=2)
 
 
+@pytest.fixture(scope="module")
+def switch_base(tiny_bert_dir, data):
+    """The model every switch is compared with, fitted once (same data, seed, batches)."""
+    (X, Y), _ = data
+    return make_clf(tiny_bert_dir, **BASE_SWITCH).fit(X, Y)
+
+
 @pytest.mark.parametrize(
     "switch",
     [
@@ -434,11 +459,14 @@ BASE_SWITCH = dict(max_epochs=1, max_steps=2)
     ],
     ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()),
 )
-def test_each_ablation_switch_changes_the_training_loss(tiny_bert_dir, data, switch):
+def test_each_ablation_switch_changes_the_training_loss(tiny_bert_dir, data, switch, switch_base):
     """Same data, seed and batches: a switch that were ignored would give the same losses."""
-    (X, Y), _ = data
-    base = make_clf(tiny_bert_dir, **BASE_SWITCH).fit(X, Y)
+    (X, Y), (X_test, _) = data
+    base = switch_base
     other = make_clf(tiny_bert_dir, **BASE_SWITCH, **switch).fit(X, Y)
+    # the switched model trains and predicts (what test_ablation_switches_train checks)
+    assert all(np.isfinite(other.matcher_.loss_curve_))
+    assert other.predict_topk(X_test, k=1)[0].shape == (len(X_test), 1)
     if set(switch) <= {"final_loss", "matching_weight", "temperature"}:
         # only the last stage's loss changes; the stages before are identical
         before = [v for curve in base.matcher_.stage_loss_curves_[:-1] for v in curve]
@@ -452,7 +480,7 @@ def test_each_ablation_switch_changes_the_training_loss(tiny_bert_dir, data, swi
         assert other.matcher_.loss_curve_ != pytest.approx(base.matcher_.loss_curve_)
 
 
-def test_refined_tree_gets_its_own_shape(tiny_bert_dir, data):
+def test_refined_tree_gets_its_own_shape(tiny_bert_dir, data, one_epoch):
     (X, Y), _ = data
     clf = make_clf(
         tiny_bert_dir, max_epochs=1, ranker_branching_factor=4, ranker_max_leaf_size=3
@@ -460,7 +488,7 @@ def test_refined_tree_gets_its_own_shape(tiny_bert_dir, data):
     tree = clf.ranker_.tree_
     assert (tree.branching_factor, tree.max_leaf_size) == (4, 3)
     assert (clf.matcher_.tree_.branching_factor, clf.matcher_.tree_.max_leaf_size) == (2, 2)
-    same = make_clf(tiny_bert_dir, max_epochs=1).fit(X, Y)
+    same = one_epoch
     assert (same.ranker_.tree_.branching_factor, same.ranker_.tree_.max_leaf_size) == (2, 2)
 
 

@@ -45,15 +45,15 @@ def test_history_records_each_epoch_and_the_validation_score(tiny_bert_dir):
 
 def test_early_stopping_stops_when_the_validation_score_is_flat(tiny_bert_dir):
     """With rates too small to change a prediction, the validation accuracy never
-    improves after the first epoch: n_iter_no_change=2 stops after epoch 3 of 10."""
+    improves after the first epoch: n_iter_no_change=2 stops after epoch 3 of 5."""
     X, y = sharprecl_toy_data()
-    flat = dict(learning_rate=1e-12, head_learning_rate=1e-12, max_epochs=10)
+    flat = dict(learning_rate=1e-12, head_learning_rate=1e-12, max_epochs=5)
     clf = make_sharprecl(tiny_bert_dir, validation_fraction=0.3, n_iter_no_change=2, **flat)
     clf.fit(X, y)
     assert clf.n_iter_ == 3 and len(clf.history_) == 3
     assert len({h["valid_score"] for h in clf.history_}) == 1
     full = make_sharprecl(tiny_bert_dir, validation_fraction=0.3, **flat).fit(X, y)
-    assert full.n_iter_ == 10
+    assert full.n_iter_ == 5
 
 
 def test_n_iter_no_change_needs_a_validation_split(tiny_bert_dir):
