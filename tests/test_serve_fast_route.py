@@ -34,7 +34,7 @@ def served():
 def _apps(served, fast_route: bool):
     app = _app.create_app(served, max_texts=4, max_wait_ms=0)
     if not fast_route:
-        app.user_middleware = [m for m in app.user_middleware if m.cls is not _app._PredictRoute]
+        app.front_middleware = [m for m in app.front_middleware if m.cls is not _app._PredictRoute]
     return app
 
 
