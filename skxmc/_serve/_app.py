@@ -326,8 +326,8 @@ class _App(FastAPI):
 
     ``add_middleware`` puts a middleware inside Starlette's error middleware and FastAPI's
     own (telemetry, body limit), which every request then passes through twice (its call
-    and its send) even when the fast ``/predict`` route answers it; that cost more CPU per
-    request than a text's share of the model call. Here the request passes through
+    and its send) even when the fast ``/predict`` route answers it, a cost per request its
+    answers do not need. Here the request passes through
     ``front_middleware`` (the 413 limit, the log line, the fast route) first, and only what
     the fast route passes on reaches FastAPI. An exception in the fast route gets uvicorn's
     500 (and its traceback in the log), as Starlette's error middleware would give.
@@ -508,7 +508,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await batcher.start()
-        # The model, numba and the web stack leave some 200,000 objects that live as long
+        # The model, numba and the web stack leave some 230,000 objects that live as long
         # as the server; each full collection of the cyclic GC walked them all, and with
         # the allocations of every request that came to tens of microseconds per request
         # on average, in bursts. Frozen, the collector skips them (they are never garbage
