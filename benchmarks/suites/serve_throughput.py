@@ -347,7 +347,12 @@ def through_server(
             load = _python_load(port, texts, concurrency, measure)
         expected = json.loads((work / "expected.json").read_text())
         _check_answers(load["answers"], expected)
-        n_server = max(server["requests"], 1)
+        n_server = server["requests"]
+        if n_server < load["texts"]:  # a server whose log line we do not recognise
+            raise RuntimeError(
+                f"the server logged {n_server} answered POST /predict, the client got "
+                f"{load['texts']}:\n{log_path.read_text()[-2000:]}"
+            )
         return {
             "texts_per_s": load["texts_per_s"],
             "server_cpu_us_per_text": 1e6 * server["cpu_s"] / n_server,
