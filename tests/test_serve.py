@@ -333,6 +333,25 @@ def test_one_log_line_per_request(server):
     assert len(new) == 1 and " INFO " in new[0], server.log[-2000:]
 
 
+def test_one_log_line_per_predict_answered_or_refused(server):
+    """The fast route's answer and FastAPI's 400 are logged once each, by skxmc's
+    middleware (uvicorn's access log is off): no request goes unlogged or twice."""
+    before = len(server.lines)
+    assert request(server.url + "/predict", {"text": "one log line", "k": 1})[0] == 200
+    assert request(server.url + "/predict", {"text": 5})[0] == 400
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        new = [line for line in server.lines[before:] if "/predict" in line]
+        if len(new) >= 2:
+            break
+        time.sleep(0.05)
+    time.sleep(0.2)  # a duplicate line would come at once
+    new = [line for line in server.lines[before:] if "/predict" in line]
+    assert len(new) == 2, server.log[-2000:]
+    assert "POST /predict 200 texts=1 " in new[0] and " INFO " in new[0], new
+    assert "POST /predict 400 " in new[1] and " INFO " in new[1], new
+
+
 def test_sigterm_stops_the_server_cleanly(model_dir):
     srv = Server(model_dir[0])
     assert request(srv.url + "/predict", {"text": "a"})[0] == 200

@@ -34,7 +34,7 @@ def served():
 def _apps(served, fast_route: bool):
     app = _app.create_app(served, max_texts=4, max_wait_ms=0)
     if not fast_route:
-        app.user_middleware = [m for m in app.user_middleware if m.cls is not _app._PredictRoute]
+        app.front_middleware = [m for m in app.front_middleware if m.cls is not _app._PredictRoute]
     return app
 
 
@@ -124,3 +124,28 @@ def test_fast_route_answers_as_fastapi_does(served, monkeypatch):
     assert fast == slow
     assert [status for status, _, _ in fast] == [200] * 4 + [400] * 7
     assert json.loads(fast[1][2])["predictions"][2]["labels"]  # a real answer
+
+
+def test_a_failing_model_is_logged_once_as_500(served, caplog):
+    """The fast route runs outside Starlette's error middleware: the model's error goes
+    to the ASGI server (uvicorn answers 500), and the request is still logged once."""
+    model, texts = served
+
+    class Failing(ServedModel):
+        def predict(self, texts, k):
+            raise ValueError("the model failed")
+
+    failing = Failing.__new__(Failing)
+    failing.__dict__.update(model.__dict__)
+    app = _app.create_app(failing, max_wait_ms=0)
+
+    async def run():
+        async with app.router.lifespan_context(app):
+            body = json.dumps({"text": texts[0]}).encode()
+            with pytest.raises(ValueError, match="the model failed"):
+                await _call(app, body, b"application/json")
+
+    with caplog.at_level("INFO", logger="skxmc._serve._app"):
+        asyncio.run(run())
+    lines = [r.getMessage() for r in caplog.records if "/predict" in r.getMessage()]
+    assert len(lines) == 1 and " POST /predict 500 " in lines[0], lines

@@ -4,10 +4,17 @@ text per request, against the same pipeline predicting the same texts in process
 A TF-IDF (the suites' settings) + XR-Linear pipeline (``n_jobs=1``, ``random_state=seed``)
 is fitted on the training texts of ``--dataset`` and saved; ``skxmc serve`` runs on it
 with its defaults (one worker, memory-mapped, micro-batches of up to 64 texts, 5 ms wait;
-``OMP``/``NUMBA_NUM_THREADS=1``), and ``--concurrency`` client threads of this process,
-each with its own keep-alive ``http.client`` connection, post one text per request until
-the first ``--texts`` test texts are answered (after one warm-up request per
-connection). The same texts are predicted in process by the served model's own
+``OMP``/``NUMBA_NUM_THREADS=1``), and ``--concurrency`` callers post one text per request
+over keep-alive connections. The callers are ``wrk`` (``--client wrk``, the default where
+it is installed: C, one thread, the script ``serve_post.lua`` cycling through the first
+``--texts`` test texts for ``--seconds`` after a one-second warm-up), or threads of this
+process with their own ``http.client`` connection (``--client python``: each text once,
+after one warm-up request per connection), which take about a core themselves and starve
+the server on a small machine. The client's CPU seconds are measured apart from the
+server's (``getrusage`` of the finished ``wrk``; this process's own CPU time for the
+Python client). The answers are checked against the in-process ``predict`` of the same
+texts (all of them with the Python client; wrk's first ``--texts`` / 4, at least 64): a
+fast wrong server does not pass. The same texts are predicted in process by the served model's own
 ``predict`` (``ServedModel``: loaded as the server loads it, vectorising and the
 conversion to Python lists included), in one batch and in batches of 64. The two sides
 alternate over ``--rounds`` rounds. Where the time goes: the server's CPU seconds per
@@ -19,10 +26,13 @@ client runs on the same machine and takes its share of the cores.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import importlib.util
 import json
 import os
+import resource
+import shutil
 import socket
 import subprocess
 import sys
@@ -52,6 +62,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument(
         "--workers", type=int, nargs="+", default=[1, 2], help="skxmc serve --workers rows"
+    )
+    parser.add_argument(
+        "--client",
+        choices=["wrk", "python"],
+        default="wrk" if shutil.which("wrk") else "python",
+        help="load generator: wrk (the default where installed) or Python threads",
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=10.0, help="wrk's run per server (default 10)"
     )
     parser.add_argument(
         "--baseline-checkout",
@@ -96,12 +115,15 @@ def in_process(work: str) -> dict:
     out: dict[str, Any] = {}
     for _ in range(2):  # the second pass is the one kept (warm)
         t0 = time.perf_counter()
-        served.predict(texts, TOP_K)
+        rows = served.predict(texts, TOP_K)
         out["batch_all_texts_per_s"] = len(texts) / (time.perf_counter() - t0)
         t0 = time.perf_counter()
         for lo in range(0, len(texts), BATCH):
             served.predict(texts[lo : lo + BATCH], TOP_K)
         out["batch_64_texts_per_s"] = len(texts) / (time.perf_counter() - t0)
+    # what the server must answer, for _check_answers
+    expected = [{"labels": labels, "scores": scores} for labels, scores in rows]
+    Path(f"{work}/expected.json").write_text(json.dumps(expected))
     steps = {"vectorise": 0.0, "beam search + top-k": 0.0, "to Python lists": 0.0}
     for lo in range(0, len(texts), BATCH):
         chunk = texts[lo : lo + BATCH]
@@ -149,13 +171,133 @@ def _request(conn: http.client.HTTPConnection, method: str, path: str, body: Any
     return json.loads(data)
 
 
-def through_server(work: Path, concurrency: int, workers: int, checkout: str | None = None) -> dict:
+def _same(got: dict, want: dict) -> bool:
+    """One server answer equals the in-process one (labels exactly, scores to 1e-6)."""
+    return (
+        got["labels"] == want["labels"]
+        and all(
+            abs(a - b) <= 1e-6 * max(1.0, abs(b)) for a, b in zip(got["scores"], want["scores"])
+        )
+        and len(got["scores"]) == len(want["scores"])
+    )
+
+
+def _check_answers(answers: list[tuple[int | None, bytes]], expected: list[dict]) -> None:
+    """Every answer is the in-process prediction of its text. ``(i, body)``: the answer
+    to text ``i``; ``(None, body)`` (wrk, which cannot tell which request a response
+    answers): the answer to one of the texts, each text's answer used once."""
+    unmatched: dict[tuple, list[dict]] = {}
+    for want in expected:
+        unmatched.setdefault(tuple(want["labels"]), []).append(want)
+    for i, body in answers:
+        (got,) = json.loads(body)["predictions"]
+        if i is not None:
+            if not _same(got, expected[i]):
+                raise RuntimeError(f"text {i}: the server answered {got}, not {expected[i]}")
+            continue
+        wants = unmatched.get(tuple(got["labels"]), [])
+        match = next((w for w in wants if _same(got, w)), None)
+        if match is None:
+            raise RuntimeError(f"the server answered {got}, no text's prediction")
+        wants.remove(match)
+
+
+def _python_load(port: int, texts: list[str], concurrency: int, measure: Any) -> dict:
+    """``concurrency`` threads of this process, each text posted once."""
+    conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=60) for _ in range(concurrency)]
+    for c in conns:  # warm-up: every caller's connection, one request each
+        _request(c, "POST", "/predict", {"text": texts[0], "k": TOP_K})
+    next_text = iter(range(len(texts)))
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+    answers: list[tuple[int | None, bytes]] = []
+
+    def caller(c: http.client.HTTPConnection) -> None:
+        while True:
+            with lock:
+                i = next(next_text, None)
+            if i is None:
+                return
+            try:
+                answer = _request(c, "POST", "/predict", {"text": texts[i], "k": TOP_K})
+                answers.append((i, json.dumps(answer).encode()))
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=caller, args=(c,)) for c in conns]
+    with measure():
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    if errors:
+        raise RuntimeError(f"{len(errors)} requests failed: {errors[0]!r}")
+    return {"texts": len(texts), "texts_per_s": len(texts) / wall, "client_cpu_s": client_cpu,
+            "answers": answers, "wall_s": wall}  # fmt: skip
+
+
+def _wrk_load(
+    port: int, work: Path, n_texts: int, concurrency: int, seconds: float, measure: Any
+) -> dict:
+    """``wrk``: one thread, ``concurrency`` connections, cycling through the texts."""
+    bodies = work / "bodies.txt"
+    if not bodies.exists():
+        texts = json.loads((work / "texts.json").read_text())
+        bodies.write_text("".join(json.dumps({"text": t, "k": TOP_K}) + "\n" for t in texts))
+    sample = min(n_texts, max(64, n_texts // 4))
+    env = {**os.environ, "SKXMC_WRK_BODIES": str(bodies), "SKXMC_WRK_SAMPLE": str(sample)}
+    env["SKXMC_WRK_ANSWERS"] = str(work / "answers.txt")
+    script = Path(__file__).with_name("serve_post.lua")
+    url = f"http://127.0.0.1:{port}"
+
+    def wrk(duration: float) -> str:
+        (work / "answers.txt").unlink(missing_ok=True)
+        cmd = ["wrk", "-t1", f"-c{concurrency}", f"-d{duration:g}s", "--timeout", "60s"]
+        done = subprocess.run([*cmd, "-s", str(script), url], capture_output=True, text=True,
+                              env=env, check=True)  # fmt: skip
+        if "Non-2xx" in done.stdout or "Socket errors" in done.stdout:
+            raise RuntimeError(f"wrk saw errors:\n{done.stdout}")
+        return done.stdout
+
+    wrk(1)  # warm-up
+    with measure():
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = wrk(seconds)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # "N requests in 10.00s, ..." and "Requests/sec: ..." of wrk's summary
+    n_done = int(out.split(" requests in ", 1)[0].split()[-1])
+    rate = float(out.split("Requests/sec:", 1)[1].split()[0])
+    if not (work / "answers.txt").exists():
+        raise RuntimeError(f"wrk answered {n_done} requests, fewer than {sample}: --seconds")
+    answers = []
+    for line in (work / "answers.txt").read_bytes().splitlines():
+        status, body = line.split(b" ", 1)
+        if status != b"200":
+            raise RuntimeError(f"status {status.decode()}: {body[:300]!r}")
+        answers.append((None, body))
+    client_cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return {"texts": n_done, "texts_per_s": rate, "client_cpu_s": client_cpu,
+            "answers": answers, "wall_s": n_done / rate}  # fmt: skip
+
+
+def through_server(
+    work: Path,
+    concurrency: int,
+    workers: int,
+    checkout: str | None = None,
+    client: str = "python",
+    seconds: float = 10.0,
+) -> dict:
     """Texts per second of ``skxmc serve`` with ``concurrency`` callers posting one text
-    each, and the server's CPU seconds per text."""
+    each, the server's and the client's CPU seconds per text."""
     texts = json.loads((work / "texts.json").read_text())
     port = _free_port()
     cmd = [sys.executable, "-m", "skxmc", "serve", str(work / "model"), "--port", str(port)]
-    log = open(work / "server.log", "w")
+    log_path = work / "server.log"
+    log = open(log_path, "w")
     proc = subprocess.Popen(
         [*cmd, "--workers", str(workers)],
         cwd=checkout or ROOT,  # python -m puts the working folder first on sys.path
@@ -169,18 +311,12 @@ def through_server(work: Path, concurrency: int, workers: int, checkout: str | N
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
                 _request(conn, "GET", "/health")
+                conn.close()
                 break
             except (OSError, RuntimeError):
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError((work / "server.log").read_text()[-3000:]) from None
+                    raise RuntimeError(log_path.read_text()[-3000:]) from None
                 time.sleep(0.2)
-        # warm-up: every caller's connection, one request each
-        conns = [
-            http.client.HTTPConnection("127.0.0.1", port, timeout=60) for _ in range(concurrency)
-        ]
-        for c in conns:
-            _request(c, "POST", "/predict", {"text": texts[0], "k": TOP_K})
-        conn.close()  # idle during the run: uvicorn would close it (keep-alive 5 s)
 
         def model_calls() -> int:  # one worker's count (the one that answers)
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -189,41 +325,43 @@ def through_server(work: Path, concurrency: int, workers: int, checkout: str | N
             finally:
                 c.close()
 
-        calls_before = model_calls()
-        cpu_before = _cpu_s(proc.pid)
-        next_text = iter(range(len(texts)))
-        lock = threading.Lock()
-        errors: list[BaseException] = []
+        server: dict[str, float] = {}
 
-        def caller(c: http.client.HTTPConnection) -> None:
-            while True:
-                with lock:
-                    i = next(next_text, None)
-                if i is None:
-                    return
-                try:
-                    _request(c, "POST", "/predict", {"text": texts[i], "k": TOP_K})
-                except BaseException as exc:  # reported below
-                    errors.append(exc)
-                    return
+        @contextlib.contextmanager
+        def measure() -> Any:
+            """The server's CPU seconds, model calls and requests (its log lines) over
+            the load, the requests still in flight at its end included."""
+            log.flush()
+            logged, calls, cpu = log_path.stat().st_size, model_calls(), _cpu_s(proc.pid)
+            yield
+            time.sleep(0.5)  # wrk leaves requests in flight: let the server finish them
+            server["cpu_s"] = _cpu_s(proc.pid) - cpu
+            server["calls"] = model_calls() - calls
+            with open(log_path, "rb") as f:
+                f.seek(logged)
+                server["requests"] = f.read().count(b" POST /predict 200 ")
 
-        threads = [threading.Thread(target=caller, args=(c,)) for c in conns]
-        t0 = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - t0
-        if errors:
-            raise RuntimeError(f"{len(errors)} requests failed: {errors[0]!r}")
-        server_cpu = _cpu_s(proc.pid) - cpu_before
-        calls = model_calls() - calls_before
+        if client == "wrk":
+            load = _wrk_load(port, work, len(texts), concurrency, seconds, measure)
+        else:
+            load = _python_load(port, texts, concurrency, measure)
+        expected = json.loads((work / "expected.json").read_text())
+        _check_answers(load["answers"], expected)
+        n_server = server["requests"]
+        if n_server < load["texts"]:  # a server whose log line we do not recognise
+            raise RuntimeError(
+                f"the server logged {n_server} answered POST /predict, the client got "
+                f"{load['texts']}:\n{log_path.read_text()[-2000:]}"
+            )
         return {
-            "texts_per_s": len(texts) / wall,
-            "server_cpu_us_per_text": 1e6 * server_cpu / len(texts),
+            "texts_per_s": load["texts_per_s"],
+            "server_cpu_us_per_text": 1e6 * server["cpu_s"] / n_server,
+            "client_cpu_us_per_text": 1e6 * load["client_cpu_s"] / max(load["texts"], 1),
             # texts per model call; with several workers /health counts one worker's
-            "mean_batch": len(texts) / max(calls, 1) if workers == 1 else None,
-            "wall_s": wall,
+            "mean_batch": n_server / max(server["calls"], 1) if workers == 1 else None,
+            "wall_s": load["wall_s"],
+            "texts": load["texts"],
+            "checked_answers": len(load["answers"]),
         }
     finally:
         proc.terminate()
@@ -237,7 +375,7 @@ def through_server(work: Path, concurrency: int, workers: int, checkout: str | N
 def run(args: argparse.Namespace) -> dict:
     skipped: list[str] = []
     if args.quick:
-        args.texts, args.rounds = min(args.texts, 200), 1
+        args.texts, args.rounds, args.seconds = min(args.texts, 200), 1, min(args.seconds, 3)
     runs = _measure(args, skipped)
     return {
         "config": {
@@ -245,6 +383,8 @@ def run(args: argparse.Namespace) -> dict:
             "rounds": args.rounds,
             "concurrency": args.concurrency,
             "top_k": TOP_K,
+            "client": args.client,
+            "wrk_seconds": args.seconds if args.client == "wrk" else None,
             "server": "skxmc serve defaults: 1 worker, mmap, --max-batch-size 64, "
             "--batch-wait-ms 5",
             "baseline_checkout": _describe_checkout(args.baseline_checkout),
@@ -306,9 +446,12 @@ def _measure(args: argparse.Namespace, skipped: list[str]) -> list[dict]:
             if args.baseline_checkout:
                 servers.insert(0, ("baseline", args.baseline_checkout, 1))
             for server, checkout, workers in servers:
-                served = through_server(work, args.concurrency, workers, checkout)
+                served = through_server(
+                    work, args.concurrency, workers, checkout, args.client, args.seconds
+                )
                 row = {"kind": "serve", "dataset": dataset, "seed": seed, "round": r}
                 row.update(server=server, workers=workers, concurrency=args.concurrency)
+                row["client"] = args.client
                 row["n_texts"] = fit["n_texts"]
                 row.update({k: v for k, v in local.items() if k != "steps_us_per_text"})
                 steps = local["steps_us_per_text"]
@@ -334,6 +477,7 @@ SERVE_METRICS = (
     "cpu ratio",
     "mean_batch",
     "server_cpu_us_per_text",
+    "client_cpu_us_per_text",
     "vectorise us/text",
     "beam search + top-k us/text",
     "to Python lists us/text",
@@ -346,7 +490,7 @@ def tables(runs: list[dict]) -> list[dict]:
 
     if not runs:
         return []
-    keys = ["dataset", "concurrency", "server", "workers"]
+    keys = ["dataset", "client", "concurrency", "server", "workers"]
     rows = summarise(runs, keys, SERVE_METRICS)
     return [
         {
@@ -361,7 +505,9 @@ def tables(runs: list[dict]) -> list[dict]:
             "alternating rounds (n_seeds: rounds). Where the time goes: the server's "
             "CPU microseconds per text (all its processes), the in-process CPU per text of "
             "each step of the model on batches of 64, and the rest of the server's CPU "
-            "(HTTP, FastAPI, JSON, micro-batching).",
+            "(HTTP, FastAPI, JSON, micro-batching); client: the load generator (wrk, or "
+            "Python threads), its CPU microseconds per text apart from the server's; the "
+            "answers are checked against the in-process predict.",
             "columns": [*keys, *SERVE_METRICS, "n_seeds"],
             "rows": rows,
             "digits": {"vs batch_all": 2, "vs batch_64": 2, "cpu ratio": 2, "mean_batch": 1},

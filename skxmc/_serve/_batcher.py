@@ -86,7 +86,8 @@ class MicroBatcher:
         if self._queue is None:
             raise RuntimeError("MicroBatcher.start() was not awaited")
         future = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Request(texts, k, future))
+        # unbounded queue: put_nowait never waits, and costs no coroutine per request
+        self._queue.put_nowait(_Request(texts, k, future))
         return await future
 
     async def _collect(self) -> list[_Request]:
