@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -74,6 +76,18 @@ COLUMNS = ["model", "members", "combine", *METRICS]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=THREADS)
+    parser.add_argument(
+        "--ensemble-jobs",
+        type=int,
+        default=None,
+        help="RankerEnsemble(n_jobs=...): members fitted at once (default None: one by one)",
+    )
+    parser.add_argument(
+        "--selection-from",
+        type=Path,
+        help="an earlier ensemble.json whose dev selection (members, combination) to reuse: "
+        "the test runs only, the dev phase skipped",
+    )
 
 
 def vectoriser(name: str) -> Any:
@@ -223,7 +237,14 @@ def run(args: argparse.Namespace) -> dict:
     # label2vec code, on a slice.
     for tree in ("pifa_a", "l2v"):
         member(f"w1_lin/{tree}", 0, args.threads).fit(tr_x[:500], tr_y[:500])
-    selection = _select(tr_x, tr_y, dv_x, dv_y, args.threads)
+    if args.selection_from is not None:
+        # The members and combination were chosen on dev by an earlier run: reused as
+        # they are (its selection is copied into this result), so that a rerun of the
+        # test timings needs no second dev phase.
+        selection = json.loads(args.selection_from.read_text())["config"]["selection"]
+        selection["from"] = str(args.selection_from)
+    else:
+        selection = _select(tr_x, tr_y, dv_x, dv_y, args.threads)
     best = selection["best_single"]
     chosen = selection["chosen"] or {"members": [best], "combine": "mean", "temperature": None}
     runs: list[dict] = []
@@ -243,6 +264,7 @@ def run(args: argparse.Namespace) -> dict:
             temperature=chosen["temperature"] or 0.1,
             candidates=CANDIDATES,
             share_transforms=True,
+            n_jobs=args.ensemble_jobs,
         )
         with Clock() as clock:
             ensemble.fit(tr_x, tr_y)
@@ -272,13 +294,20 @@ def run(args: argparse.Namespace) -> dict:
         f"Members: pipelines of a TfidfVectorizer ({vecs}) and an "
         f"XRLinearClassifier(n_jobs={args.threads}) with a PIFA tree (seeds a, b) or a "
         f"label2vec tree, fed raw texts; {CANDIDATES} candidates per member; members with "
-        f"the same vectoriser share its fit (share_transforms=True). Members and "
+        f"the same vectoriser share its fit (share_transforms=True); "
+        f"RankerEnsemble(n_jobs={args.ensemble_jobs}). Members and "
         f"combination chosen on dev by P@1 within {TIME_BUDGET:g}x the best single "
         f"member's fit time (vectorisers included); test metrics x100 (PSP@5: "
         f"propensity-scored P@5, normalised); fit_ratio: ensemble fit / single fit of "
         f"the same seed, both timed in one process on a shared, loaded 2-core machine "
         f"(ratios are comparable, absolute seconds noisy); peak RSS of the process so "
         f"far (MB)."
+        + (
+            f" Members and combination reused from the dev selection of "
+            f"{selection['from']} (its dev phase not rerun)."
+            if selection.get("from")
+            else ""
+        )
     )
     return {
         "config": {
@@ -286,6 +315,7 @@ def run(args: argparse.Namespace) -> dict:
             "candidates": CANDIDATES,
             "threads": args.threads,
             "time_budget": TIME_BUDGET,
+            "ensemble_jobs": args.ensemble_jobs,
             "vectorisers": {
                 k: {**v, "ngram_range": list(v["ngram_range"])} for k, v in VECTORISERS.items()
             },
