@@ -47,7 +47,7 @@ from .text._explain import (
     unit_rows,
 )
 from .text._optim import fit_linear_probe
-from .text._stream import check_texts
+from .text._stream import check_texts, materialize_texts
 from .text._tokenize import TokenizedTexts, TokenViews, tokenize_views
 
 __all__ = ["Neighbor", "NeighborExplanation", "SharpReCLClassifier"]
@@ -456,6 +456,10 @@ class SharpReCLClassifier(TransformerClassifierBase):
             counts imply tensors larger than the memory of the training device; the error
             (also a ValueError) names the parameter and the estimate in GiB.
         """
+        if self.classifier_loss == "linear_probe":
+            # the probe embeds the training texts again after training: a one-shot
+            # stream is read once, here, into a list
+            X = materialize_texts(X)
         super().fit(X, y, sample_weight=sample_weight, X_augmented=X_augmented)
         if self.classifier_loss == "linear_probe":
             if sample_weight is not None:

@@ -675,6 +675,16 @@ def test_linear_probe_is_the_minimiser_on_frozen_features(tiny_bert_dir, monkeyp
         make_clf(tiny_bert_dir, classifier_loss="linear_probe", contrastive_weight=0).fit(X, y)
 
 
+def test_linear_probe_reads_a_one_shot_generator_once(tiny_bert_dir):
+    # The probe embeds the training texts after training: a generator, read by the
+    # training loop, used to leave it nothing ("X and y have different lengths").
+    X, y = toy_data()
+    a = make_clf(tiny_bert_dir, max_steps=2, classifier_loss="linear_probe").fit(X, y)
+    b = make_clf(tiny_bert_dir, max_steps=2, classifier_loss="linear_probe")
+    b.fit((text for text in X), y)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), rtol=1e-5)
+
+
 def test_prototype_head_with_and_without_batch_norm():
     from skxmc.sharprecl import _projection_head
 
