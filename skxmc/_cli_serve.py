@@ -91,8 +91,9 @@ def add_serve_parser(sub: Any, func: Callable[[argparse.Namespace], int]) -> Non
     parser.add_argument(
         "--batch-wait-ms",
         type=float,
-        default=5.0,
-        help="milliseconds a request waits for others to share its model call (default 5)",
+        default=0.0,
+        help="milliseconds a request waits for others to share its model call (default 0: "
+        "batch what queued while the model was busy)",
     )
     parser.add_argument(
         "--max-texts",

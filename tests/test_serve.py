@@ -408,6 +408,67 @@ def test_micro_batcher_groups_requests_without_splitting_them():
     assert calls == [(["a", "b", "c"], 2), (["d"], 3), (["e", "f", "g"], 2)]
 
 
+def test_micro_batcher_without_wait_batches_what_queued_while_busy():
+    # max_wait=0 (the server's default): a lone request runs at once, and the requests
+    # that arrive while the model is busy share the next call.
+    import asyncio
+
+    from skxmc._serve import MicroBatcher
+
+    calls = []
+    running, release = threading.Event(), threading.Event()
+
+    def predict(texts, k):
+        calls.append(list(texts))
+        running.set()
+        assert release.wait(10)
+        return [t.upper() for t in texts]
+
+    async def main():
+        with ThreadPoolExecutor(1) as executor:
+            batcher = MicroBatcher(predict, max_batch_size=64, max_wait=0.0, executor=executor)
+            await batcher.start()
+            first = asyncio.ensure_future(batcher.submit(["a"], 1))
+            assert await asyncio.to_thread(running.wait, 10)  # "a" is in the model
+            later = [asyncio.ensure_future(batcher.submit([t], 1)) for t in "bcd"]
+            await asyncio.sleep(0.05)  # they queue behind the busy model
+            release.set()
+            answers = await asyncio.gather(first, *later)
+            await batcher.stop()
+            return answers
+
+    assert asyncio.run(main()) == [["A"], ["B"], ["C"], ["D"]]
+    assert calls == [["a"], ["b", "c", "d"]]
+
+
+def test_micro_batcher_without_wait_takes_requests_one_pass_behind():
+    # a request that reaches the queue one event-loop pass after the first (as the
+    # callers answered by one batch come back) joins its batch without any wait
+    import asyncio
+
+    from skxmc._serve import MicroBatcher
+
+    calls = []
+
+    def predict(texts, k):
+        calls.append(list(texts))
+        return list(texts)
+
+    async def main():
+        with ThreadPoolExecutor(1) as executor:
+            batcher = MicroBatcher(predict, max_batch_size=64, max_wait=0.0, executor=executor)
+            await batcher.start()
+            first = asyncio.ensure_future(batcher.submit(["a"], 1))
+            await asyncio.sleep(0)
+            second = asyncio.ensure_future(batcher.submit(["b"], 1))
+            answers = await asyncio.gather(first, second)
+            await batcher.stop()
+            return answers
+
+    assert asyncio.run(main()) == [["a"], ["b"]]
+    assert calls == [["a", "b"]]
+
+
 def test_serve_refuses_a_missing_model(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(

@@ -3,7 +3,7 @@ text per request, against the same pipeline predicting the same texts in process
 
 A TF-IDF (the suites' settings) + XR-Linear pipeline (``n_jobs=1``, ``random_state=seed``)
 is fitted on the training texts of ``--dataset`` and saved; ``skxmc serve`` runs on it
-with its defaults (one worker, memory-mapped, micro-batches of up to 64 texts, 5 ms wait;
+with its defaults (one worker, memory-mapped, micro-batches of up to 64 texts, no wait;
 ``OMP``/``NUMBA_NUM_THREADS=1``), and ``--concurrency`` callers post one text per request
 over keep-alive connections. The callers are ``wrk`` (``--client wrk``, the default where
 it is installed: C, one thread, the script ``serve_post.lua`` cycling through the first
@@ -71,6 +71,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seconds", type=float, default=10.0, help="wrk's run per server (default 10)"
+    )
+    parser.add_argument(
+        "--batch-wait-ms",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        help="skxmc serve --batch-wait-ms rows (default 0, the server's default)",
     )
     parser.add_argument(
         "--baseline-checkout",
@@ -290,6 +297,7 @@ def through_server(
     checkout: str | None = None,
     client: str = "python",
     seconds: float = 10.0,
+    wait_ms: float = 0.0,
 ) -> dict:
     """Texts per second of ``skxmc serve`` with ``concurrency`` callers posting one text
     each, the server's and the client's CPU seconds per text."""
@@ -299,7 +307,7 @@ def through_server(
     log_path = work / "server.log"
     log = open(log_path, "w")
     proc = subprocess.Popen(
-        [*cmd, "--workers", str(workers)],
+        [*cmd, "--workers", str(workers), "--batch-wait-ms", f"{wait_ms:g}"],
         cwd=checkout or ROOT,  # python -m puts the working folder first on sys.path
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -386,7 +394,7 @@ def run(args: argparse.Namespace) -> dict:
             "client": args.client,
             "wrk_seconds": args.seconds if args.client == "wrk" else None,
             "server": "skxmc serve defaults: 1 worker, mmap, --max-batch-size 64, "
-            "--batch-wait-ms 5",
+            "--batch-wait-ms 0",
             "baseline_checkout": _describe_checkout(args.baseline_checkout),
             # what uvicorn picks by itself: the faster ones when uvicorn[standard] is in
             "uvicorn_http": "httptools" if importlib.util.find_spec("httptools") else "h11",
@@ -442,15 +450,17 @@ def _measure(args: argparse.Namespace, skipped: list[str]) -> list[dict]:
             local = in_child(
                 "benchmarks.suites.serve_throughput:in_process", env=ONE_THREAD, work=tmp
             )
-            servers = [("this checkout", None, w) for w in args.workers]
+            waits = args.batch_wait_ms
+            servers = [("this checkout", None, w, ms) for w in args.workers for ms in waits]
             if args.baseline_checkout:
-                servers.insert(0, ("baseline", args.baseline_checkout, 1))
-            for server, checkout, workers in servers:
+                servers.insert(0, ("baseline", args.baseline_checkout, 1, 5.0))
+            for server, checkout, workers, wait_ms in servers:
                 served = through_server(
-                    work, args.concurrency, workers, checkout, args.client, args.seconds
+                    work, args.concurrency, workers, checkout, args.client, args.seconds, wait_ms
                 )
                 row = {"kind": "serve", "dataset": dataset, "seed": seed, "round": r}
                 row.update(server=server, workers=workers, concurrency=args.concurrency)
+                row["batch_wait_ms"] = wait_ms
                 row["client"] = args.client
                 row["n_texts"] = fit["n_texts"]
                 row.update({k: v for k, v in local.items() if k != "steps_us_per_text"})
@@ -462,8 +472,9 @@ def _measure(args: argparse.Namespace, skipped: list[str]) -> list[dict]:
                 row["vs batch_all"] = served["texts_per_s"] / local["batch_all_texts_per_s"]
                 row["vs batch_64"] = served["texts_per_s"] / local["batch_64_texts_per_s"]
                 rate = served["texts_per_s"]
-                print(f"serve round {r + 1}, {server}, {workers} worker(s): {rate:.0f} "
-                      f"texts/s, {row['vs batch_all']:.2f} of in-process", flush=True)  # fmt: skip
+                print(f"serve round {r + 1}, {server}, {workers} worker(s), wait {wait_ms:g} "
+                      f"ms: {rate:.0f} texts/s, {row['vs batch_all']:.2f} of in-process",
+                      flush=True)  # fmt: skip
                 runs.append(row)
     return runs
 
@@ -490,15 +501,18 @@ def tables(runs: list[dict]) -> list[dict]:
 
     if not runs:
         return []
-    keys = ["dataset", "client", "concurrency", "server", "workers"]
+    keys = ["dataset", "client", "concurrency", "server", "workers", "batch_wait_ms"]
+    for run in runs:  # results from before the option: the server's default
+        run.setdefault("batch_wait_ms", 5.0)
     rows = summarise(runs, keys, SERVE_METRICS)
     return [
         {
             "id": "serve-throughput",
             "title": "Throughput through skxmc serve",
             "caption": "Texts per second answered by skxmc serve (defaults: one worker, "
-            "micro-batches of up to 64 texts, 5 ms wait) to concurrent callers posting one "
-            "text per request, against the served model's own predict in process on the same "
+            "micro-batches of up to 64 texts; batch_wait_ms: its --batch-wait-ms, 0 by default, "
+            "5 before) to concurrent callers posting one text per request, against the "
+            "served model's own predict in process on the same "
             "texts (one batch; batches of 64), vectorising included both sides; cpu ratio: "
             "the model's in-process CPU per text over the server's (less sensitive to the "
             "machine's load); baseline: the server of --baseline-checkout; mean ± std over "

@@ -52,7 +52,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_BATCH_SIZE = 64
-DEFAULT_MAX_WAIT_MS = 5.0
+DEFAULT_MAX_WAIT_MS = 0.0
 DEFAULT_MAX_TEXTS = 1000
 # 1000 texts of 10 kB each: a request larger than that is more likely a mistake (or an
 # attack) than a batch, and reading it whole would cost the other callers memory.
@@ -471,8 +471,10 @@ def create_app(
         A model directory (loaded with ``skxmc.load(..., mmap=mmap)``) or a loaded model.
     max_batch_size : int, default=64
         Texts per model call at most (micro-batching).
-    max_wait_ms : float, default=5.0
-        Milliseconds a request waits for others to share its model call.
+    max_wait_ms : float, default=0.0
+        Milliseconds a request waits for others to share its model call. With 0, a batch is
+        the requests that queued while the model was busy: no wait at rest, full batches
+        under load. Keep 0 unless the model's cost per call dwarfs its cost per text.
     max_texts : int, default=1000
         Texts per request at most; a longer batch is refused with 400.
     max_body_bytes : int, default=10_000_000

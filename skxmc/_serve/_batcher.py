@@ -6,6 +6,14 @@ texts are waiting, then runs the model once per distinct ``k`` in a worker threa
 event loop keeps accepting requests meanwhile) and resolves each request's future with its
 rows. While a batch runs, the next one fills up, so under load batches grow by themselves
 and at rest a request waits at most ``max_wait``.
+
+The server's default ``max_wait`` is 0: a batch is what queued while the model was busy,
+and what arrives while the event loop runs a couple of passes more (``IDLE_PASSES``): the
+requests of callers answered together come back together, a few passes apart, and a
+batch that took only the first of them cost more CPU per text. A fixed wait only pays
+when one worker's callers outnumber a batch: with fewer (each of several workers holding
+part of the callers), every batch waited the whole window for texts that could not come,
+since its callers were all in it, and the cores idled meanwhile.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ from dataclasses import dataclass, field
 __all__ = ["MicroBatcher"]
 
 logger = logging.getLogger(__name__)
+
+IDLE_PASSES = 2  # event-loop passes without a new request that end a batch's collection
 
 
 @dataclass
@@ -99,6 +109,7 @@ class MicroBatcher:
             batch = [await self._queue.get()]
         size = len(batch[0].texts)
         deadline = time.monotonic() + self.max_wait
+        idle_passes = 0
         while size < self.max_batch_size:
             # Requests already waiting are taken at once: under load the queue is full
             # and a wait_for (a task and a timer per request) would cost more than the
@@ -107,12 +118,21 @@ class MicroBatcher:
                 request = self._queue.get_nowait()
             except asyncio.QueueEmpty:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                try:
-                    request = await asyncio.wait_for(self._queue.get(), remaining)
-                except asyncio.TimeoutError:
-                    break
+                if remaining > 0:
+                    try:
+                        request = await asyncio.wait_for(self._queue.get(), remaining)
+                    except asyncio.TimeoutError:
+                        break
+                else:
+                    # No time left to wait: let the event loop run a pass or two, since a
+                    # request that has arrived takes that long from its bytes to the queue,
+                    # and stop once they bring nothing more.
+                    if idle_passes == IDLE_PASSES:
+                        break
+                    idle_passes += 1
+                    await asyncio.sleep(0)
+                    continue
+            idle_passes = 0
             if size + len(request.texts) > self.max_batch_size:
                 self._next = request  # requests are never split: it opens the next batch
                 break
