@@ -855,8 +855,7 @@ class KNNBertClassifier(TransformerClassifierBase):
         """
         check_is_fitted(self, "memory_features_")
         k = self.n_neighbors if n_neighbors is None else n_neighbors
-        if not isinstance(k, Integral) or k < 1:
-            raise ValueError(f"n_neighbors must be a positive int, got {k!r}.")
+        k = check_explain_k(k, None, name="n_neighbors")  # bools refused, as in explain
         emb = self._embeddings(X)
         if len(emb) == 0:
             k = min(k, len(self.memory_features_))

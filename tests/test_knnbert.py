@@ -280,8 +280,9 @@ def test_knn_only_matches_kneighbors(fitted):
     sims, rows = train_clf.kneighbors(X, n_neighbors=1)
     assert (rows[:, 0] == np.arange(len(X))).mean() > 0.8 and sims.max() <= 1 + 1e-5
     assert train_clf.kneighbors(X[:2], n_neighbors=50, return_distance=False).shape == (2, len(X))
-    with pytest.raises(ValueError, match="n_neighbors"):
-        train_clf.kneighbors(X[:2], n_neighbors=0)
+    for bad in (0, True, 2.0):  # True is an int to Python, not a count to a user
+        with pytest.raises(ValueError, match="n_neighbors must be a positive int"):
+            train_clf.kneighbors(X[:2], n_neighbors=bad)
 
 
 def test_learns_separable_toy_data(tiny_bert_dir):
