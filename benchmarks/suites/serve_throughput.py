@@ -49,6 +49,7 @@ __all__ = ["SEEDS", "add_arguments", "fit_pipeline", "in_process", "run", "table
 SEEDS = (0,)
 TOP_K = 10
 BATCH = 64  # skxmc serve's default --max-batch-size
+OLD_WAIT_MS = 5.0  # skxmc serve's --batch-wait-ms default before batching by passes
 ONE_THREAD = {
     v: "1"
     for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
@@ -453,7 +454,7 @@ def _measure(args: argparse.Namespace, skipped: list[str]) -> list[dict]:
             waits = args.batch_wait_ms
             servers = [("this checkout", None, w, ms) for w in args.workers for ms in waits]
             if args.baseline_checkout:
-                servers.insert(0, ("baseline", args.baseline_checkout, 1, 5.0))
+                servers.insert(0, ("baseline", args.baseline_checkout, 1, OLD_WAIT_MS))
             for server, checkout, workers, wait_ms in servers:
                 served = through_server(
                     work, args.concurrency, workers, checkout, args.client, args.seconds, wait_ms
@@ -503,7 +504,7 @@ def tables(runs: list[dict]) -> list[dict]:
         return []
     keys = ["dataset", "client", "concurrency", "server", "workers", "batch_wait_ms"]
     for run in runs:  # results from before the option: the server's default
-        run.setdefault("batch_wait_ms", 5.0)
+        run.setdefault("batch_wait_ms", OLD_WAIT_MS)
     rows = summarise(runs, keys, SERVE_METRICS)
     return [
         {

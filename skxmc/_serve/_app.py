@@ -473,8 +473,9 @@ def create_app(
         Texts per model call at most (micro-batching).
     max_wait_ms : float, default=0.0
         Milliseconds a request waits for others to share its model call. With 0, a batch is
-        the requests that queued while the model was busy: no wait at rest, full batches
-        under load. Keep 0 unless the model's cost per call dwarfs its cost per text.
+        the requests that queued while the model was busy and those that arrive in the
+        event loop's next passes: no wait at rest, full batches under load. Keep 0; a
+        wait above it left two workers' cores idle in the serving benchmark.
     max_texts : int, default=1000
         Texts per request at most; a longer batch is refused with 400.
     max_body_bytes : int, default=10_000_000
