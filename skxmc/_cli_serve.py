@@ -14,6 +14,13 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ._serve_limits import (
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_TEXTS,
+    DEFAULT_MAX_WAIT_MS,
+)
+
 __all__ = ["add_serve_parser", "serve"]
 
 
@@ -85,27 +92,30 @@ def add_serve_parser(sub: Any, func: Callable[[argparse.Namespace], int]) -> Non
     parser.add_argument(
         "--max-batch-size",
         type=int,
-        default=64,
-        help="texts per model call at most when requests are batched together (default 64)",
+        default=DEFAULT_MAX_BATCH_SIZE,
+        help="texts per model call at most when requests are batched together (default "
+        f"{DEFAULT_MAX_BATCH_SIZE})",
     )
     parser.add_argument(
         "--batch-wait-ms",
         type=float,
-        default=0.0,
-        help="milliseconds a request waits for others to share its model call (default 0: "
-        "batch what queued while the model was busy)",
+        default=DEFAULT_MAX_WAIT_MS,
+        help="milliseconds a request waits for others to share its model call (default "
+        f"{DEFAULT_MAX_WAIT_MS:g}: batch what queued while the model was busy)",
     )
     parser.add_argument(
         "--max-texts",
         type=int,
-        default=1000,
-        help="texts per request at most; longer batches get status 400 (default 1000)",
+        default=DEFAULT_MAX_TEXTS,
+        help=f"texts per request at most; longer batches get status 400 (default "
+        f"{DEFAULT_MAX_TEXTS})",
     )
     parser.add_argument(
         "--max-body-bytes",
         type=int,
-        default=10_000_000,
-        help="bytes of a request body at most; larger ones get status 413 (default 10000000)",
+        default=DEFAULT_MAX_BODY_BYTES,
+        help="bytes of a request body at most; larger ones get status 413 (default "
+        f"{DEFAULT_MAX_BODY_BYTES})",
     )
     parser.add_argument(
         "--no-mmap",

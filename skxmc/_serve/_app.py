@@ -26,6 +26,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from .._optional import require_extra
+from .._serve_limits import (
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_TEXTS,
+    DEFAULT_MAX_WAIT_MS,
+)
 from .._version import __version__
 from ._batcher import MicroBatcher
 from ._model import ServedModel
@@ -51,12 +57,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_BATCH_SIZE = 64
-DEFAULT_MAX_WAIT_MS = 0.0
-DEFAULT_MAX_TEXTS = 1000
-# 1000 texts of 10 kB each: a request larger than that is more likely a mistake (or an
-# attack) than a batch, and reading it whole would cost the other callers memory.
-DEFAULT_MAX_BODY_BYTES = 10_000_000
 # Worker processes of ``--workers`` build their app from this variable (JSON of
 # create_app's arguments): uvicorn starts them from an import string, not an object.
 OPTIONS_ENV = "SKXMC_SERVE_OPTIONS"
