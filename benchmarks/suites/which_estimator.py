@@ -10,7 +10,7 @@ Two families of data sets:
 Methods: TF-IDF + XR-Linear (``negative_sampling="tfn+man"``), TF-IDF + logistic
 regression (one-vs-rest for multi-label), frozen all-MiniLM-L6-v2 sentence embeddings +
 logistic regression, a fine-tuned MiniLM with logit-adjusted cross-entropy, SharpReCL,
-KNN-BERT (multi-class) and MatchXML (multi-label).
+KNN-BERT (multi-class), TF-IDF + SNM and MatchXML (multi-label).
 
 Protocol, per seed: 20% of the training split (drawn with the seed) is the dev split; each
 method fits one model per setting of its small grid (``GRIDS``) on the other 80%, keeps
@@ -23,12 +23,13 @@ process of their own): their fit and predict times add the measured encoding tim
 texts they read to the logistic regression's, and their peak memory is the larger of the
 two processes'.
 
-``--profile cpu`` (default) runs the rows a 2-core CPU affords: the two TF-IDF methods on
-the multi-class sets, the frozen-embedding one on TREC and CR, XR-Linear on
-reuters21578_allcats; the ``which-estimator-gpu`` suite (``--profile gpu``) runs the
-fine-tuned rows everywhere, the other rows of Biomedical and reuters21578_allcats and the
-cheap rows of goemotions and tibkat_gnd_en (``--device cuda``) and writes
-``which-estimator-gpu.json``. The docs page (docs/which_estimator.rst) shows both files.
+``--profile cpu`` (default) runs the rows a quiet 2-core CPU affords in about an hour:
+the three cheap methods on the multi-class sets and reuters21578_allcats, TF-IDF + SNM
+on reuters21578_allcats, XR-Linear and the one-vs-rest LR on goemotions, XR-Linear on
+tibkat_gnd_en, and the three fine-tuned methods on the 100-shot TREC set (480 training texts). The
+``which-estimator-gpu`` suite (``--profile gpu``) runs the fine-tuned rows everywhere
+and the rows left (``--device cuda``) and writes ``which-estimator-gpu.json``. The docs
+page (docs/which_estimator.rst) shows both files.
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ MULTILABEL = {
 }
 XRL, TFLR, EMBLR = "TF-IDF + XR-Linear (tfn+man)", "TF-IDF + LR", "MiniLM (frozen) + LR"
 FTLA, SHARP, KNN, MXML = "fine-tuned MiniLM, LA-CE", "SharpReCL", "KNN-BERT", "MatchXML"
+SNM = "TF-IDF + SNM"
 CHEAP = (XRL, TFLR, EMBLR)
+NEURAL_MC = (FTLA, SHARP, KNN)
 # every method's grid, chosen on dev (one dict of parameters per setting)
 GRIDS: dict[str, list[dict[str, Any]]] = {
     XRL: [{"C": 1.0}, {"C": 4.0}],
@@ -67,30 +70,27 @@ GRIDS: dict[str, list[dict[str, Any]]] = {
     SHARP: [{"learning_rate": 2e-5}, {"learning_rate": 5e-5}],
     KNN: [{"learning_rate": 2e-5}, {"learning_rate": 5e-5}],
     MXML: [{}],
+    SNM: [{"n_hard_negatives": 1}, {"n_hard_negatives": 5}],
 }
+SNM_EPOCHS = 10
 PROFILES = {
     "cpu": {
-        # cheapest first; MiniLM on 2 busy cores encodes about 20 short texts a second
+        # cheapest first
         "datasets": ["trec_ir50", "trec_100shot", "cr_ir50", "biomedical_ir50"],
-        "methods": [XRL, TFLR],
+        "methods": list(CHEAP),
         "extra": {
-            "trec_ir50": [EMBLR],
-            "trec_100shot": [EMBLR],
-            "cr_ir50": [EMBLR],
-            "reuters21578_allcats": [XRL],
+            "trec_100shot": list(NEURAL_MC),
+            "reuters21578_allcats": [*CHEAP, SNM],
+            "goemotions": [XRL, TFLR],
+            "tibkat_gnd_en": [XRL],
         },
     },
     "gpu": {
         "datasets": [*MULTICLASS, *MULTILABEL],
-        "methods": [FTLA, SHARP, KNN, MXML],
-        # the cheap rows of the larger sets (encoding 10k to 51k texts with MiniLM, and
-        # tibkat_gnd_en's 27k labels) want more cores than the CPU profile's 2
-        "extra": {
-            "biomedical_ir50": [EMBLR],
-            "reuters21578_allcats": [TFLR, EMBLR],
-            "goemotions": list(CHEAP),
-            "tibkat_gnd_en": list(CHEAP),
-        },
+        "methods": [*NEURAL_MC, MXML],
+        # what the CPU profile leaves: goemotions's 49k texts to encode, SNM on goemotions
+        # and on tibkat_gnd_en's 27k labels
+        "extra": {"goemotions": [EMBLR, SNM], "tibkat_gnd_en": [SNM]},
     },
 }
 MC_METRICS = ("accuracy", "macro_f1")
@@ -239,6 +239,14 @@ def make_estimator(method: str, setting: dict, multilabel: bool, args: dict, see
             random_state=seed,
         )
         return make_pipeline(TfidfVectorizer(**_data.TFIDF, dtype=np.float32), ranker)
+    if method == SNM:
+        from skxmc import SNMClassifier
+
+        training = _data.training_settings(
+            SNMClassifier, max_epochs=SNM_EPOCHS, device=args["device"], random_state=seed
+        )
+        snm = SNMClassifier(negative_sampling="snm", **setting, **training)
+        return make_pipeline(TfidfVectorizer(**_data.TFIDF, dtype=np.float32), snm)
     if method in (TFLR, EMBLR):
         lr = LogisticRegression(C=setting["C"], max_iter=1000)
         if multilabel:
@@ -425,9 +433,9 @@ def run(args: argparse.Namespace) -> dict:
             continue
         todo = [m for m in methods if name in names] + extra.get(name, [])
         for method in todo:
-            if method in (KNN, FTLA, SHARP) and is_multilabel(name):
+            if method in NEURAL_MC and is_multilabel(name):
                 continue  # multi-class methods
-            if method == MXML and not is_multilabel(name):
+            if method in (MXML, SNM) and not is_multilabel(name):
                 continue
             child_args = {
                 "threads": args.threads,
@@ -437,7 +445,7 @@ def run(args: argparse.Namespace) -> dict:
                 "batch_size": args.batch_size,
                 "steps": 2 if args.quick else args.steps,
             }
-            if method not in (XRL, TFLR):
+            if method not in (XRL, TFLR, SNM):
                 if encoder is None:
                     d = _data.text_split(folder, quick=True)
                     encoder, encoder_name = _data.encoder_for(args, list(d["X_train"]))
