@@ -495,8 +495,8 @@ def run(args: argparse.Namespace) -> dict:
                     "x100 on the test split, mean ± sample std over the seeds; each seed "
                     "draws its own dev split (20% of train) on which the setting is chosen. "
                     "Fit seconds of the chosen setting, predict ms per test text, peak RSS "
-                    "(MB) of the method's process. Timings on a shared, busy machine: "
-                    "compare them within one run."
+                    "(MB) of the method's process. Timings on a 2-core machine, one method "
+                    "at a time: compare them within one run."
                 ),
                 "columns": ["dataset", "method", *metrics, *COST, "chosen_on_dev", "n_seeds"],
                 "rows": rows,
