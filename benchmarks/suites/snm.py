@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def make_estimator(
-    sampling: str, k: int, n_sampled: int, epochs: int, seed: int, device: str = "cpu"
+    sampling: str, k: int, n_sampled: int | str, epochs: int, seed: int, device: str = "cpu"
 ) -> Any:
     """The only place that builds an SNM estimator (training settings included)."""
     from skxmc import SNMClassifier

@@ -26,7 +26,7 @@ two processes'.
 ``--profile cpu`` (default) runs the rows a quiet 2-core CPU affords in about an hour:
 the three cheap methods on the multi-class sets and reuters21578_allcats, TF-IDF + SNM
 on reuters21578_allcats, XR-Linear and the one-vs-rest LR on goemotions, XR-Linear on
-tibkat_gnd_en, and the three fine-tuned methods on the 100-shot TREC set (480 training texts). The
+tibkat_gnd_en, and the three fine-tuned methods on the 100-shot TREC set. The
 ``which-estimator-gpu`` suite (``--profile gpu``) runs the fine-tuned rows everywhere
 and the rows left (``--device cuda``) and writes ``which-estimator-gpu.json``. The docs
 page (docs/which_estimator.rst) shows both files.
@@ -240,13 +240,11 @@ def make_estimator(method: str, setting: dict, multilabel: bool, args: dict, see
         )
         return make_pipeline(TfidfVectorizer(**_data.TFIDF, dtype=np.float32), ranker)
     if method == SNM:
-        from skxmc import SNMClassifier
+        from benchmarks.suites import snm
 
-        training = _data.training_settings(
-            SNMClassifier, max_epochs=SNM_EPOCHS, device=args["device"], random_state=seed
-        )
-        snm = SNMClassifier(negative_sampling="snm", **setting, **training)
-        return make_pipeline(TfidfVectorizer(**_data.TFIDF, dtype=np.float32), snm)
+        k = setting["n_hard_negatives"]
+        ranker = snm.make_estimator("snm", k, "auto", SNM_EPOCHS, seed, args["device"])
+        return make_pipeline(TfidfVectorizer(**_data.TFIDF, dtype=np.float32), ranker)
     if method in (TFLR, EMBLR):
         lr = LogisticRegression(C=setting["C"], max_iter=1000)
         if multilabel:
