@@ -144,3 +144,40 @@ def test_summaries_show_the_which_estimator_results(tmp_path: Path) -> None:
             "n": 3,
         },
     ]
+
+
+def test_summary_joins_the_parts_of_a_suite_run(tmp_path: Path) -> None:
+    """A page whose suite ran in parts shows every part present, a data set's rows
+    together, and names each file it read."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        import _bench_summaries
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    files = _bench_summaries.PAGES["which_estimator"][0]
+    assert files[0] == "which-estimator.json" and len(files) > 2
+
+    def part(rows: list[tuple[str, str, float]]) -> dict:
+        return {
+            "tables": [
+                {
+                    "columns": ["dataset", "method", "macro_f1", "fit_s"],
+                    "rows": [
+                        {"dataset": d, "method": m, "macro_f1": f1, "fit_s": 1.0, "n_seeds": 3}
+                        for d, m, f1 in rows
+                    ],
+                }
+            ]
+        }
+
+    (tmp_path / files[0]).write_text(json.dumps(part([("trec", "A", 1.0), ("cr", "A", 2.0)])))
+    (tmp_path / files[1]).write_text(json.dumps(part([("trec", "B", 3.0)])))
+    text = _bench_summaries.summary("which_estimator", tmp_path)
+    rows = [line.split("- ", 1)[1] for line in text.splitlines() if line.startswith("   * - ")]
+    assert rows[1:] == ["trec (macro-F1)", "trec (macro-F1)", "cr (macro-F1)"]
+    assert f"``benchmarks/results/{files[1]}``" in text
+    assert files[2] not in text  # absent parts are left out
+    # the first part alone: the page as before
+    (tmp_path / files[1]).unlink()
+    text = _bench_summaries.summary("which_estimator", tmp_path)
+    assert files[1] not in text and text.count("(macro-F1)") >= 2
