@@ -203,7 +203,8 @@ PAGES: dict[str, tuple[str | tuple[str, ...], Callable, str, str, str]] = {
         _which_estimator,
         "test score (x100)",
         "fit seconds",
-        "The CPU rows of the ``which-estimator`` suite: macro-F1 on the multi-class sets, "
+        "The rows of the ``which-estimator`` suite's runs (the CPU profile, then the "
+        "fine-tuned rows set by set): macro-F1 on the multi-class sets, "
         "P@1 on the multi-label ones, mean ± sample std over 3 seeds, against the fit "
         "seconds of the setting chosen on dev.",
     ),
