@@ -170,6 +170,9 @@ def _engine(d: dict) -> list[Point]:
 
 
 def _which_estimator(d: dict) -> list[Point]:
+    # the GPU profile reruns rows that CPU runs also have: its times are another machine's
+    device = d.get("config", {}).get("device") or "cpu"
+    tag = "" if device == "cpu" else f" ({device})"
     points = []
     for table in d["tables"]:
         acc = "macro_f1" if "macro_f1" in table["columns"] else "P@1"
@@ -178,7 +181,7 @@ def _which_estimator(d: dict) -> list[Point]:
             points.append(
                 {
                     "dataset": f"{r['dataset']} ({label})",
-                    "method": r["method"],
+                    "method": r["method"] + tag,
                     "acc": r[acc],
                     "acc_std": r.get(f"{acc}_std"),
                     "time": r["fit_s"],

@@ -172,9 +172,20 @@ def test_summary_joins_the_parts_of_a_suite_run(tmp_path: Path) -> None:
 
     (tmp_path / files[0]).write_text(json.dumps(part([("trec", "A", 1.0), ("cr", "A", 2.0)])))
     (tmp_path / files[1]).write_text(json.dumps(part([("trec", "B", 3.0)])))
+    gpu = {**part([("trec", "A", 4.0)]), "config": {"device": "cuda"}}
+    (tmp_path / files[-1]).write_text(json.dumps(gpu))
     text = _bench_summaries.summary("which_estimator", tmp_path)
-    rows = [line.split("- ", 1)[1] for line in text.splitlines() if line.startswith("   * - ")]
-    assert rows[1:] == ["trec (macro-F1)", "trec (macro-F1)", "cr (macro-F1)"]
+    lines = text.splitlines()
+    rows = [line.split("- ", 1)[1] for line in lines if line.startswith("   * - ")]
+    assert rows[1:] == ["trec (macro-F1)"] * 3 + ["cr (macro-F1)"]
+    # each row's method, the GPU run's tagged with its device
+    methods = [
+        lines[i + 1].split("- ", 1)[1]
+        for i, x in enumerate(lines)
+        if x in {f"   * - {r}" for r in rows[1:]}
+    ]
+    assert methods == ["A", "B", "A (cuda)", "A"]
+    (tmp_path / files[-1]).unlink()
     assert f"``benchmarks/results/{files[1]}``" in text
     assert files[2] not in text  # absent parts are left out
     # the first part alone: the page as before
