@@ -201,6 +201,7 @@ PAGES: dict[str, tuple[str | tuple[str, ...], Callable, str, str, str]] = {
             "which-estimator.json",
             "which-estimator-finetuned-trec-cr.json",
             "which-estimator-finetuned-biomedical.json",
+            "which-estimator-finetuned-biomedical-sharprecl.json",
             "which-estimator-gpu.json",
         ),
         _which_estimator,
