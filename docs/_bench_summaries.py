@@ -192,9 +192,9 @@ def _which_estimator(d: dict) -> list[Point]:
     return points
 
 
-# page -> (results file(s) under benchmarks/results, adapter, accuracy label, time label,
-# note); a page whose suite ran in parts names every part's file
-PAGES: dict[str, tuple[str | tuple[str, ...], Callable, str, str, str]] = {
+# page -> (results files under benchmarks/results, adapter, accuracy label, time label,
+# note); a page whose suite ran in parts names every part's file, the first one required
+PAGES: dict[str, tuple[tuple[str, ...], Callable, str, str, str]] = {
     # docs/which_estimator.rst (the others are the pages of docs/benchmarks/)
     "which_estimator": (
         (
@@ -213,7 +213,7 @@ PAGES: dict[str, tuple[str | tuple[str, ...], Callable, str, str, str]] = {
         "seconds of the setting chosen on dev.",
     ),
     "index": (
-        "linear.json",
+        ("linear.json",),
         _suite_table("XR-Linear", "P@1", "fit_s", method="library"),
         "P@1 (test, x100)",
         "fit seconds",
@@ -221,7 +221,7 @@ PAGES: dict[str, tuple[str | tuple[str, ...], Callable, str, str, str]] = {
         "reference sets, mean ± sample std over the tree seeds.",
     ),
     "xrlinear": (
-        "xmc_linear.json",
+        ("xmc_linear.json",),
         _xmc_linear,
         "P@1 (test, x100)",
         "train seconds",
@@ -230,14 +230,14 @@ PAGES: dict[str, tuple[str | tuple[str, ...], Callable, str, str, str]] = {
         "(train seconds: the median of the file's runs).",
     ),
     "matchxml": (
-        "matchxml.json",
+        ("matchxml.json",),
         _matchxml,
         "P@1 (test, x100)",
         "fit seconds",
         "The rows of the full-size tibkat_gnd_en run (one seed; CPU, two cores).",
     ),
     "text_classifiers": (
-        "sharprecl_ir50.json",
+        ("sharprecl_ir50.json",),
         _summary_pm("macro-F1", "s/epoch"),
         "macro-F1 (test, x100)",
         "seconds per epoch",
@@ -245,21 +245,21 @@ PAGES: dict[str, tuple[str | tuple[str, ...], Callable, str, str, str]] = {
         "sample std over 3 seeds.",
     ),
     "snm": (
-        "snm.json",
+        ("snm.json",),
         _snm,
         "P@1 (test, x100)",
         "fit seconds",
         "The single run of the SNM script (one seed, test sets).",
     ),
     "scaling": (
-        "scale_issue_prefetch.json",
+        ("scale_issue_prefetch.json",),
         _scale,
         "P@1 (test, x100)",
         "train seconds",
         "Generated problems of 100k and 1M labels, skxmc against libpecos (one fit each).",
     ),
     "knn_search": (
-        "converted/knn_search.json",
+        ("converted/knn_search.json",),
         _knn_search,
         "recall@10 of the exact top 10 (x100)",
         "ms per query",
@@ -267,7 +267,7 @@ PAGES: dict[str, tuple[str | tuple[str, ...], Callable, str, str, str]] = {
         "search's times are in the table below.",
     ),
     "engine": (
-        "bare_hf_loop_quiet.json",
+        ("bare_hf_loop_quiet.json",),
         _engine,
         "test accuracy",
         "seconds per epoch (median)",
@@ -283,15 +283,11 @@ def _fmt(mean: float | None, std: float | None, digits: int = 2) -> str:
     return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if std is not None else "")
 
 
-def _as_tuple(files: str | tuple[str, ...]) -> tuple[str, ...]:
-    return (files,) if isinstance(files, str) else files
-
-
 def summary(page: str, results: Path) -> str:
     """The RST of one page's summary (table and plot), from its results files (the first
     one must exist; the others join it where present)."""
     files, adapter, acc_label, time_label, note = PAGES[page]
-    names = [n for n in _as_tuple(files) if (results / n).is_file()]
+    names = [n for n in files if (results / n).is_file()]
     points = [p for n in names for p in adapter(json.loads((results / n).read_text()))]
     sources = ", ".join(f"``benchmarks/results/{n}``" for n in names)
     if len(names) > 1:  # a data set's rows together, whichever part ran them
@@ -401,7 +397,7 @@ def write(results: Path, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for page in PAGES:
-        if not (results / _as_tuple(PAGES[page][0])[0]).is_file():
+        if not (results / PAGES[page][0][0]).is_file():
             continue
         path = out / f"summary-{page}.inc"
         text = summary(page, results)
