@@ -8,6 +8,8 @@
   and its start-up costs are its own;
 - :func:`summarise` turns per-seed runs into mean and sample std (ddof=1) with the seed
   count;
+- :class:`FinishedFits` keeps the finished fits of a long run (``--checkpoint-dir``), so
+  that the same command run again, in a later session, skips them;
 - :func:`write_suite` writes ``SUITE.json`` and ``SUITE.md`` with the command, the git
   commit, the machine and the seeds.
 """
@@ -116,6 +118,67 @@ def fit_complete(estimator: Any, *args: Any, **kwargs: Any) -> Any:
     if getattr(model, "interrupted_", False):
         raise KeyboardInterrupt(f"{type(model).__name__}.fit was interrupted: run not recorded")
     return model
+
+
+class FinishedFits:
+    """The records of the fits a long run has finished, one JSON line per fit in
+    ``folder/records.jsonl``, so that the same command run again skips them: a run stopped
+    between fits (a session's end, Ctrl-C) loses only the fit in progress.
+
+    ``settings`` (what the records depend on; not the seeds, rows or data sets, which a
+    rerun may extend) is kept in ``folder/settings.json`` on first use; a later run with
+    other settings is refused rather than mixing the records of two protocols. Without a
+    folder nothing is kept.
+    """
+
+    def __init__(self, folder: str | Path | None, settings: dict | None = None) -> None:
+        self.folder = None if folder is None else Path(folder)
+        self.records: dict[str, list[dict]] = {}
+        if self.folder is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        kept = self.folder / "settings.json"
+        if settings is not None:
+            settings = json.loads(json.dumps(settings, default=str))
+            if kept.exists():
+                before = json.loads(kept.read_text())
+                changed = sorted(
+                    k for k in {*before, *settings} if before.get(k) != settings.get(k)
+                )
+                if changed:
+                    what = ", ".join(
+                        f"{k}: {before.get(k)!r} then, {settings.get(k)!r} now" for k in changed
+                    )
+                    raise SystemExit(
+                        f"--checkpoint-dir {self.folder} holds a run with other settings "
+                        f"({what}); use another folder or the same settings"
+                    )
+            else:
+                kept.write_text(json.dumps(settings, indent=1, sort_keys=True))
+        path = self.folder / "records.jsonl"
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    entry = json.loads(line)
+                    self.records[entry["key"]] = entry["records"]
+
+    def get(self, key: str) -> list[dict] | None:
+        """The records of the finished fit ``key``, or ``None``."""
+        return self.records.get(key)
+
+    def save(self, key: str, records: list[dict]) -> None:
+        """Keep ``key``'s records (appended and flushed at once)."""
+        self.records[key] = records
+        if self.folder is not None:
+            with open(self.folder / "records.jsonl", "a") as fh:
+                fh.write(json.dumps({"key": key, "records": records}, default=str) + "\n")
+
+
+def run_settings(args: Any, extendable: Sequence[str] = ()) -> dict:
+    """The command line's settings that a resumed run must share: every option but the
+    output folder, the checkpoint folder, the time budget, the seeds and ``extendable``."""
+    skip = {"out", "checkpoint_dir", "budget", "seeds", *extendable}
+    return {k: v for k, v in sorted(vars(args).items()) if k not in skip}
 
 
 # ----------------------------------------------------------------------------- statistics

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import _data
-from benchmarks._harness import fit_complete, summarise
+from benchmarks._harness import FinishedFits, fit_complete, run_settings, summarise
 
 QUICK_TRAIN, QUICK_TEST = 120, 60
 METRICS = ("accuracy", "macro_f1", "fit_s", "s_per_epoch", "predict_ms_per_text")
@@ -135,7 +135,11 @@ def run(
     row_names = args.rows or (list(rows)[:2] if args.quick else list(rows))
     texts_for_vocab: list[str] = []
     runs = []
-    resume = _Resume(getattr(args, "checkpoint_dir", None), getattr(args, "budget", None))
+    resume = _Resume(
+        getattr(args, "checkpoint_dir", None),
+        getattr(args, "budget", None),
+        run_settings(args, extendable=("datasets", "rows")),
+    )
     for name in names:
         folder, ratio = datasets[name]
         if not _data.available(folder):
@@ -199,22 +203,17 @@ class _Resume:
     """The bookkeeping of ``--checkpoint-dir`` / ``--budget``: finished fits' records, the
     seconds of unfinished ones, and the deadline. Without a folder it does nothing."""
 
-    def __init__(self, folder: str | None, budget: float | None) -> None:
+    def __init__(self, folder: str | None, budget: float | None, settings: dict) -> None:
         if budget is not None and folder is None:
             raise SystemExit("--budget needs --checkpoint-dir (where the run resumes from)")
         self.folder = None if folder is None else Path(folder)
         self.deadline = None if budget is None else time.monotonic() + budget
-        self.finished: dict[str, list[dict]] = {}
+        self.fits = FinishedFits(self.folder, settings)
+        self.finished = self.fits.records
         self.spent: dict[str, float] = {}
         self.pending: list[str] = []
         self.started = False
         if self.folder is not None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            records = self.folder / "records.jsonl"
-            if records.exists():
-                for line in records.read_text().splitlines():
-                    entry = json.loads(line)
-                    self.finished[entry["key"]] = entry["records"]
             spent = self.folder / "seconds.json"
             if spent.exists():
                 self.spent = json.loads(spent.read_text())
@@ -253,9 +252,7 @@ class _Resume:
         return False
 
     def save(self, key: str, records: list[dict]) -> None:
-        if self.folder is not None:
-            with open(self.folder / "records.jsonl", "a") as fh:
-                fh.write(json.dumps({"key": key, "records": records}) + "\n")
+        self.fits.save(key, records)
 
     def finish(self) -> None:
         if self.pending:

@@ -289,3 +289,38 @@ def test_results_say_how_the_run_was_scheduled():
     assert "real-time priority (fifo)" in fifo
     niced = _harness.render_markdown({**result, "machine": {"scheduler": "normal", "nice": 19}})
     assert ", nice 19" in niced and "real-time" not in niced
+
+
+def test_finished_fits_are_kept_and_a_run_with_other_settings_refused(tmp_path: Path) -> None:
+    from benchmarks._harness import FinishedFits
+
+    first = FinishedFits(tmp_path, {"steps": 150, "max_length": 64})
+    assert first.get("tibkat/MatchXML/seed0") is None
+    first.save("tibkat/MatchXML/seed0", [{"P@1": 45.0}])
+    again = FinishedFits(tmp_path, {"max_length": 64, "steps": 150})  # order is no setting
+    assert again.get("tibkat/MatchXML/seed0") == [{"P@1": 45.0}]
+    assert again.get("tibkat/MatchXML/seed1") is None
+    with pytest.raises(SystemExit, match=r"steps: 150 then, 30 now"):
+        FinishedFits(tmp_path, {"steps": 30, "max_length": 64})
+    assert FinishedFits(None, {"steps": 1}).get("tibkat/MatchXML/seed0") is None
+
+
+@pytest.mark.slow  # two quick TF-IDF + XR-Linear runs of the matchxml suite
+def test_matchxml_run_resumes_from_its_finished_fits(tmp_path: Path) -> None:
+    from skxmc.datasets import get_data_dir
+
+    data = get_data_dir()
+    if data is None or not (data / "reuters21578_allcats").is_dir():
+        pytest.skip("reuters21578_allcats not found (set SKXMC_DATA)")
+    ck, out = tmp_path / "ck", tmp_path / "out"
+    args = ("matchxml", "--quick", "--rows", "TF-IDF + XR-Linear", "--checkpoint-dir", str(ck))
+    _run(*args, "--seeds", "0", "--out", str(out))
+    # a later session asks for one more seed: seed 0's fit is kept, not run again
+    second = _run(*args, "--seeds", "0", "1", "--out", str(out))
+    assert "reuters21578_allcats/TF-IDF + XR-Linear/seed0: finished in an earlier" in second.stdout
+    runs = json.loads((out / "matchxml.json").read_text())["runs"]
+    assert [r["seed"] for r in runs] == [0, 1]
+    kept = [json.loads(line)["key"] for line in (ck / "records.jsonl").open()]
+    assert kept == [f"reuters21578_allcats/TF-IDF + XR-Linear/seed{s}" for s in (0, 1)]
+    other = run_module("benchmarks", *args, "--max-train", "500", timeout=120, check=False)
+    assert other.returncode != 0 and "holds a run with other settings" in other.stderr

@@ -12,7 +12,9 @@ std over the seeds; PSP normalised by the best ranking), fit and predict seconds
 of reuters21578_allcats. ``--dev-fraction`` scores on a part of train held out (a dev
 split), ``--label-prefix`` keeps some labels only (texts left without one stay in
 training: the case where eq. 4's 1/N_b matters) and ``--max-train`` caps the training
-texts.
+texts. ``--checkpoint-dir DIR`` keeps each finished fit's record in DIR, so that a run of
+hours (tibkat_gnd_en's XR-Transformer and MatchXML rows on a CPU) can span sessions: the
+same command again skips the fits it finished and writes the results at its end.
 Replaces ``matchxml.py``, ``matchxml_dev.py`` and ``matchxml_final_features.py`` (the
 paper-budget GPU profile, ``gpu_profile.sh``, still runs those from commit 26aef59).
 """
@@ -24,7 +26,7 @@ import time
 from typing import Any
 
 from benchmarks import _data
-from benchmarks._harness import fit_complete, summarise
+from benchmarks._harness import FinishedFits, fit_complete, run_settings, summarise
 from benchmarks.suites import _xtransformer
 
 SEEDS = (0, 1, 2)
@@ -61,6 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "left without a label stay in training and leave the scored split",
     )
     parser.add_argument("--max-train", type=int, help="the first N training texts only")
+    parser.add_argument(
+        "--checkpoint-dir",
+        help="keep finished fits here; the same command again skips them (a resumable run)",
+    )
 
 
 def make_ranker(seed: int, threads: int) -> Any:
@@ -212,6 +218,12 @@ def run(args: argparse.Namespace) -> dict:
         skipped.append(f"{PEER} (no libpecos interpreter: --pecos-python or SKXMC_PECOS_PYTHON)")
         print(f"skipped: {skipped[-1]}")
     runs = []
+    # The interpreter's path and the rows or data sets asked for may change between the
+    # sessions of one run; everything else must not.
+    done = FinishedFits(
+        getattr(args, "checkpoint_dir", None),
+        run_settings(args, extendable=("datasets", "rows", "pecos_python")),
+    )
     encoder_name = None
     unlabelled: dict[str, int] = {}
     for name in names:
@@ -223,6 +235,11 @@ def run(args: argparse.Namespace) -> dict:
         encoder, encoder_name = _data.encoder_for(args, d["X_train"])
         for seed in args.seeds:
             for row in rows:
+                key = f"{name}/{row}/seed{seed}"
+                if done.get(key) is not None:
+                    runs += done.get(key)
+                    print(f"{key}: finished in an earlier session, kept", flush=True)
+                    continue
                 if row == BASELINE:
                     clf = TfidfRanker(make_ranker(seed, args.threads))
                 elif row == PEER:
@@ -233,8 +250,10 @@ def run(args: argparse.Namespace) -> dict:
                 fit_complete(clf, d["X_train"], d["y_train"])
                 r = {"dataset": name, "row": row, "seed": seed}
                 r["fit_s"] = time.perf_counter() - start
+                r["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")  # its session
                 r.update(_score(clf, d["X_test"], d["y_test"], d["y_train"]))
                 runs.append(r)
+                done.save(key, [r])
                 print(f"{name} / {row} / seed {seed}: P@1 {r['P@1']:.2f}", flush=True)
     split = "dev" if getattr(args, "dev_fraction", None) else "test"
     return {
