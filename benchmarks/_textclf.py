@@ -11,6 +11,8 @@ command after ``SECONDS`` (the fit in progress at its next optimiser step, throu
 engine's ``max_time``), keeping each finished fit's record in ``DIR/records.jsonl`` and the
 unfinished one's checkpoint under ``DIR``; the same command again resumes there and writes
 the results once every fit has finished. A fit's seconds add up over its sessions.
+``--dev-fraction F`` scores on F of the training texts held out instead of test, for
+choosing a setting (e.g. KNN-BERT's memory) on dev.
 """
 
 from __future__ import annotations
@@ -50,6 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser, datasets: dict, rows: dict) -
     parser.add_argument("--shots", type=int, help="training texts per class (few-shot)")
     parser.add_argument("--max-train", type=int)
     parser.add_argument("--max-test", type=int)
+    parser.add_argument(
+        "--dev-fraction",
+        type=float,
+        help="score on this fraction of the training texts held out (stratified, drawn "
+        "with the seed: a dev split for choosing settings), not on test",
+    )
     parser.add_argument("--device", default="cpu")
 
 
@@ -100,10 +108,30 @@ def load(folder: str, ratio: int | None, args: argparse.Namespace, seed: int) ->
     if n_train and len(X) > n_train:
         idx = np.sort(rng.permutation(len(X))[:n_train])
         X, y = [X[i] for i in idx], y[idx]
+    if getattr(args, "dev_fraction", None):
+        X, y, X_test, y_test = _dev_split(X, y, args.dev_fraction, seed)
     if n_test and len(X_test) > n_test:
         idx = np.sort(rng.permutation(len(X_test))[:n_test])
         X_test, y_test = [X_test[i] for i in idx], y_test[idx]
     return {"X": X, "y": y, "X_test": X_test, "y_test": y_test}
+
+
+def _dev_split(X: list, y: np.ndarray, fraction: float, seed: int) -> tuple:
+    """Train and dev parts of the training texts: ``fraction`` of each class held out
+    (drawn with ``seed``; unstratified when a class has a single text)."""
+    from sklearn.model_selection import train_test_split
+
+    if not 0 < fraction < 1:
+        raise SystemExit(f"--dev-fraction must be between 0 and 1 (exclusive), got {fraction}")
+    counts = np.unique(y, return_counts=True)[1]
+    train, dev = train_test_split(
+        np.arange(len(X)),
+        test_size=fraction,
+        random_state=seed,
+        stratify=y if counts.min() >= 2 else None,
+    )
+    train, dev = np.sort(train), np.sort(dev)
+    return [X[i] for i in train], y[train], [X[i] for i in dev], y[dev]
 
 
 def scores(clf: Any, X_test: list, y_test: np.ndarray) -> dict[str, float]:
@@ -173,6 +201,7 @@ def run(
                     record["s_per_epoch"] = fit_s / max(epochs, 1)
                     record.update(scores(clf, data["X_test"], data["y_test"]))
                     record["n_train"] = len(data["X"])
+                    record["n_scored"] = len(data["X_test"])
                     records.append(record)
                     print(f"{name} / {out_row} / seed {seed}: acc {record['accuracy']:.2f}")
                 resume.save(key, records)
@@ -182,6 +211,11 @@ def run(
         k: getattr(args, k)
         for k in ("epochs", "batch_size", "max_length", "learning_rate", "shots", "device")
     }
+    split = "test"
+    if getattr(args, "dev_fraction", None):
+        config["dev_fraction"] = args.dev_fraction
+        split = f"dev ({args.dev_fraction} of the training texts held out, per seed)"
+    config["scored_split"] = split
     if getattr(args, "weight_decay", None) is not None:
         config["weight_decay"] = args.weight_decay
     config["encoder"] = encoder_name if texts_for_vocab else None
@@ -190,7 +224,7 @@ def run(
         "tables": [
             {
                 "title": "Accuracy and macro-F1",
-                "caption": "x100 on the test split; seconds per epoch of the fit.",
+                "caption": f"x100 on the {split} split; seconds per epoch of the fit.",
                 "columns": ["dataset", "row", *METRICS, "n_seeds"],
                 "rows": summarise(runs, ["dataset", "row"], METRICS),
             }

@@ -324,3 +324,22 @@ def test_matchxml_run_resumes_from_its_finished_fits(tmp_path: Path) -> None:
     assert kept == [f"reuters21578_allcats/TF-IDF + XR-Linear/seed{s}" for s in (0, 1)]
     other = run_module("benchmarks", *args, "--max-train", "500", timeout=120, check=False)
     assert other.returncode != 0 and "holds a run with other settings" in other.stderr
+
+
+@pytest.mark.slow  # one quick SharpReCL fit
+def test_text_suite_scores_a_dev_split_held_out_of_train(tmp_path: Path) -> None:
+    from skxmc.datasets import get_data_dir
+
+    data = get_data_dir()
+    if data is None or not (data / "sharprecl_ohsumed_titles").is_dir():
+        pytest.skip("sharprecl_ohsumed_titles not found (set SKXMC_DATA)")
+    args = ("sharprecl", "--quick", "--seeds", "0", "--rows", "plain CE", "--out", str(tmp_path))
+    _run(*args, "--dev-fraction", "0.25", timeout=600)
+    result = json.loads((tmp_path / "sharprecl.json").read_text())
+    (run,) = result["runs"]
+    # the quick slice's 120 training texts: 90 train, 30 scored, none of the test split's
+    assert (run["n_train"], run["n_scored"]) == (90, 30)
+    assert result["config"]["dev_fraction"] == 0.25
+    assert "dev" in result["tables"][0]["caption"] and "dev" in result["config"]["scored_split"]
+    refused = run_module("benchmarks", *args, "--dev-fraction", "1.5", timeout=120, check=False)
+    assert refused.returncode != 0 and "--dev-fraction must be between 0 and 1" in refused.stderr
