@@ -314,15 +314,18 @@ def test_matchxml_run_resumes_from_its_finished_fits(tmp_path: Path) -> None:
         pytest.skip("reuters21578_allcats not found (set SKXMC_DATA)")
     ck, out = tmp_path / "ck", tmp_path / "out"
     args = ("matchxml", "--quick", "--rows", "TF-IDF + XR-Linear", "--checkpoint-dir", str(ck))
-    _run(*args, "--seeds", "0", "--out", str(out))
+    _run(*args, "--seeds", "0", "--out", str(out), timeout=600)
     # a later session asks for one more seed: seed 0's fit is kept, not run again
-    second = _run(*args, "--seeds", "0", "1", "--out", str(out))
+    second = _run(*args, "--seeds", "0", "1", "--out", str(out), timeout=600)
     assert "reuters21578_allcats/TF-IDF + XR-Linear/seed0: finished in an earlier" in second.stdout
-    runs = json.loads((out / "matchxml.json").read_text())["runs"]
-    assert [r["seed"] for r in runs] == [0, 1]
+    result = json.loads((out / "matchxml.json").read_text())
+    assert [r["seed"] for r in result["runs"]] == [0, 1]
+    assert result["config"]["fits_kept_from_earlier_sessions"] == [
+        "reuters21578_allcats/TF-IDF + XR-Linear/seed0"
+    ]
     kept = [json.loads(line)["key"] for line in (ck / "records.jsonl").open()]
     assert kept == [f"reuters21578_allcats/TF-IDF + XR-Linear/seed{s}" for s in (0, 1)]
-    other = run_module("benchmarks", *args, "--max-train", "500", timeout=120, check=False)
+    other = run_module("benchmarks", *args, "--max-train", "500", timeout=600, check=False)
     assert other.returncode != 0 and "holds a run with other settings" in other.stderr
 
 
@@ -341,5 +344,5 @@ def test_text_suite_scores_a_dev_split_held_out_of_train(tmp_path: Path) -> None
     assert (run["n_train"], run["n_scored"]) == (90, 30)
     assert result["config"]["dev_fraction"] == 0.25
     assert "dev" in result["tables"][0]["caption"] and "dev" in result["config"]["scored_split"]
-    refused = run_module("benchmarks", *args, "--dev-fraction", "1.5", timeout=120, check=False)
+    refused = run_module("benchmarks", *args, "--dev-fraction", "1.5", timeout=600, check=False)
     assert refused.returncode != 0 and "--dev-fraction must be between 0 and 1" in refused.stderr

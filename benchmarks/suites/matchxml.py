@@ -224,6 +224,7 @@ def run(args: argparse.Namespace) -> dict:
         getattr(args, "checkpoint_dir", None),
         run_settings(args, extendable=("datasets", "rows", "pecos_python")),
     )
+    kept: list[str] = []  # fits whose records an earlier session of this run wrote
     encoder_name = None
     unlabelled: dict[str, int] = {}
     for name in names:
@@ -238,6 +239,7 @@ def run(args: argparse.Namespace) -> dict:
                 key = f"{name}/{row}/seed{seed}"
                 if done.get(key) is not None:
                     runs += done.get(key)
+                    kept.append(key)
                     print(f"{key}: finished in an earlier session, kept", flush=True)
                     continue
                 if row == BASELINE:
@@ -274,6 +276,9 @@ def run(args: argparse.Namespace) -> dict:
             "label_prefix": getattr(args, "label_prefix", None),
             "max_train": getattr(args, "max_train", None),
             "unlabelled_train_texts": unlabelled,
+            # The header's machine, load and scheduler are this session's; each kept fit's
+            # end is its record's "finished".
+            "fits_kept_from_earlier_sessions": kept,
         },
         "tables": [
             {
