@@ -180,8 +180,9 @@ def run(
                 encoder, encoder_name = _data.encoder_for(args, texts_for_vocab)
             for row in row_names:
                 key = f"{name}/{row}/seed{seed}"
-                if key in resume.finished:
-                    runs += resume.finished[key]
+                kept = resume.fits.get(key)
+                if kept is not None:
+                    runs += kept
                     continue
                 clf = make_estimator(encoder, args, seed, rows[row])
                 if not resume.prepare(clf, key):
@@ -243,7 +244,6 @@ class _Resume:
         self.folder = None if folder is None else Path(folder)
         self.deadline = None if budget is None else time.monotonic() + budget
         self.fits = FinishedFits(self.folder, settings)
-        self.finished = self.fits.records
         self.spent: dict[str, float] = {}
         self.pending: list[str] = []
         self.started = False
