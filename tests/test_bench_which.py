@@ -192,3 +192,41 @@ def test_summary_joins_the_parts_of_a_suite_run(tmp_path: Path) -> None:
     (tmp_path / files[1]).unlink()
     text = _bench_summaries.summary("which_estimator", tmp_path)
     assert files[1] not in text and text.count("(macro-F1)") >= 2
+
+
+@pytest.mark.slow  # three quick TF-IDF + XR-Linear runs on 2 busy cores
+@pytest.mark.skipif(
+    not (Path(os.environ.get("SKXMC_DATA", "/nonexistent")) / "trec").is_dir(),
+    reason="needs the reference data (SKXMC_DATA)",
+)
+def test_run_resumes_from_the_seeds_it_finished(tmp_path: Path) -> None:
+    """``--checkpoint-dir``: a later session asking for another seed keeps the finished
+    one (its record, not a refit), and a rerun with other settings is refused."""
+    we = _suite()
+    ck, out = tmp_path / "ck", tmp_path / "out"
+
+    def run(*extra: str) -> subprocess.CompletedProcess:
+        command = ["which-estimator", "--quick", "--datasets", "trec_ir50", "--methods", we.XRL]
+        resume = ["--checkpoint-dir", str(ck), "--out", str(out)]
+        return subprocess.run(
+            [sys.executable, "-m", "benchmarks", *command, *resume, *extra],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+
+    first = run("--seeds", "0")
+    assert first.returncode == 0, first.stderr[-3000:]
+    seed0 = json.loads((out / "which-estimator.json").read_text())["runs"][0]
+    second = run("--seeds", "0", "1")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"trec_ir50/{we.XRL}/seed0: finished in an earlier session" in second.stdout
+    result = json.loads((out / "which-estimator.json").read_text())
+    assert [r["seed"] for r in result["runs"]] == [0, 1]
+    assert result["runs"][0] == seed0  # the record, not a second fit's timings
+    assert result["config"]["fits_kept_from_earlier_sessions"] == [f"trec_ir50/{we.XRL}/seed0"]
+    assert result["tables"][0]["rows"][0]["n_seeds"] == 2
+    other = run("--seeds", "0", "--threads", "1")
+    assert other.returncode != 0 and "threads: 2 then, 1 now" in other.stderr

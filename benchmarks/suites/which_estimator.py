@@ -31,6 +31,10 @@ tibkat_gnd_en, and the three fine-tuned methods on the 100-shot TREC set. The
 ``which-estimator-gpu`` suite (``--profile gpu``) runs the fine-tuned rows everywhere
 and the rows left (``--device cuda``) and writes ``which-estimator-gpu.json``. The docs
 page (docs/which_estimator.rst) shows both files.
+
+``--checkpoint-dir DIR`` keeps each finished (data set, method, seed) in DIR, so that a
+run longer than a session (a fine-tuned row on the CPU) goes on where it stopped when the
+same command is run again; a rerun with other settings is refused.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import _data
-from benchmarks._harness import CACHE, in_child, summarise
+from benchmarks._harness import CACHE, FinishedFits, in_child, run_settings, summarise
 
 SEEDS = (0, 1, 2)
 # name -> (folder, imbalance ratio, shots per class)
@@ -116,6 +120,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=300, help="MatchXML steps per stage")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--checkpoint-dir", help="resumable run: each finished seed's record is kept here"
+    )
 
 
 # ----------------------------------------------------------------------------- data
@@ -337,8 +344,14 @@ def measure(name: str, method: str, seeds: list[int], args: dict) -> dict:
         from skxmc import warmup
 
         warmup()
-    runs = []
+    runs, kept = [], []
+    fits = FinishedFits(args.get("checkpoint_dir"))  # its settings checked by the parent
     for seed in seeds:
+        fit_key = f"{name}/{method}/seed{seed}"
+        if fits.get(fit_key) is not None:
+            runs += fits.get(fit_key)
+            kept.append(fit_key)
+            continue
         data = load(name, seed, args["quick"])
         Y = Y_dev = Y_test = None
         if multilabel:
@@ -352,7 +365,11 @@ def measure(name: str, method: str, seeds: list[int], args: dict) -> dict:
             counts = np.asarray(Y.sum(0)).ravel()
             keep = np.flatnonzero(counts > 0)
             if len(keep) > LR_MAX_LABELS:
-                return {"runs": [], "skipped": f"{len(keep)} labels: one-vs-rest unaffordable"}
+                return {
+                    "runs": [],
+                    "kept": [],
+                    "skipped": f"{len(keep)} labels: one-vs-rest unaffordable",
+                }
             target = Y[:, keep].toarray()
         best = None
         for setting in GRIDS[method]:
@@ -388,12 +405,14 @@ def measure(name: str, method: str, seeds: list[int], args: dict) -> dict:
             "n_train": len(data["X"]),
             "n_dev": len(data["X_dev"]),
             "n_test": n_test,
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),  # its session
         }
         runs.append(record)
+        fits.save(fit_key, [record])
         del model, best
         if sp.issparse(target):
             del target
-    return {"runs": runs}
+    return {"runs": runs, "kept": kept}
 
 
 def _score_wrapped(
@@ -431,7 +450,11 @@ def run(args: argparse.Namespace) -> dict:
     methods = args.methods or (profile["methods"][:2] if args.quick else profile["methods"])
     extra = {} if (args.datasets or args.methods) else profile.get("extra", {})
     encoder = None
-    runs, notes = [], []
+    runs, notes, kept = [], [], []
+    # The data sets, methods and profile may change between the sessions of one run (what
+    # to run); everything else must not.
+    checkpoint = getattr(args, "checkpoint_dir", None)
+    FinishedFits(checkpoint, run_settings(args, extendable=("datasets", "methods", "profile")))
     order = names + [n for n in extra if n not in names]
     for name in order:
         folder = {**MULTICLASS, **MULTILABEL}[name][0]
@@ -451,6 +474,7 @@ def run(args: argparse.Namespace) -> dict:
                 "epochs": 1 if args.quick else args.epochs,
                 "batch_size": args.batch_size,
                 "steps": 2 if args.quick else args.steps,
+                "checkpoint_dir": checkpoint,
             }
             if method not in TFIDF_ONLY:
                 if encoder is None:
@@ -468,6 +492,9 @@ def run(args: argparse.Namespace) -> dict:
             )
             if out.get("skipped"):
                 notes.append(f"{name} / {method}: {out['skipped']}")
+            for key in out["kept"]:
+                print(f"{key}: finished in an earlier session, kept", flush=True)
+            kept += out["kept"]
             for record in out["runs"]:
                 print(
                     f"{name} / {method} / seed {record['seed']}: "
@@ -521,6 +548,9 @@ def run(args: argparse.Namespace) -> dict:
             "device": args.device,
             "threads": args.threads,
             "notes": notes,
+            # The header's machine, load and scheduler are this session's; each kept fit's
+            # end is its record's "finished".
+            "fits_kept_from_earlier_sessions": kept,
         },
         "tables": tables,
         "runs": runs,
