@@ -11,7 +11,8 @@
 - :func:`write_tables` renders every table of every suite-format JSON in the results
   folder as an RST include, ``docs/_generated/<result>-<table id>.inc``; the pages
   ``.. include::`` them, so no number on a page is typed by hand. The ``.inc`` suffix keeps
-  Sphinx from reading them as pages of their own.
+  Sphinx from reading them as pages of their own. The old results files of the MatchXML
+  page, which have no tables of their own, get theirs from :mod:`benchmarks._legacy_tables`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from benchmarks import _harness
+from benchmarks import _harness, _legacy_tables
 from benchmarks._harness import RESULTS, ROOT, cells
 from benchmarks.suites import SUITES
 
@@ -82,6 +83,12 @@ def kept(results: Path = RESULTS) -> dict[str, list[str]]:
         pages = sorted({p for inc in _incs(path) for p in included.get(inc, [])})
         if pages:
             keep.setdefault(name, []).extend(f"{p} (table)" for p in pages)
+    for table in _legacy_tables.TABLES:
+        for page in included.get(f"{table.name}.inc", []):
+            for source in table.sources():
+                reasons = keep.setdefault(f"{source}.json", [])
+                if f"{page} (table)" not in reasons:
+                    reasons.append(f"{page} (table)")
     # after the tables: a file cited only through its table keeps its twin too
     for name in list(keep):
         stem = name.rpartition(".")[0]
@@ -206,6 +213,7 @@ def write_tables(results: Path = RESULTS, out: Path = GENERATED) -> list[Path]:
             target = out / name
             target.write_text(rst_table(result, table, source))
             written.append(target)
+    written += _legacy_tables.write(results, out)
     return written + write_summaries(results, out)
 
 
