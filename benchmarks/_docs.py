@@ -12,7 +12,8 @@
   folder as an RST include, ``docs/_generated/<result>-<table id>.inc``; the pages
   ``.. include::`` them, so no number on a page is typed by hand. The ``.inc`` suffix keeps
   Sphinx from reading them as pages of their own. The old results files of the MatchXML
-  page, which have no tables of their own, get theirs from :mod:`benchmarks._legacy_tables`.
+  and scaling pages, which have no tables of their own, get theirs from
+  :mod:`benchmarks._legacy_tables`.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def kept(results: Path = RESULTS) -> dict[str, list[str]]:
         pages = sorted({p for inc in _incs(path) for p in included.get(inc, [])})
         if pages:
             keep.setdefault(name, []).extend(f"{p} (table)" for p in pages)
-    for table in _legacy_tables.TABLES:
+    for table in _legacy_tables.every_table():
         for page in included.get(f"{table.name}.inc", []):
             for source in table.sources():
                 reasons = keep.setdefault(f"{source}.json", [])

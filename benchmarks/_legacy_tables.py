@@ -12,6 +12,18 @@ the files' own formatted summaries): the mean over the selected runs, with the s
 std (ddof=1) when there are several, two decimals, as :func:`benchmarks._harness.fmt`
 writes every table. The PSP figures of these files are un-normalised (they predate the
 ``"psp": "normalised"`` mark), and the headers say so.
+
+The scaling page (``docs/benchmarks/scaling.rst``) cites files of ``scale.py``,
+``scale_dask.py``, ``scale_difficulty.py`` and ``mmap_load.py`` of the same era, whose
+records are not rows of seeds: one nested record per size and library, a column per
+setting, medians that the script computed over its processes. A :class:`Grid` serves
+them: a table given cell by cell, where a cell is literal text (labels, headers) or a
+:class:`Text`, a ``str.format`` template filled with :class:`Field` values (one number or
+string each, found by a path into one file) and rounded as the template says. Two
+derived values exist: :class:`Yes` (``"yes"`` when every field is true) and
+:class:`Floor` (``"< 0.001"`` for a value below the file's resolution). Their specs live in
+:mod:`benchmarks._legacy_specs_scaling`, which would have pushed this module past 700
+lines; :func:`page_tables` says which tables each page includes.
 """
 
 from __future__ import annotations
@@ -25,8 +37,8 @@ from typing import Any
 from benchmarks import _harness
 from benchmarks._harness import RESULTS
 
-# The page these tables are written for; tests check it types none of its own.
-PAGES = ("matchxml.rst",)
+# The pages these tables are written for; tests check they type none of their own.
+PAGES = ("matchxml.rst", "scaling.rst")
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,68 @@ class Table:
     def sources(self) -> list[str]:
         found = [r.file for row in self.rows for r in (*row.runs, *row.also)]
         return list(dict.fromkeys(found))
+
+
+@dataclass(frozen=True)
+class Field:
+    """One value of a results file: ``path`` walks its JSON from the top, a ``str`` is a
+    key, an ``int`` a list index and a ``dict`` the list element whose fields equal it."""
+
+    file: str
+    path: tuple[Any, ...]
+
+
+def field(file: str, *path: Any) -> Field:
+    return Field(file, path)
+
+
+@dataclass(frozen=True)
+class Yes:
+    """``"yes"`` when every field is true, else ``"no"``."""
+
+    fields: tuple[Field, ...]
+
+
+@dataclass(frozen=True)
+class Floor:
+    """A value in ``spec`` (a format spec), or ``"< bound"`` when it is below ``bound``
+    (the file rounds to it, so 0 means "less than that")."""
+
+    field: Field
+    bound: float
+    spec: str
+
+
+@dataclass(frozen=True)
+class Text:
+    """A cell: ``template`` (``str.format``) filled with the values, in order."""
+
+    template: str
+    values: tuple[Field | Yes | Floor, ...] = ()
+
+
+def text(template: str, *values: Field | Yes | Floor) -> Text:
+    return Text(template, values)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A table given cell by cell, its header row first; a ``str`` cell is shown as it
+    is, a :class:`Text` cell is made from the files."""
+
+    name: str  # docs/_generated/<name>.inc
+    title: str  # may be empty: a list-table without a title
+    cells: tuple[tuple[str | Text, ...], ...]
+
+    def sources(self) -> list[str]:
+        texts = [c for row in self.cells for c in row if isinstance(c, Text)]
+        return list(dict.fromkeys(f.file for t in texts for v in t.values for f in fields(v)))
+
+
+def fields(v: Field | Yes | Floor) -> tuple[Field, ...]:
+    if isinstance(v, Yes):
+        return v.fields
+    return (v.field,) if isinstance(v, Floor) else (v,)
 
 
 def _row(label: str, *selected: Runs, also: Iterable[Runs] = ()) -> Row:
@@ -375,6 +449,37 @@ def select(spec: Runs, results: Path = RESULTS) -> list[dict]:
     return chosen
 
 
+def value(spec: Field, results: Path = RESULTS) -> Any:
+    found: Any = load(spec.file, results)
+    for step in spec.path:
+        if isinstance(step, dict):
+            matches = [r for r in found if all(r.get(k) == v for k, v in step.items())]
+            if len(matches) != 1:
+                raise LookupError(f"{spec.file}.json: {len(matches)} records match {step}")
+            found = matches[0]
+        else:
+            try:
+                found = found[step]
+            except (KeyError, IndexError, TypeError):
+                raise LookupError(f"{spec.file}.json has no {spec.path}") from None
+    return found
+
+
+def grid_cell(c: str | Text, results: Path = RESULTS) -> str:
+    if isinstance(c, str):
+        return c
+    filled = []
+    for v in c.values:
+        if isinstance(v, Yes):
+            filled.append("yes" if all(value(f, results) for f in v.fields) else "no")
+        elif isinstance(v, Floor):
+            got = value(v.field, results)
+            filled.append(f"< {v.bound:g}" if got < v.bound else format(got, v.spec))
+        else:
+            filled.append(value(v, results))
+    return c.template.format(*filled)
+
+
 def cell(members: list[dict], col: Col) -> str:
     if col.seeds is not None:
         members = [r for r in members if r["seed"] in col.seeds]
@@ -392,8 +497,10 @@ def header(col: Col) -> str:
     return _harness.header_columns({}, [col.metric])[0] + col.suffix
 
 
-def rows(table: Table, results: Path = RESULTS) -> list[list[str]]:
+def rows(table: Table | Grid, results: Path = RESULTS) -> list[list[str]]:
     """The header and the rows of a table, as the page shows them."""
+    if isinstance(table, Grid):
+        return [[grid_cell(c, results) for c in row] for row in table.cells]
     out = [[table.stub, *(header(c) for c in table.columns)]]
     for row in table.rows:
         members = [r for spec in row.runs for r in select(spec, results)]
@@ -411,15 +518,18 @@ def rows(table: Table, results: Path = RESULTS) -> list[list[str]]:
 # ----------------------------------------------------------------------------- writing
 
 
-def rst(table: Table, results: Path = RESULTS) -> str:
+def rst(table: Table | Grid, results: Path = RESULTS) -> str:
     sources = [f"``benchmarks/results/{f}.json``" for f in table.sources()]
-    heading = _harness.table_heading(
-        {}, {"title": table.title, "columns": [c.metric for c in table.columns]}
-    )
+    if isinstance(table, Grid):
+        heading = table.title
+    else:
+        heading = _harness.table_heading(
+            {}, {"title": table.title, "columns": [c.metric for c in table.columns]}
+        )
     lines = [
         f".. Generated by `python -m benchmarks tables` from {', '.join(sources)}; do not edit.",
         "",
-        f".. list-table:: {heading}",
+        f".. list-table:: {heading}".rstrip(),
         "   :header-rows: 1",
         "",
     ]
@@ -430,20 +540,38 @@ def rst(table: Table, results: Path = RESULTS) -> str:
     for file, source in zip(table.sources(), sources):
         data = load(file, results)
         origins.append(f"{source} (``{data['command']}``, {data['date']})")
-    caption = (
-        f"Source: {'; '.join(origins)}. Results files of the scripts before the harness;"
-        " commit not recorded; a cell with ± is the mean ± sample std (ddof=1) over the"
-        " seeds of its row."
-    )
+    if isinstance(table, Grid):
+        caption = (
+            f"Source: {'; '.join(origins)}. Results files of the scripts before the harness;"
+            " every cell is a value of them, rounded as shown."
+        )
+    else:
+        caption = (
+            f"Source: {'; '.join(origins)}. Results files of the scripts before the harness;"
+            " commit not recorded; a cell with ± is the mean ± sample std (ddof=1) over the"
+            " seeds of its row."
+        )
     return "\n".join([*lines, "", caption]) + "\n"
 
 
+def page_tables() -> dict[str, tuple[Table | Grid, ...]]:
+    """The tables of each page of :data:`PAGES`."""
+    # imported here: the specs module builds its tables from this module's classes
+    from benchmarks._legacy_specs_scaling import SCALING
+
+    return {"matchxml.rst": TABLES, "scaling.rst": SCALING}
+
+
+def every_table() -> list[Table | Grid]:
+    return [t for tables in page_tables().values() for t in tables]
+
+
 def write(results: Path, out: Path) -> list[Path]:
-    """Write ``<name>.inc`` for every table in :data:`TABLES` into ``out``; returns the
+    """Write ``<name>.inc`` for every table of every page into ``out``; returns the
     paths."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for table in TABLES:
+    for table in every_table():
         target = out / f"{table.name}.inc"
         target.write_text(rst(table, results))
         written.append(target)
