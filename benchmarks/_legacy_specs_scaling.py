@@ -109,7 +109,7 @@ SCALE_TABLES: tuple[Grid, ...] = (
                 "predict s skxmc / libpecos",
                 "peak RSS MB skxmc / libpecos",
             ),
-            _scale_row("scale", 10_000, fresh=False, rows="n_train"),
+            _scale_row("scale_rows2", 10_000, fresh=False, rows="n_train"),
             _scale_row("scale_30k", 30_000, fresh=False, rows="n_train"),
             _scale_row("scale_rows10", 10_000, fresh=False, rows="n_train"),
         ),
