@@ -153,6 +153,21 @@ def _row(label: str, *selected: Runs, also: Iterable[Runs] = ()) -> Row:
     return Row(label, tuple(selected), tuple(also))
 
 
+def _table_xii(file: str) -> tuple[Row, ...]:
+    """The paper's Table XII rows 1-4 of a ``benchmarks/matchxml.py`` ablation run."""
+    rows = ("xii-1", "xii-2", "xii-3", "matchxml")
+    return tuple(_row(label, runs(file, row=row)) for label, row in zip(XII_ROWS, rows))
+
+
+def _baselines_and_defaults(file: str) -> tuple[Row, ...]:
+    """The rows of a ``benchmarks/matchxml.py`` run: both XR-Linear baselines, MatchXML."""
+    return (
+        _row(BASE, runs(file, row="tfidf")),
+        _row(SENT, runs(file, row="tfidf+sentence")),
+        _row("MatchXML, defaults", runs(file, row="matchxml")),
+    )
+
+
 def _cols(*metrics: str) -> tuple[Col, ...]:
     return tuple(Col(m) for m in metrics)
 
@@ -167,6 +182,7 @@ XII_1 = "1: PIFA tree, hinge, no sentence embeddings"
 XII_2 = "2: + label2vec tree"
 XII_3 = "3: + text-label matching loss"
 XII_4 = "4: + static sentence embeddings (the defaults)"
+XII_ROWS = (XII_1, XII_2, XII_3, XII_4)
 PIFA0 = "``0:pifa``: [TF-IDF | static sentence] baseline"
 HALF = "``0.5:refined``: fine-tuned block at half weight"
 PIFA1 = "``1:pifa``: PIFA tree on MatchXML's features"
@@ -216,34 +232,21 @@ TABLES: tuple[Table, ...] = (
         "4,000 train / 1,000 test texts, ranker threshold 0.1 (test)",
         "row (test, 3 seeds)",
         SIX,
-        (
-            _row(BASE, runs("matchxml_tibkat_reduced", row="tfidf")),
-            _row(SENT, runs("matchxml_tibkat_reduced", row="tfidf+sentence")),
-            _row("MatchXML, defaults", runs("matchxml_tibkat_reduced", row="matchxml")),
-        ),
+        _baselines_and_defaults("matchxml_tibkat_reduced"),
     ),
     Table(
         "matchxml_tibkat_reduced_dev-dev",
         "3,000 train / 1,000 dev texts, ranker threshold 0.1 (dev)",
         "row (dev, 3 seeds)",
         SIX,
-        (
-            _row(BASE, runs("matchxml_tibkat_reduced_dev", row="tfidf")),
-            _row(SENT, runs("matchxml_tibkat_reduced_dev", row="tfidf+sentence")),
-            _row("MatchXML, defaults", runs("matchxml_tibkat_reduced_dev", row="matchxml")),
-        ),
+        _baselines_and_defaults("matchxml_tibkat_reduced_dev"),
     ),
     Table(
         "matchxml_tibkat_table12_reduced-test",
         "Table XII at the reduced budget (test)",
         "row (test, 3 seeds)",
         SIX,
-        (
-            _row(XII_1, runs("matchxml_tibkat_table12_reduced", row="xii-1")),
-            _row(XII_2, runs("matchxml_tibkat_table12_reduced", row="xii-2")),
-            _row(XII_3, runs("matchxml_tibkat_table12_reduced", row="xii-3")),
-            _row(XII_4, runs("matchxml_tibkat_table12_reduced", row="matchxml")),
-        ),
+        (*_table_xii("matchxml_tibkat_table12_reduced"),),
     ),
     Table(
         "matchxml_tibkat_table12_reduced_dev-dev",
@@ -263,11 +266,7 @@ TABLES: tuple[Table, ...] = (
         "Full size, ranker threshold 0.1 (test)",
         "row (test)",
         TEST_SEEDS,
-        (
-            _row(BASE, runs("matchxml_tibkat_defaults", row="tfidf")),
-            _row(SENT, runs("matchxml_tibkat_defaults", row="tfidf+sentence")),
-            _row("MatchXML, defaults", runs("matchxml_tibkat_defaults", row="matchxml")),
-        ),
+        _baselines_and_defaults("matchxml_tibkat_defaults"),
     ),
     Table(
         "matchxml_final_features_dev_s150-dev",
@@ -388,10 +387,7 @@ TABLES: tuple[Table, ...] = (
         "row (test), threshold 0.1",
         XII,
         (
-            _row(XII_1, runs("matchxml_tibkat_table12", row="xii-1")),
-            _row(XII_2, runs("matchxml_tibkat_table12", row="xii-2")),
-            _row(XII_3, runs("matchxml_tibkat_table12", row="xii-3")),
-            _row(XII_4, runs("matchxml_tibkat_table12", row="matchxml")),
+            *_table_xii("matchxml_tibkat_table12"),
             _row(
                 "[TF-IDF | static sentence] + XR-Linear (baseline)",
                 runs("matchxml_tibkat_table12", row="tfidf+sentence"),
