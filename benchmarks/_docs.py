@@ -13,7 +13,8 @@
   ``.. include::`` them, so no number on a page is typed by hand. The ``.inc`` suffix keeps
   Sphinx from reading them as pages of their own. The old results files of the MatchXML
   and scaling pages, which have no tables of their own, get theirs from
-  :mod:`benchmarks._legacy_tables`.
+  :mod:`benchmarks._legacy_tables`; the numbers in a page's sentences get theirs from
+  :mod:`benchmarks._figures` (``docs/_generated/<page>-figures.inc``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from benchmarks import _harness, _legacy_tables
+from benchmarks import _figures, _harness, _legacy_tables
 from benchmarks._harness import RESULTS, ROOT, cells
 from benchmarks.suites import SUITES
 
@@ -90,6 +91,12 @@ def kept(results: Path = RESULTS) -> dict[str, list[str]]:
                 reasons = keep.setdefault(f"{source}.json", [])
                 if f"{page} (table)" not in reasons:
                     reasons.append(f"{page} (table)")
+    for page, figures in _figures.page_figures().items():
+        sources = {f for figure in figures for f in _figures.sources(figure.expr)}
+        for source in sorted(sources):
+            reasons = keep.setdefault(f"{source}.json", [])
+            if f"docs/benchmarks/{page}.rst (figures)" not in reasons:
+                reasons.append(f"docs/benchmarks/{page}.rst (figures)")
     # after the tables: a file cited only through its table keeps its twin too
     for name in list(keep):
         stem = name.rpartition(".")[0]
@@ -215,6 +222,7 @@ def write_tables(results: Path = RESULTS, out: Path = GENERATED) -> list[Path]:
             target.write_text(rst_table(result, table, source))
             written.append(target)
     written += _legacy_tables.write(results, out)
+    written += _figures.write(results, out)
     return written + write_summaries(results, out)
 
 

@@ -1,0 +1,187 @@
+"""The numbers in the sentences of the MatchXML benchmark page
+(``docs/benchmarks/matchxml.rst``) are figures of ``benchmarks/_figures.py``: substitutions
+defined in ``docs/_generated/matchxml-figures.inc``, computed from the results files.
+
+Scope: the whole page's prose; the typed decimals left are listed in ``EXEMPT`` (settings
+and numbers no results JSON holds), each with its reason."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import _figures as figures
+from benchmarks._harness import RESULTS
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "benchmarks" / "matchxml.rst"
+GENERATED = ROOT / "docs" / "_generated" / "matchxml-figures.inc"
+DECIMAL = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:\.\d+)*")
+
+# A decimal the prose may type: (the number, the words before it), and why.
+EXEMPT = {
+    ("1.2.8", "libpecos"): "a library version",
+    ("4.46.3", "transformers"): "a library version",
+    ("0.05", "entries of about"): "1 / sqrt(384), the arithmetic of a unit-norm block",
+    ("1.5", "took"): "a time ratio of the .md files' time columns; the JSON has no times",
+    ("2.0", "took 1.5-"): "the same ratio's upper end",
+    ("4.2", "prediction"): "the same files' prediction-time ratio",
+    ("5.7", "prediction 4.2-"): "the same ratio's upper end",
+    ("3.5", "for about"): "minutes of the stack dumps in the GPU log, no JSON",
+}
+# the GPU log's stage times (benchmarks/results/gpu_profile_h200_2026-12-04.log): no
+# results JSON holds them
+LOG_TIMES = {"34.2", "19.0", "17.7", "27.8", "29.9", "23.9", "24.0", "30.0", "30.4", "23.6"}
+# settings: the ranker's weight thresholds, the fine-tuned block's weights
+SETTINGS = {"0.1", "0.001", "0.5", "0.25"}
+
+
+def prose(text: str) -> list[tuple[int, str]]:
+    """The page's sentences, line by line: without code blocks (``::`` and
+    ``code-block``), directives and their bodies, include lines, comments, ``literal``
+    text, substitutions and roles."""
+    out = []
+    lines = text.splitlines()
+    skip_indent: int | None = None
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if skip_indent is not None:
+            if not stripped or indent > skip_indent:
+                continue
+            skip_indent = None
+        if stripped.startswith(".. "):  # a directive, a comment, an include
+            skip_indent = indent
+            continue
+        if re.match(r"^[=\-~\"^]{3,}$", stripped):
+            continue
+        body = re.sub(r"``.*?``", " ", line)
+        body = re.sub(r":\w+:`[^`]*`", " ", body)
+        body = re.sub(r"\|[a-z0-9][a-z0-9\-]*\|", " ", body)
+        out.append((number, body))
+        if stripped.endswith("::"):  # a literal block follows
+            skip_indent = indent
+    return out
+
+
+def _typed(text: str) -> list[tuple[int, str, str]]:
+    found = []
+    joined = prose(text)
+    for number, line in joined:
+        for match in DECIMAL.finditer(line):
+            before = line[: match.start()].rstrip()
+            found.append((number, match.group().lstrip("+-"), before))
+    return found
+
+
+def _exempt(value: str, before: str) -> bool:
+    if value in SETTINGS or value in LOG_TIMES:
+        return True
+    return any(value == v and before.endswith(words) for v, words in EXEMPT)
+
+
+def test_prose_types_no_measured_number() -> None:
+    text = PAGE.read_text()
+    # roles and literals broken over two lines: join those lines first
+    text = re.sub(r"(:\w+:`[^`]*)\n([^`]*`)", r"\1 \2", text)
+    text = re.sub(r"(``[^`\n]+)\n\s*([^`\n]*``)", r"\1 \2", text)
+    left = [(n, v, b[-30:]) for n, v, b in _typed(text) if not _exempt(v, b)]
+    assert not left, f"typed numbers (make them figures of benchmarks/_figures_matchxml.py): {left}"
+
+
+def test_extractor_skips_markup() -> None:
+    text = (
+        "A 1.25 here, |a-b| not, ``0.75`` not.\n\n.. code-block:: bash\n\n   x 2.5\n\n"
+        "Command::\n\n    run 3.5\n\nback 4.5 and :download:`f 5.5 <x>`.\n"
+    )
+    assert [v for _, v, _ in _typed(text)] == ["1.25", "4.5"]
+
+
+def _defined() -> dict[str, str]:
+    found = re.findall(r"^\.\. \|([^|]+)\| replace:: (.*)$", GENERATED.read_text(), re.M)
+    return dict(found)
+
+
+def test_every_figure_used_and_defined() -> None:
+    text = PAGE.read_text()
+    assert ".. include:: ../_generated/matchxml-figures.inc" in text
+    used = set(re.findall(r"\|([a-z0-9][a-z0-9\-]*)\|", text))
+    defined = set(_defined())
+    assert used - defined == set(), "used but not defined"
+    assert defined - used == set(), "defined but not used"
+    declared = {f.name for f in figures.page_figures()["matchxml"]}
+    assert declared == defined, "run python -m benchmarks tables"
+
+
+def test_generated_file_is_current() -> None:
+    want = figures.rst(figures.page_figures()["matchxml"])
+    assert GENERATED.read_text() == want, "run python -m benchmarks tables"
+
+
+def _rows(file: str) -> list[dict]:
+    data = json.loads((RESULTS / f"{file}.json").read_text())
+    if "results" in data:
+        return [r for d in data["results"].values() for r in d["rows"]]
+    return data["rows"]
+
+
+def test_figures_are_the_files_numbers() -> None:
+    """A difference of two means, a per-seed difference, a ratio, a sample std."""
+    shown = _defined()
+    test = _rows("matchxml_final_features_test_thr0001")
+    base = _rows("matchxml_tibkat_thr0001_base")
+    old = _rows("matchxml_tibkat_defaults")
+
+    def p1(rows: list[dict], key: str, value: str, seed: int | None = None) -> np.ndarray:
+        return np.array(
+            [r["P@1"] for r in rows if r[key] == value and seed in (None, r.get("seed", 0))]
+        )
+
+    gain = p1(base, "row", "tfidf+sentence").mean() - p1(old, "row", "tfidf+sentence").mean()
+    assert shown["thr-gain-p1-base"] == f"{gain:+.2f}" == "+1.15"
+    per_seed = p1(test, "variant", "0.5:refined", 0)[0] - p1(base, "row", "tfidf+sentence", 0)[0]
+    assert shown["test-w05-p1-gap-s0"] == f"{per_seed:+.2f}" == "-0.36"
+    ranker = _rows("matchxml_tibkat_gpu_ranker_s0")[0]
+    assert shown["gpu-ranker-cores"] == f"{ranker['ranker fit cpu s'] / ranker['ranker fit s']:.0f}"
+    std = np.std(p1(test, "variant", "1:refined:nosent"), ddof=1)
+    assert shown["test-row3-p1-std"] == f"{std:.2f}"
+    official = _rows("matchxml_final_features_officialdev")
+    gaps = [
+        p1(official, "variant", "0.5:refined", s)[0] - p1(official, "variant", "0:pifa", s)[0]
+        for s in range(3)
+    ]
+    assert shown["off-w05-p1-gap-std"] == f"{np.std(gaps, ddof=1):.2f}"
+
+
+def test_suite_cell_and_arithmetic(tmp_path: Path) -> None:
+    result = {
+        "suite": "x",
+        "tables": [
+            {"id": "t", "columns": ["row", "P@1"], "rows": [{"row": "a", "P@1": 3.0}]},
+            {"id": "u", "columns": ["row", "P@1"], "rows": [{"row": "a", "P@1": 2.0}]},
+        ],
+    }
+    (tmp_path / "s.json").write_text(json.dumps(result))
+    a, b = figures.cell("s", "P@1", "t", row="a"), figures.cell("s", "P@1", 1, row="a")
+    assert figures.text(figures.fig("r", a / b, ".2f", "x"), tmp_path) == "1.50x"
+    assert figures.text(figures.fig("d", b - a, "+.1f"), tmp_path) == "-1.0"
+    assert figures.text(figures.fig("n", abs(-(b - a)), ".0f"), tmp_path) == "1"
+    assert figures.text(figures.fig("z", a - a, "+.2f"), tmp_path) == "+0.00"
+
+
+def test_unknown_field_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text(json.dumps({"tables": [{"rows": [{"row": "a"}]}]}))
+    with pytest.raises(LookupError):
+        figures.compute(figures.cell("s", "P@1", row="a"), tmp_path)
+    with pytest.raises(LookupError):
+        figures.compute(figures.cell("s", "row", row="b"), tmp_path)
+    with pytest.raises(LookupError):
+        figures.compute(figures.val("matchxml_tibkat_gpu_ranker_s0", "parts", "no such"))
+    with pytest.raises(LookupError):
+        figures.compute(figures.mean("matchxml_dev_a", "no such metric", config="tfidf"))
+    with pytest.raises(LookupError):
+        figures.compute(figures.mean("matchxml_dev_a", "P@1", config="no such row"))
