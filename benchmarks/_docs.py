@@ -91,12 +91,12 @@ def kept(results: Path = RESULTS) -> dict[str, list[str]]:
                 reasons = keep.setdefault(f"{source}.json", [])
                 if f"{page} (table)" not in reasons:
                     reasons.append(f"{page} (table)")
-    for page, figures in _figures.page_figures().items():
-        sources = {f for figure in figures for f in _figures.sources(figure.expr)}
+    for page in _figures.page_figures():
+        sources = {f for figure in page.figures for f in _figures.sources(figure.expr)}
         for source in sorted(sources):
             reasons = keep.setdefault(f"{source}.json", [])
-            if f"docs/benchmarks/{page}.rst (figures)" not in reasons:
-                reasons.append(f"docs/benchmarks/{page}.rst (figures)")
+            if f"docs/{page.path} (figures)" not in reasons:
+                reasons.append(f"docs/{page.path} (figures)")
     # after the tables: a file cited only through its table keeps its twin too
     for name in list(keep):
         stem = name.rpartition(".")[0]

@@ -29,7 +29,11 @@ combined with the arithmetic the prose uses: ``a - b``, ``a / b``, ``a + b``, ``
 the smallest or the sample std of several (``op("max", a, b)``) and a square root. A
 :class:`Figure`'s format is a ``format`` spec (``".2f"``, ``"+.2f"`` for an explicit
 sign) and a suffix (``"x"`` for a ratio). A page's declarations live in a private module
-of their own (``benchmarks/_figures_<page>.py``, listed in :func:`page_figures`).
+of their own, ``benchmarks/_figures_<name>.py``, found by :func:`page_figures`: it names
+its page (``PAGE``, the path under ``docs/``), declares ``FIGURES``, and lists the decimals
+its prose may still type, each with its reason (``TYPED``: a value anywhere on the page,
+such as a setting; ``EXEMPT``: a value after given words). tests/test_bench_figures.py
+checks every such page.
 """
 
 from __future__ import annotations
@@ -245,12 +249,46 @@ def text(figure: Figure, results: Path = RESULTS) -> str:
 # ----------------------------------------------------------------------------- writing
 
 
-def page_figures() -> dict[str, tuple[Figure, ...]]:
-    """The figures of each page (``docs/benchmarks/<page>.rst``), by page."""
-    # imported here: the declarations build on this module
-    from benchmarks._figures_matchxml import FIGURES as MATCHXML
+@dataclass(frozen=True)
+class Page:
+    """One page's figures: ``docs/<path>``, its declarations and its typed decimals."""
 
-    return {"matchxml": MATCHXML}
+    path: str  # under docs/, e.g. "benchmarks/matchxml.rst"
+    module: str
+    figures: tuple[Figure, ...]
+    typed: dict[str, str]  # value -> why the page may type it anywhere
+    exempt: dict[tuple[str, str], str]  # (value, the words before it) -> why
+
+    @property
+    def generated(self) -> str:
+        """The name of its figures file under ``docs/_generated/``."""
+        return self.path.removesuffix(".rst").replace("/", "-") + "-figures.inc"
+
+
+def page_figures() -> list[Page]:
+    """Every page with figures: one per ``benchmarks/_figures_<name>.py`` module."""
+    import importlib
+    import pkgutil
+
+    import benchmarks
+
+    pages = []
+    for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda i: i.name):
+        if not info.name.startswith("_figures_"):
+            continue
+        name = f"benchmarks.{info.name}"
+        # imported here: the declarations build on this module
+        module = importlib.import_module(name)
+        pages.append(
+            Page(
+                module.PAGE,
+                name,
+                tuple(module.FIGURES),
+                dict(getattr(module, "TYPED", {})),
+                dict(getattr(module, "EXEMPT", {})),
+            )
+        )
+    return pages
 
 
 def rst(figures: tuple[Figure, ...], results: Path = RESULTS) -> str:
@@ -283,11 +321,11 @@ def sources(expr: Expr) -> list[str]:
 
 
 def write(results: Path, out: Path) -> list[Path]:
-    """Write ``<page>-figures.inc`` for every page into ``out``; returns the paths."""
+    """Write every page's figures file into ``out``; returns the paths."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for page, figures in page_figures().items():
-        target = out / f"{page}-figures.inc"
-        target.write_text(rst(figures, results))
+    for page in page_figures():
+        target = out / page.generated
+        target.write_text(rst(page.figures, results))
         written.append(target)
     return written

@@ -10,6 +10,30 @@ from __future__ import annotations
 
 from benchmarks._figures import Figure, fig, mean, op, stat, val
 
+PAGE = "benchmarks/matchxml.rst"
+# A decimal the prose may type after given words: (the number, the words before it), why.
+EXEMPT = {
+    ("1.2.8", "libpecos"): "a library version",
+    ("4.46.3", "transformers"): "a library version",
+    ("0.05", "entries of about"): "1 / sqrt(384), the arithmetic of a unit-norm block",
+    ("1.5", "took"): "a time ratio of the .md files' time columns; the JSON has no times",
+    ("2.0", "took 1.5-"): "the same ratio's upper end",
+    ("4.2", "prediction"): "the same files' prediction-time ratio",
+    ("5.7", "prediction 4.2-"): "the same ratio's upper end",
+    ("3.5", "for about"): "minutes of the stack dumps in the GPU log, no JSON",
+}
+# Decimals the prose may type anywhere, and why.
+TYPED = {
+    **dict.fromkeys(
+        ("34.2", "19.0", "17.7", "27.8", "29.9", "23.9", "24.0", "30.0", "30.4", "23.6"),
+        "a stage time of benchmarks/results/gpu_profile_h200_2026-12-04.log; no JSON holds it",
+    ),
+    **dict.fromkeys(
+        ("0.1", "0.001", "0.5", "0.25"),
+        "a setting: the ranker's weight threshold or the fine-tuned block's weight",
+    ),
+}
+
 # the first section: full size at the reference's threshold 0.001 (test)
 TEST = "matchxml_final_features_test_thr0001"
 BASE = "matchxml_tibkat_thr0001_base"

@@ -1,9 +1,8 @@
-"""The numbers in the sentences of the MatchXML benchmark page
-(``docs/benchmarks/matchxml.rst``) are figures of ``benchmarks/_figures.py``: substitutions
-defined in ``docs/_generated/matchxml-figures.inc``, computed from the results files.
-
-Scope: the whole page's prose; the typed decimals left are listed in ``EXEMPT`` (settings
-and numbers no results JSON holds), each with its reason."""
+"""The numbers in the sentences of a docs page with figures (``benchmarks/_figures_*.py``)
+are substitutions defined in its ``docs/_generated/*-figures.inc``, computed from the
+results files: no page types a measured decimal outside them. The decimals a page may
+type (settings, numbers no results JSON holds) are listed in its declarations module,
+each with its reason."""
 
 from __future__ import annotations
 
@@ -18,26 +17,10 @@ from benchmarks import _figures as figures
 from benchmarks._harness import RESULTS
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = ROOT / "docs" / "benchmarks" / "matchxml.rst"
-GENERATED = ROOT / "docs" / "_generated" / "matchxml-figures.inc"
+DOCS = ROOT / "docs"
 DECIMAL = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:\.\d+)*")
-
-# A decimal the prose may type: (the number, the words before it), and why.
-EXEMPT = {
-    ("1.2.8", "libpecos"): "a library version",
-    ("4.46.3", "transformers"): "a library version",
-    ("0.05", "entries of about"): "1 / sqrt(384), the arithmetic of a unit-norm block",
-    ("1.5", "took"): "a time ratio of the .md files' time columns; the JSON has no times",
-    ("2.0", "took 1.5-"): "the same ratio's upper end",
-    ("4.2", "prediction"): "the same files' prediction-time ratio",
-    ("5.7", "prediction 4.2-"): "the same ratio's upper end",
-    ("3.5", "for about"): "minutes of the stack dumps in the GPU log, no JSON",
-}
-# the GPU log's stage times (benchmarks/results/gpu_profile_h200_2026-12-04.log): no
-# results JSON holds them
-LOG_TIMES = {"34.2", "19.0", "17.7", "27.8", "29.9", "23.9", "24.0", "30.0", "30.4", "23.6"}
-# settings: the ranker's weight thresholds, the fine-tuned block's weights
-SETTINGS = {"0.1", "0.001", "0.5", "0.25"}
+PAGES = figures.page_figures()
+IDS = [p.path for p in PAGES]
 
 
 def prose(text: str) -> list[tuple[int, str]]:
@@ -78,19 +61,26 @@ def _typed(text: str) -> list[tuple[int, str, str]]:
     return found
 
 
-def _exempt(value: str, before: str) -> bool:
-    if value in SETTINGS or value in LOG_TIMES:
+def _exempt(page: figures.Page, value: str, before: str) -> bool:
+    if value in page.typed:
         return True
-    return any(value == v and before.endswith(words) for v, words in EXEMPT)
+    return any(value == v and before.endswith(words) for v, words in page.exempt)
 
 
-def test_prose_types_no_measured_number() -> None:
-    text = PAGE.read_text()
+def test_pages_are_found() -> None:
+    assert "benchmarks/matchxml.rst" in IDS
+    for page in PAGES:
+        assert (DOCS / page.path).is_file(), page.module
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_prose_types_no_measured_number(page: figures.Page) -> None:
+    text = (DOCS / page.path).read_text()
     # roles and literals broken over two lines: join those lines first
     text = re.sub(r"(:\w+:`[^`]*)\n([^`]*`)", r"\1 \2", text)
     text = re.sub(r"(``[^`\n]+)\n\s*([^`\n]*``)", r"\1 \2", text)
-    left = [(n, v, b[-30:]) for n, v, b in _typed(text) if not _exempt(v, b)]
-    assert not left, f"typed numbers (make them figures of benchmarks/_figures_matchxml.py): {left}"
+    left = [(n, v, b[-30:]) for n, v, b in _typed(text) if not _exempt(page, v, b)]
+    assert not left, f"typed numbers (make them figures of {page.module}): {left}"
 
 
 def test_extractor_skips_markup() -> None:
@@ -101,25 +91,29 @@ def test_extractor_skips_markup() -> None:
     assert [v for _, v, _ in _typed(text)] == ["1.25", "4.5"]
 
 
-def _defined() -> dict[str, str]:
-    found = re.findall(r"^\.\. \|([^|]+)\| replace:: (.*)$", GENERATED.read_text(), re.M)
-    return dict(found)
+def _defined(page: figures.Page) -> dict[str, str]:
+    generated = (DOCS / "_generated" / page.generated).read_text()
+    return dict(re.findall(r"^\.\. \|([^|]+)\| replace:: (.*)$", generated, re.M))
 
 
-def test_every_figure_used_and_defined() -> None:
-    text = PAGE.read_text()
-    assert ".. include:: ../_generated/matchxml-figures.inc" in text
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_every_figure_used_and_defined(page: figures.Page) -> None:
+    text = (DOCS / page.path).read_text()
+    depth = "../" * page.path.count("/")
+    assert f".. include:: {depth}_generated/{page.generated}" in text
     used = set(re.findall(r"\|([a-z0-9][a-z0-9\-]*)\|", text))
-    defined = set(_defined())
+    defined = set(_defined(page))
     assert used - defined == set(), "used but not defined"
     assert defined - used == set(), "defined but not used"
-    declared = {f.name for f in figures.page_figures()["matchxml"]}
-    assert declared == defined, "run python -m benchmarks tables"
+    assert {f.name for f in page.figures} == defined, "run python -m benchmarks tables"
 
 
-def test_generated_file_is_current() -> None:
-    want = figures.rst(figures.page_figures()["matchxml"])
-    assert GENERATED.read_text() == want, "run python -m benchmarks tables"
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_generated_file_is_current(page: figures.Page) -> None:
+    want = figures.rst(page.figures)
+    assert (DOCS / "_generated" / page.generated).read_text() == want, (
+        "run python -m benchmarks tables"
+    )
 
 
 def _rows(file: str) -> list[dict]:
@@ -131,7 +125,8 @@ def _rows(file: str) -> list[dict]:
 
 def test_figures_are_the_files_numbers() -> None:
     """A difference of two means, a per-seed difference, a ratio, a sample std."""
-    shown = _defined()
+    (page,) = [p for p in PAGES if p.path == "benchmarks/matchxml.rst"]
+    shown = _defined(page)
     test = _rows("matchxml_final_features_test_thr0001")
     base = _rows("matchxml_tibkat_thr0001_base")
     old = _rows("matchxml_tibkat_defaults")
