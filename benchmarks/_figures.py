@@ -241,7 +241,7 @@ def text(figure: Figure, results: Path = RESULTS) -> str:
     if math.isnan(number):
         raise LookupError(f"{figure.name} is not a number")
     shown = format(number, figure.spec)
-    if float(shown.rstrip("x%")) == 0 and shown.startswith("-"):
+    if float(shown.rstrip("x%").replace(",", "")) == 0 and shown.startswith("-"):
         shown = format(0.0, figure.spec)
     return shown + figure.suffix
 
