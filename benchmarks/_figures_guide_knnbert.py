@@ -61,7 +61,7 @@ def _table() -> list[Figure]:
             out.append(fig(f"{data}-{name}-std", acc_std(data, name)))
     out += [
         fig("mem-train-size", _run("sst2", ROW["knnbert"], 0, "memory_size"), ".0f"),
-        fig("mem-queue-size", _run("sst2", ROW["knnbert-q"], 0, "memory_size"), ".0f"),
+        fig("mem-queue-size", _run("sst2", ROW["knnbert-q"], 0, "memory_size"), ",.0f"),
     ]
     return out
 

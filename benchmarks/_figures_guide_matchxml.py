@@ -13,7 +13,6 @@ PAGE = "matchxml.rst"
 # Decimals the prose may type anywhere, and why.
 TYPED = {
     "0.9": "a setting: AdamW's first beta",
-    "2.0": "a setting: the ranker's positive weight Cp",
     "0.98": "a setting: AdamW's second beta",
     "0.001": "a setting: the ranker's weight threshold",
     "0.1": "a setting: XR-Linear's default weight threshold",

@@ -33,7 +33,6 @@ EXEMPT = {
 TYPED = {
     "0.7": "a setting: the generator's default noise",
     "0.08": "a setting: the generator's default label_share",
-    "6.3": "a setting: --labels-per-sample (in a command broken over three lines)",
     "1.0": "the issue's target: train time at most 1.0x libpecos's",
     "1.5": "the issue's target: peak RSS at most 1.5x libpecos's",
     "0.3": "the issue's target: P@k at most 0.3 below libpecos's",
