@@ -23,6 +23,9 @@ The values an expression reads:
   :class:`~benchmarks._legacy_tables.Runs` selects, the way the legacy tables pool seeds;
 - :class:`Cell`: a cell of a suite-format table, ``result["tables"][i]["rows"]`` matched
   by its key columns;
+- :class:`Summary`: the mean or the std of a ``"mean ± std"`` text at a
+  :class:`~benchmarks._legacy_tables.Field` (files whose per-seed records are gone keep
+  only such summaries);
 
 combined with the arithmetic the prose uses: ``a - b``, ``a / b``, ``a + b``, ``-a``,
 ``abs(a)`` (the Python operators build an :class:`Op`), and :func:`op` for the largest,
@@ -107,6 +110,14 @@ class Cell(Expr):
 
 
 @dataclass(frozen=True, eq=False)
+class Summary(Expr):
+    """The ``part`` (``mean`` or ``std``) of the ``"mean ± std"`` text at ``field``."""
+
+    field: Field
+    part: str = "mean"
+
+
+@dataclass(frozen=True, eq=False)
 class Op(Expr):
     name: str  # sub, add, div, mul, neg, abs, sqrt; max, min, std (of any number)
     args: tuple[Expr, ...]
@@ -159,6 +170,10 @@ def cell(file: str, column: str, table: int | str = 0, **key: Any) -> Cell:
     return Cell(file, table, tuple(key.items()), column)
 
 
+def summary(file: str, *path: Any, part: str = "mean") -> Summary:
+    return Summary(Field(file, path), part)
+
+
 def fig(name: str, expr: Expr, spec: str = ".2f", suffix: str = "") -> Figure:
     return Figure(name, expr, spec, suffix)
 
@@ -202,6 +217,8 @@ def compute(expr: Expr, results: Path = RESULTS) -> float:
         raise ValueError(f"unknown statistic {expr.stat!r}")
     if isinstance(expr, Cell):
         return _cell(expr, results)
+    if isinstance(expr, Summary):
+        return _summary(value(expr.field, results), expr)
     if isinstance(expr, Op):
         if expr.name not in _OPS:
             raise ValueError(f"unknown operation {expr.name!r}")
@@ -213,6 +230,16 @@ def _number(found: Any, where: Any) -> float:
     if isinstance(found, bool) or not isinstance(found, (int, float)):
         raise LookupError(f"{where} is not a number: {found!r}")
     return float(found)
+
+
+def _summary(found: Any, expr: Summary) -> float:
+    parts = found.split("\u00b1") if isinstance(found, str) else []
+    if len(parts) != 2 or expr.part not in ("mean", "std"):
+        raise LookupError(f"{expr.field} is no mean \u00b1 std ({expr.part}): {found!r}")
+    try:
+        return float(parts[0] if expr.part == "mean" else parts[1])
+    except ValueError:
+        raise LookupError(f"{expr.field} has no {expr.part}: {found!r}") from None
 
 
 def _cell(expr: Cell, results: Path) -> float:
@@ -315,6 +342,8 @@ def sources(expr: Expr) -> list[str]:
         return [r.file for r in expr.runs]
     if isinstance(expr, Cell):
         return [expr.file]
+    if isinstance(expr, Summary):
+        return [expr.field.file]
     if isinstance(expr, Op):
         return [f for a in expr.args for f in sources(a)]
     return []
