@@ -1,0 +1,64 @@
+"""Figures of the guide and benchmark pages recomputed from the raw JSON with numpy,
+independently of :mod:`benchmarks._figures` (the MatchXML page's are in
+tests/test_bench_figures.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks._harness import RESULTS
+
+GENERATED = Path(__file__).resolve().parents[1] / "docs" / "_generated"
+
+
+def _shown(page: str) -> dict[str, str]:
+    text = (GENERATED / f"{page}-figures.inc").read_text()
+    return dict(re.findall(r"^\.\. \|([^|]+)\| replace:: (.*)$", text, re.M))
+
+
+def _load(file: str) -> dict:
+    return json.loads((RESULTS / f"{file}.json").read_text())
+
+
+def test_ensemble_fit_ratios() -> None:
+    shown = _shown("ensemble")
+    data = _load("ensemble")
+    ratios = np.array([r["fit_ratio"] for r in data["runs"] if r["model"] == "RankerEnsemble"])
+    assert shown["ens-fit-ratio-min"] == f"{ratios.min():.2f}"
+    assert shown["ens-fit-ratio-max"] == f"{ratios.max():.2f}"
+    selection = data["config"]["selection"]
+    single = selection["member_fit_s"][selection["best_single"]]
+    first = selection["confirmations"][0]
+    assert shown["ens5-est-ratio-a"] == f"{first['estimated_fit_s'] / single:.2f}" == "2.86"
+    earlier = _load("ensemble-by-estimate")["runs"]
+    seed0 = [r for r in earlier if r["model"] == "RankerEnsemble" and r["seed"] == 0]
+    assert shown["est-fit-ratio-s0"] == f"{seed0[0]['fit_ratio']:.2f}"
+
+
+def test_persistence_shares() -> None:
+    shown = _shown("persistence")
+    rows = _load("predict_only/persistence")["runs"]
+    size = {(r["dataset"], r["saved"]): r["MiB"] for r in rows}
+    share = size["tibkat_gnd_en", "predict_only=True"] / size["tibkat_gnd_en", "full"]
+    assert shown["po-tibkat-share"] == f"{share:.2f}" == "0.58"
+
+
+def test_serving_ratios() -> None:
+    shown = _shown("serving")
+    runs = _load("onnx_speed")["runs"]
+    # the summary's times are the medians of the repeats
+    torch_s = np.median(runs[1]["torch s"])
+    onnx_s = np.median(runs[1]["onnx s"])
+    assert shown["onnx-t2-torch-s"] == f"{torch_s:.3f}"
+    assert shown["onnx-t2-ratio"] == f"{torch_s / onnx_s:.2f}"
+    rows = _load("serve-throughput")["tables"][0]["rows"]
+    (two,) = [
+        r
+        for r in rows
+        if r["server"] == "this checkout" and r["workers"] == 2 and r["batch_wait_ms"] == 0
+    ]
+    assert shown["serve-cpu-over-model"] == f"{1 / two['cpu ratio']:.1f}"
