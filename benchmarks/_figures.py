@@ -358,3 +358,19 @@ def write(results: Path, out: Path) -> list[Path]:
         target.write_text(rst(page.figures, results))
         written.append(target)
     return written
+
+
+# ----------------------------------------------------------------------------- median
+
+
+# ``op("median", a, b, c)``: the median of several numbers, as the benchmark scripts pool
+# repeats (a median of per-repeat ratios: ``op("median", *(a[i] / b[i] for i in ...))``).
+def _median(*numbers: float) -> float:
+    ordered = sorted(numbers)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
+
+_OPS["median"] = _median

@@ -62,3 +62,36 @@ def test_serving_ratios() -> None:
         if r["server"] == "this checkout" and r["workers"] == 2 and r["batch_wait_ms"] == 0
     ]
     assert shown["serve-cpu-over-model"] == f"{1 / two['cpu ratio']:.1f}"
+
+
+def test_median_op() -> None:
+    from benchmarks import _figures as figures
+
+    assert figures.compute(figures.op("median", 3, 1, 2)) == 2
+    assert figures.compute(figures.op("median", 4, 1, 2, 3)) == 2.5
+
+
+def test_xrlinear_ratios_and_seed_gaps() -> None:
+    shown = _shown("benchmarks-xrlinear")
+
+    def row(file: str, dataset: str, library: str) -> dict:
+        (found,) = [
+            r for r in _load(file)["rows"] if r["dataset"] == dataset and r["library"] == library
+        ]
+        return found
+
+    ours = row("xmc_linear_quiet_after", "tibkat_gnd_en", "skxmc")["train_s_all"]
+    theirs = row("xmc_linear_quiet_after", "tibkat_gnd_en", "libpecos")["train_s_all"]
+    ratio = np.median(np.array(ours) / np.array(theirs))
+    assert shown["q-t-fit-ratio"] == f"{ratio:.2f}x" == "0.72x"
+    per_seed = _load("xmc_linear_seeds_tibkat")["records"][0]["per_seed"]
+    gaps = [a["P@5"] - b["P@5"] for a, b in zip(per_seed["skxmc"], per_seed["libpecos"])]
+    assert shown["seed-p5-gap-mean"] == f"{np.mean(gaps):+.2f}"
+    fused = [
+        np.median(
+            np.array(row("xmc_linear_s30_small_fused", d, "skxmc")["peak_rss_mb_all"])
+            / np.array(row("xmc_linear_s30_small_fused", d, "libpecos")["peak_rss_mb_all"])
+        )
+        for d in ("reuters21578_allcats", "bibtex_bow")
+    ]
+    assert shown["s30-bibtex-rss-ratio"] == f"{fused[1]:.2f}x"
