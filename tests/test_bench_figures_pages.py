@@ -95,3 +95,25 @@ def test_xrlinear_ratios_and_seed_gaps() -> None:
         for d in ("reuters21578_allcats", "bibtex_bow")
     ]
     assert shown["s30-bibtex-rss-ratio"] == f"{fused[1]:.2f}x"
+
+
+def test_snm_dev_and_matchxml_gaps() -> None:
+    shown = _shown("benchmarks-snm")
+    runs = _load("snm_dev_bibtex")["runs"]
+
+    def dev_p1(method: str) -> np.ndarray:
+        return np.array([r["dev_precision@1"] for r in runs if r["method"] == method])
+
+    centroid, random = dev_p1("snm k=1 mean"), dev_p1("snm k=1 mean random")
+    assert len(centroid) == len(random) == 3
+    assert shown["dev-bibtex-init-gain"] == f"{centroid.mean() - random.mean():.1f}"
+    assert shown["dev-bibtex-mean-p1-std"] == f"{np.std(centroid, ddof=1):.1f}"
+    with_snm = _load("matchxml_tibkat_ablations")["results"]
+    without = _load("matchxml")["results"]
+
+    def p1(results: dict, row: str) -> float:
+        (found,) = [r for d in results.values() for r in d["rows"] if r["row"] == row]
+        return found["P@1"]
+
+    gap = p1(with_snm, "snm-negatives") - p1(without, "matchxml")
+    assert shown["mx-test-p1-gap"] == f"{gap:+.2f}" == "+0.53"
