@@ -117,3 +117,22 @@ def test_snm_dev_and_matchxml_gaps() -> None:
 
     gap = p1(with_snm, "snm-negatives") - p1(without, "matchxml")
     assert shown["mx-test-p1-gap"] == f"{gap:+.2f}" == "+0.53"
+
+
+def test_add_labels_and_update() -> None:
+    shown = _shown("xrlinear")
+    runs = _load("add-labels")["runs"]
+    gaps = np.array(
+        [
+            r["old P@5 gap"]
+            for r in runs
+            if r["held out"].startswith("5%") and r["model"] == "fit on the rest + add_labels"
+        ]
+    )
+    assert len(gaps) == 3
+    assert shown["al-dev-old-p5-below"] == f"{-gaps.mean():.2f}"
+    assert shown["al-dev-old-p5-below-worst"] == f"{-gaps.min():.2f}" == "0.35"
+    test = [r for r in _load("update")["runs"] if r["model"] == '+ update(scope="labels")']
+    cpu = np.array([r["cpu ratio"] for r in test])
+    assert shown["up-labels-cpu"] == f"{cpu.mean():.2f}"
+    assert shown["up-labels-cpu-std"] == f"{np.std(cpu, ddof=1):.2f}"
