@@ -42,6 +42,7 @@ checks every such page.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,8 @@ _OPS = {
     "max": max,
     "min": min,
     "std": lambda *v: _harness.mean_std(v)[1],
+    # the scripts pool repeats by their median (of per-repeat ratios, say)
+    "median": lambda *v: statistics.median(v),
 }
 
 
@@ -358,71 +361,3 @@ def write(results: Path, out: Path) -> list[Path]:
         target.write_text(rst(page.figures, results))
         written.append(target)
     return written
-
-
-# ----------------------------------------------------------------------------- median
-
-
-# ``op("median", a, b, c)``: the median of several numbers, as the benchmark scripts pool
-# repeats (a median of per-repeat ratios: ``op("median", *(a[i] / b[i] for i in ...))``).
-def _median(*numbers: float) -> float:
-    ordered = sorted(numbers)
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[middle]
-    return (ordered[middle - 1] + ordered[middle]) / 2
-
-
-_OPS["median"] = _median
-
-
-# ----------------------------------------------------------------------------- text values
-
-# The pooled files (``python benchmarks/sharprecl.py --pool``, ``_common.py combine``,
-# ``knnbert.py --summarise``) write a mean and its std as one text, ``"88.07 ± 0.24"``,
-# and some of their per-seed sources were never kept. :func:`part` reads such a text's
-# numbers; ``compute`` and ``sources`` below extend the ones above with it.
-
-
-@dataclass(frozen=True, eq=False)
-class Part(Expr):
-    """The ``index``-th number of a text value: 0 the mean, 1 the std of ``"a ± b"``."""
-
-    field: Field
-    index: int = 0
-
-
-def part(file: str, *path: Any, index: int = 0) -> Part:
-    return Part(Field(file, path), index)
-
-
-def _numbers(text: str) -> list[float]:
-    found = []
-    for token in text.replace("±", " ").split():
-        try:
-            found.append(float(token))
-        except ValueError:
-            pass
-    return found
-
-
-_compute_numbers = compute
-_sources_of_numbers = sources
-
-
-def compute(expr: Expr, results: Path = RESULTS) -> float:
-    """:func:`compute` of the above, and of a :class:`Part`."""
-    if isinstance(expr, Part):
-        found = value(expr.field, results)
-        numbers = _numbers(found) if isinstance(found, str) else []
-        if len(numbers) <= expr.index:
-            raise LookupError(f"{expr.field}: no number {expr.index} in {found!r}")
-        return numbers[expr.index]
-    return _compute_numbers(expr, results)
-
-
-def sources(expr: Expr) -> list[str]:
-    """:func:`sources` of the above, and of a :class:`Part`."""
-    if isinstance(expr, Part):
-        return [expr.field.file]
-    return _sources_of_numbers(expr)

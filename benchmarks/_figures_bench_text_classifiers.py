@@ -9,7 +9,7 @@ written ``row - baseline`` the way the sentence reads it.
 
 from __future__ import annotations
 
-from benchmarks._figures import Figure, fig, op, part, val
+from benchmarks._figures import Figure, fig, op, summary, val
 
 PAGE = "benchmarks/text_classifiers.rst"
 TYPED = {
@@ -47,7 +47,8 @@ PAPER_SETS = {"ohsumed": "sharprecl_ohsumed_titles", "trec": "sharprecl_trec", "
 
 def _f1(file: str, dataset: str, row: str, index: int = 0, key: str = "macro-F1"):
     """The mean (``index`` 0) or std (1) of a pooled row's metric."""
-    return part(file, "summary", {"dataset": dataset, "row": row}, key, index=index)
+    which = ("mean", "std")[index]
+    return summary(file, "summary", {"dataset": dataset, "row": row}, key, part=which)
 
 
 def _epoch(file: str, dataset: str, row: str):

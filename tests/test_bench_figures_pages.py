@@ -138,23 +138,6 @@ def test_add_labels_and_update() -> None:
     assert shown["up-labels-cpu-std"] == f"{np.std(cpu, ddof=1):.2f}"
 
 
-def test_part_reads_a_pooled_text(tmp_path: Path) -> None:
-    from benchmarks import _figures as figures
-
-    (tmp_path / "p.json").write_text(json.dumps({"summary": [{"row": "a", "f1": "88.07 ± 0.24"}]}))
-    mean = figures.part("p", "summary", {"row": "a"}, "f1")
-    std = figures.part("p", "summary", {"row": "a"}, "f1", index=1)
-    assert figures.compute(mean, tmp_path) == 88.07
-    assert figures.text(figures.fig("d", mean - std, ".2f"), tmp_path) == "87.83"
-    assert figures.sources(mean - std) == ["p", "p"]
-    try:
-        figures.compute(figures.part("p", "summary", {"row": "a"}, "f1", index=2), tmp_path)
-    except LookupError:
-        pass
-    else:
-        raise AssertionError("a missing number must raise")
-
-
 def test_sharprecl_pooled_text_matches_its_seeds() -> None:
     """The pooled file's text is the mean and sample std of the per-seed runs."""
     shown = _shown("benchmarks-text_classifiers")
