@@ -199,3 +199,28 @@ def test_unknown_field_is_an_error(tmp_path: Path) -> None:
         figures.compute(figures.mean("matchxml_dev_a", "no such metric", config="tfidf"))
     with pytest.raises(LookupError):
         figures.compute(figures.mean("matchxml_dev_a", "P@1", config="no such row"))
+
+
+# The decimals the pages without figures may type: (page, number) -> why.
+NO_FIGURES_TYPED = {
+    ("contributing.rst", "3.10"): "a Python version",
+    ("getting_started.rst", "3.10"): "a Python version",
+    ("getting_started.rst", "4.0"): "a licence's version (CC BY-SA 4.0)",
+    ("metrics.rst", "0.9"): "a score of the worked example's input",
+    ("snm.rst", "2.5"): "(K - 1) / B of bibtex's settings, arithmetic, not a measurement",
+    ("text_classifiers.rst", "0.1"): "a default setting (contrastive_weight)",
+}
+
+
+def test_pages_without_figures_type_no_measured_number() -> None:
+    """Every other page of the docs: no typed decimal but the few listed settings."""
+    with_figures = {p.path for p in PAGES}
+    left = []
+    for path in sorted([*DOCS.glob("*.rst"), *DOCS.glob("benchmarks/*.rst")]):
+        page = str(path.relative_to(DOCS))
+        if page in with_figures:
+            continue
+        for number, value, before in _typed(_blank_inline_markup(path.read_text())):
+            if (page, value) not in NO_FIGURES_TYPED:
+                left.append((page, number, value, before[-30:]))
+    assert not left, f"typed numbers (give the page a benchmarks/_figures_*.py): {left}"
