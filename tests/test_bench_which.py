@@ -230,3 +230,19 @@ def test_run_resumes_from_the_seeds_it_finished(tmp_path: Path) -> None:
     assert result["tables"][0]["rows"][0]["n_seeds"] == 2
     other = run("--seeds", "0", "--threads", "1")
     assert other.returncode != 0 and "threads: 2 then, 1 now" in other.stderr
+
+
+def test_embeddings_cache_folder_is_made_before_encoding(tmp_path: Path, monkeypatch) -> None:
+    """A fresh checkout has no cache folder: the encoding child must find one to save to
+    (it once encoded goemotions for minutes, then failed at the save)."""
+    we = _suite()
+    cache = tmp_path / "results" / "cache"
+    monkeypatch.setattr(we, "CACHE", cache)
+
+    def child(target: str, **kwargs) -> dict:
+        Path(kwargs["path"]).write_bytes(b"saved")  # as np.savez would
+        return {}
+
+    monkeypatch.setattr(we, "in_child", child)
+    path = we._embeddings("goemotions", "encoder", False, [0])
+    assert Path(path).read_bytes() == b"saved" and Path(path).parent == cache

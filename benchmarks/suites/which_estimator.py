@@ -189,6 +189,8 @@ def _embeddings(name: str, encoder: str, quick: bool, seeds: list[int]) -> str:
     tag = f"_quick{'-'.join(map(str, seeds))}" if quick else ""
     path = CACHE / f"which_estimator_emb_{_folder(name)}{tag}.npz"
     if not path.is_file():
+        # a fresh checkout has no cache folder: the encoding would be lost at its save
+        path.parent.mkdir(parents=True, exist_ok=True)
         in_child(
             "benchmarks.suites.which_estimator:encode_set",
             name=name,
