@@ -193,13 +193,14 @@ PAGES: dict[str, tuple[tuple[str, ...], Callable, str, str, str]] = {
             "which-estimator-finetuned-trec-cr.json",
             "which-estimator-finetuned-biomedical.json",
             "which-estimator-finetuned-biomedical-sharprecl.json",
+            "which-estimator-goemotions.json",
             "which-estimator-gpu.json",
         ),
         _which_estimator,
         "test score (x100)",
         "fit seconds",
         "The rows of the ``which-estimator`` suite's runs (the CPU profile, then the "
-        "fine-tuned rows set by set): macro-F1 on the multi-class sets, "
+        "rows run set by set): macro-F1 on the multi-class sets, "
         "P@1 on the multi-label ones, mean ± sample std over 3 seeds, against the fit "
         "seconds of the setting chosen on dev.",
     ),
