@@ -218,7 +218,7 @@ def test_pages_without_figures_type_no_measured_number() -> None:
     left = []
     for path in sorted([*DOCS.glob("*.rst"), *DOCS.glob("benchmarks/*.rst")]):
         page = str(path.relative_to(DOCS))
-        if page in with_figures:
+        if page in with_figures or page == "sg_execution_times.rst":  # a docs build's
             continue
         for number, value, before in _typed(_blank_inline_markup(path.read_text())):
             if (page, value) not in NO_FIGURES_TYPED:
