@@ -14,6 +14,15 @@ from dataclasses import replace
 from typing import Any
 
 from benchmarks._figures import Expr, Figure, fig, op, val
+from benchmarks._legacy_specs_scaling import (
+    CHECKED,
+    COLD,
+    FULL,
+    MAPPED,
+    RANDOM,
+    REFILLED,
+    SHARED,
+)
 
 PAGE = "benchmarks/scaling.rst"
 # A decimal the prose may type after given words: (the number, the words before it), why.
@@ -286,13 +295,6 @@ def _cluster() -> list[Figure]:
     ]
 
 
-FULL = "full (verify default: sha256 + entries)"
-CHECKED = "mmap=True (entries, no sha256)"
-MAPPED = "mmap=True, verify=False"
-SHARED = "mmap=True, verify=False, 4 processes at once"
-COLD = "mmap=True, verify=False, cold page cache"
-RANDOM = "the same, map advised MADV_RANDOM after the load"
-REFILLED = "mmap=True, verify=False, page cache filled by the previous row"
 BEFORE, PREAD, HYBRID = "mmap_load_1m_pread_before", "mmap_load_1m_pread", "mmap_load_1m_hybrid"
 HYBRID_COLD, FIRST = "mmap_load_1m_hybrid_cold", "mmap_load_1m"
 S28_BEFORE, S28, S28_COLD, S29 = (
