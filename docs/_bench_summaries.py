@@ -194,6 +194,7 @@ PAGES: dict[str, tuple[tuple[str, ...], Callable, str, str, str]] = {
             "which-estimator-finetuned-biomedical.json",
             "which-estimator-finetuned-biomedical-sharprecl.json",
             "which-estimator-goemotions.json",
+            "which-estimator-snm-tibkat.json",
             "which-estimator-gpu.json",
         ),
         _which_estimator,
