@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import time
 import types
@@ -120,19 +121,35 @@ def test_snm_dry_run_writes_snm_uniform_and_xrlinear(tmp_path: Path) -> None:
     assert all(r["dataset"] == "bibtex_bow" and 0 < r["P@1"] <= 100 for r in table["rows"])
 
 
+@pytest.mark.parametrize("inherited", ["python", "ignored"])
 def test_the_watchdog_stops_a_run_and_keeps_what_finished(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inherited: str
 ) -> None:
     """A method that never ends: the budget's SIGINT stops it, the runs recorded before
-    stay in the JSON, which says the run did not finish, and the command returns 0."""
+    stay in the JSON, which says the run did not finish, and the command returns 0. Also
+    when the process inherited SIGINT ignored (started with ``nohup ... &``): the run once
+    went on forever there."""
     monkeypatch.setattr(os, "environ", dict(os.environ))  # the runner sets variables
+    handler = signal.SIG_IGN if inherited == "ignored" else signal.default_int_handler
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        _watchdog_run(tmp_path)
+        assert signal.getsignal(signal.SIGINT) == handler  # given back as it was
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _watchdog_run(tmp_path: Path) -> None:
     from benchmarks.gpu import __main__ as cli
     from benchmarks.gpu import _kit
 
     pack = _kit.pack("fake", {}, encoder=False, gensim=False, path=tmp_path / "fake.zip")
 
     def run(args: argparse.Namespace, budget: _kit.Budget, rec: _kit.Recorder) -> None:
-        while True:  # one "fit" every 50 ms, written as it finishes
+        began = time.monotonic()
+        # one "fit" every 50 ms, written as it finishes; "never" ends: 10 s, so that a
+        # watchdog that fails makes the test fail instead of hanging
+        while time.monotonic() - began < 10:
             rec.add({"row": "fit", "seed": 0, "left_s": budget.left()})
             rec.write()
             time.sleep(0.05)

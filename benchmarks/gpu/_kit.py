@@ -188,6 +188,7 @@ class Budget:
         self.start = time.monotonic()
         self.deadline = self.start + self.seconds
         self._timer: threading.Timer | None = None
+        self._previous: Any = None
         self.expired = False
 
     def _interrupt(self) -> None:
@@ -195,6 +196,11 @@ class Budget:
         os.kill(os.getpid(), signal.SIGINT)
 
     def __enter__(self) -> Budget:
+        # A command started in the background by a shell without job control (``nohup
+        # ... &``) inherits SIGINT ignored: the watchdog's signal would then be lost and the
+        # run go on past its budget. Python's own handler while the budget runs.
+        if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+            self._previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         # the deadline counts from the budget's creation (unpacking included)
         self._timer = threading.Timer(max(self.left(), 0.0), self._interrupt)
         self._timer.daemon = True
@@ -204,6 +210,9 @@ class Budget:
     def __exit__(self, *exc: object) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
