@@ -205,7 +205,8 @@ def rst_table(result: dict, table: dict, source: str) -> str:
 def write_tables(results: Path = RESULTS, out: Path = GENERATED) -> list[Path]:
     """Write one include per table of every suite-format JSON, and render again the
     ``.md`` a suite wrote beside its JSON (so that old files' headers name their PSP
-    scale too); returns the paths."""
+    scale too); for the project's results folder also the older files' tables and the
+    pages' figures; returns the paths."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for path in _suite_files(results):
@@ -221,8 +222,11 @@ def write_tables(results: Path = RESULTS, out: Path = GENERATED) -> list[Path]:
             target = out / name
             target.write_text(rst_table(result, table, source))
             written.append(target)
-    written += _legacy_tables.write(results, out)
-    written += _figures.write(results, out)
+    if results.resolve() == RESULTS.resolve():
+        # the older files' tables and the pages' figures name the project's results files:
+        # another folder (a quick run's) has none of them
+        written += _legacy_tables.write(results, out)
+        written += _figures.write(results, out)
     return written + write_summaries(results, out)
 
 
