@@ -297,28 +297,17 @@ class Page:
 
 def page_figures() -> list[Page]:
     """Every page with figures: one per ``benchmarks/_figures_<name>.py`` module."""
-    import importlib
-    import pkgutil
-
-    import benchmarks
-
-    pages = []
-    for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda i: i.name):
-        if not info.name.startswith("_figures_"):
-            continue
-        name = f"benchmarks.{info.name}"
-        # imported here: the declarations build on this module
-        module = importlib.import_module(name)
-        pages.append(
-            Page(
-                module.PAGE,
-                name,
-                tuple(module.FIGURES),
-                dict(getattr(module, "TYPED", {})),
-                dict(getattr(module, "EXEMPT", {})),
-            )
+    return [
+        Page(
+            module.PAGE,
+            module.__name__,
+            tuple(module.FIGURES),
+            dict(getattr(module, "TYPED", {})),
+            dict(getattr(module, "EXEMPT", {})),
         )
-    return pages
+        # imported when asked: the declarations build on this module
+        for module in _harness.benchmark_modules("_figures_")
+    ]
 
 
 def rst(figures: tuple[Figure, ...], results: Path = RESULTS) -> str:

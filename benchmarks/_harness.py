@@ -215,6 +215,18 @@ def summarise(runs: list[dict], keys: Sequence[str], metrics: Sequence[str]) -> 
 # ----------------------------------------------------------------------------- context
 
 
+def benchmark_modules(prefix: str) -> list[Any]:
+    """The modules of the ``benchmarks`` package whose names start with ``prefix``, by
+    name: the declarations of each docs page (their own module each) found, not listed."""
+    import importlib
+    import pkgutil
+
+    import benchmarks
+
+    names = sorted(i.name for i in pkgutil.iter_modules(benchmarks.__path__))
+    return [importlib.import_module(f"benchmarks.{n}") for n in names if n.startswith(prefix)]
+
+
 def git_commit() -> dict[str, Any]:
     def git(*args: str) -> str:
         try:

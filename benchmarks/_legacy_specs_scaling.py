@@ -14,6 +14,8 @@ from typing import Any
 
 from benchmarks._legacy_tables import Field, Floor, Grid, Text, Yes, field, text
 
+PAGE = "scaling.rst"
+
 # ----------------------------------------------------------------------------- scale.py
 
 LIBS = ("skxmc", "libpecos")
@@ -444,4 +446,4 @@ PROJECTION_TABLES: tuple[Grid, ...] = (
     ),
 )
 
-SCALING: tuple[Grid, ...] = (*SCALE_TABLES, *DASK_TABLES, *MMAP_TABLES, *PROJECTION_TABLES)
+TABLES: tuple[Grid, ...] = (*SCALE_TABLES, *DASK_TABLES, *MMAP_TABLES, *PROJECTION_TABLES)
